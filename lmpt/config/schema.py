@@ -1,0 +1,258 @@
+"""Typed schemas of every config group. The string under each field is its documentation
+(`lmpt --help` and the README's configuration reference are built from it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+from omegaconf import MISSING
+
+
+@dataclass
+class TokenizerConfig:
+    model_file: Optional[str] = None
+    """An existing SentencePiece .model to use; null trains one on the training text (cached)."""
+    vocab_size: int = 8192
+    """Vocabulary size, reserved tokens included."""
+    model_type: str = "unigram"
+    """SentencePiece algorithm: unigram or bpe."""
+    character_coverage: float = 0.9995
+    """Share of characters the vocabulary must cover; the rest fall back to bytes."""
+    byte_fallback: bool = True
+    """Spell unknown characters as UTF-8 bytes instead of <unk>."""
+    num_sentinels: int = 100
+    """Span sentinels <extra_id_0> ... reserved for span corruption."""
+    max_sentences: int = 2000000
+    """Most sentences sampled from the corpus to train the tokenizer."""
+
+
+@dataclass
+class ObjectiveConfig:
+    name: str = MISSING
+    """Objective: clm, mlm, nsp, span, prefix or ul2-mixture."""
+
+
+@dataclass
+class ClmConfig(ObjectiveConfig):
+    name: str = "clm"
+    document_attention: bool = False
+    """Keep attention within each packed document instead of across the eos between them."""
+
+
+@dataclass
+class MlmConfig(ObjectiveConfig):
+    name: str = "mlm"
+    mask_prob: float = 0.15
+    """Probability that each eligible token is selected for prediction."""
+    mask_token_frac: float = 0.8
+    """Share of selected tokens replaced by [MASK]."""
+    random_token_frac: float = 0.1
+    """Share of selected tokens replaced by a random ordinary token (the rest stay unchanged)."""
+    whole_word: bool = False
+    """Select whole words: all pieces of a word or none."""
+
+
+@dataclass
+class NspConfig(MlmConfig):
+    name: str = "nsp"
+    variant: str = "nsp"
+    """nsp: B is the next segment or one from another document; sop: B follows A or the two are swapped."""
+    random_pair_prob: float = 0.5
+    """Probability that a pair is negative (random document for nsp, swapped order for sop)."""
+    mlm_weight: float = 1.0
+    """Weight of the masked-LM loss trained jointly with the pair loss (0 trains the pair head only)."""
+
+
+@dataclass
+class SpanConfig(ObjectiveConfig):
+    name: str = "span"
+    noise_density: float = 0.15
+    """Fraction of raw tokens corrupted into spans (r)."""
+    mean_span_length: float = 3.0
+    """Mean length of a corrupted span (mu)."""
+
+
+@dataclass
+class PrefixConfig(ObjectiveConfig):
+    name: str = "prefix"
+    split_min: float = 0.0
+    """Smallest prefix length as a fraction of the window (the split is at least 1 token in)."""
+    split_max: float = 1.0
+    """Largest prefix length as a fraction of the window (the split leaves at least 1 target token)."""
+
+
+@dataclass
+class DenoiserConfig:
+    kind: str = "R"
+    """R (regular span corruption), X (extreme span corruption) or S (sequential, prefix LM)."""
+    mean_span_length: float = 3.0
+    """Mean span length (R and X)."""
+    noise_density: float = 0.15
+    """Corrupted fraction for R and X; expected target fraction for S."""
+    weight: float = 1.0
+    """Relative probability of choosing this denoiser for an example."""
+
+
+def _ul2_denoisers() -> list[DenoiserConfig]:
+    return [
+        DenoiserConfig("R", 3.0, 0.15),
+        DenoiserConfig("R", 8.0, 0.15),
+        DenoiserConfig("S", 0.0, 0.25),
+        DenoiserConfig("X", 3.0, 0.5),
+        DenoiserConfig("X", 8.0, 0.5),
+        DenoiserConfig("X", 64.0, 0.15),
+        DenoiserConfig("X", 64.0, 0.5),
+    ]
+
+
+@dataclass
+class Ul2Config(ObjectiveConfig):
+    name: str = "ul2-mixture"
+    denoisers: List[DenoiserConfig] = field(default_factory=_ul2_denoisers)
+    """The mixture: each entry's kind, mean span length, rate and weight (default: UL2's seven, uniform)."""
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    """Size preset: tiny, small, base or large."""
+    arch: str = "auto"
+    """auto (the objective's natural one), decoder, encoder or encoder-decoder."""
+    d_model: int = 128
+    """Width of the residual stream."""
+    n_layers: int = 4
+    """Blocks per stack (an encoder-decoder has this many in the encoder)."""
+    n_decoder_layers: Optional[int] = None
+    """Blocks in the decoder of an encoder-decoder; null = n_layers."""
+    n_heads: int = 4
+    """Attention heads per block."""
+    ffn_dim: int = 384
+    """Hidden width of the SwiGLU feed-forward."""
+    max_seq_len: int = 1024
+    """Longest sequence the model accepts."""
+    dropout: float = 0.0
+    """Dropout on attention outputs, MLP outputs and embeddings."""
+    norm_eps: float = 1e-6
+    """Epsilon of RMSNorm."""
+    rope_theta: float = 10000.0
+    """Base of the rotary position frequencies."""
+    init_std: float = 0.02
+    """Standard deviation of the weight initialisation."""
+
+
+@dataclass
+class OptimizerConfig:
+    name: str = MISSING
+    """adamw or adafactor."""
+    lr: float = 1e-3
+    """Peak learning rate."""
+    weight_decay: float = 0.1
+    """Decoupled weight decay (never applied to norms, biases or embeddings)."""
+
+
+@dataclass
+class AdamWConfig(OptimizerConfig):
+    name: str = "adamw"
+    betas: List[float] = field(default_factory=lambda: [0.9, 0.95])
+    """Adam's (beta1, beta2)."""
+    eps: float = 1e-8
+    """Adam's epsilon."""
+    fused: Optional[bool] = None
+    """Use the fused kernel; null = wherever the device supports it."""
+
+
+@dataclass
+class AdafactorConfig(OptimizerConfig):
+    name: str = "adafactor"
+    lr: float = 1e-2
+    weight_decay: float = 0.0
+    beta2_decay: float = -0.8
+    """Exponent of the second-moment decay schedule."""
+    eps: float = 1e-3
+    """Epsilon relative to the parameter scale."""
+
+
+@dataclass
+class SchedulerConfig:
+    name: str = "cosine"
+    """cosine, linear, constant, inverse_sqrt or wsd (warmup-stable-decay)."""
+    warmup_steps: int = 50
+    """Steps of linear warm-up from zero."""
+    min_lr_ratio: float = 0.1
+    """Final learning rate as a fraction of the peak (cosine, linear, wsd)."""
+    decay_fraction: float = 0.2
+    """wsd: fraction of the run spent decaying at the end."""
+
+
+@dataclass
+class DataConfig:
+    paths: List[str] = field(default_factory=lambda: ["bundled:tinyshakespeare.txt"])
+    """Training text: files, directories, globs, .jsonl files; `bundled:NAME` for a shipped corpus."""
+    val_paths: List[str] = field(default_factory=list)
+    """Held-out text; empty = hold out `val_fraction` of the training documents."""
+    val_fraction: float = 0.05
+    """Share of documents held out for validation when `val_paths` is empty."""
+    text_field: str = "text"
+    """Field holding the text in .jsonl records."""
+    documents: str = "auto"
+    """How text splits into documents: auto, blank_line, wikitext, line or file (jsonl: one per record)."""
+    seq_len: int = 256
+    """Model input length in tokens."""
+    num_workers: int = 0
+    """DataLoader worker processes making batches."""
+    tokenize_workers: int = 0
+    """Processes tokenising the corpus into the cache; 0 = every core."""
+    cache_dir: Optional[str] = None
+    """Where tokenizers and token caches live; null = $LMPT_CACHE_DIR or ~/.cache/lmpt."""
+
+
+@dataclass
+class TrainerConfig:
+    max_steps: int = 300
+    """Optimizer steps to train for."""
+    batch_size: int = 16
+    """Sequences per micro-batch (per device)."""
+    grad_accum: int = 1
+    """Micro-batches accumulated per optimizer step."""
+    amp: bool = False
+    """Mixed precision: bf16 autocast where supported, fp16 with a GradScaler on CUDA without bf16."""
+    precision: Optional[str] = None
+    """fp32, bf16 or fp16; overrides `amp` when set."""
+    device: str = "auto"
+    """auto, cpu, cuda or mps."""
+    compile: bool = False
+    """Compile the model with torch.compile."""
+    deterministic: bool = False
+    """Use deterministic kernels (bitwise reproducible on CUDA, slower)."""
+    seed: int = 1337
+    """Seed of every random draw: data windows, corruption, initialisation, dropout."""
+    grad_clip: float = 1.0
+    """Clip the global gradient norm to this value; 0 disables."""
+    log_every: int = 10
+    """Steps between logged training metrics."""
+    eval_every: int = 100
+    """Steps between validations (and at the end); 0 = only at the end."""
+    eval_batches: int = 8
+    """Validation batches per evaluation (always the same held-out windows)."""
+    ckpt_every: int = 100
+    """Steps between checkpoints (and at the end); 0 = only at the end."""
+    keep_last: int = 2
+    """Committed checkpoints kept; older ones are pruned after each commit."""
+    resume: str = "auto"
+    """auto: continue from the run directory's newest checkpoint; never; or a run directory / checkpoint path."""
+    progress: str = "auto"
+    """Console output: auto (live display on a terminal, plain lines otherwise), rich, plain or tqdm."""
+    sample_tokens: int = 48
+    """Tokens generated from the final model as a sample (decoders); 0 = none."""
+
+
+@dataclass
+class LmptConfig:
+    tokenizer: TokenizerConfig = MISSING
+    objective: Any = MISSING
+    model: ModelConfig = MISSING
+    optimizer: Any = MISSING
+    scheduler: SchedulerConfig = MISSING
+    data: DataConfig = MISSING
+    trainer: TrainerConfig = MISSING

@@ -1,0 +1,44 @@
+"""Registers the schemas with Hydra's ConfigStore and finds the conf/ directory.
+
+Schemas live under `schema/<group>` so they never show up as choices of the groups themselves;
+each yaml in conf/<group>/ starts from its schema (`- /schema/<group>/<name>@_here_`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hydra.core.config_store import ConfigStore
+
+from lmpt.config import schema as s
+
+_SCHEMAS = {
+    "tokenizer": {"sentencepiece": s.TokenizerConfig},
+    "objective": {
+        "clm": s.ClmConfig,
+        "mlm": s.MlmConfig,
+        "nsp": s.NspConfig,
+        "span": s.SpanConfig,
+        "prefix": s.PrefixConfig,
+        "ul2-mixture": s.Ul2Config,
+    },
+    "model": {"model": s.ModelConfig},
+    "optimizer": {"adamw": s.AdamWConfig, "adafactor": s.AdafactorConfig},
+    "scheduler": {"scheduler": s.SchedulerConfig},
+    "data": {"data": s.DataConfig},
+    "trainer": {"trainer": s.TrainerConfig},
+}
+
+
+def register_schemas() -> None:
+    cs = ConfigStore.instance()
+    cs.store(name="lmpt_schema", node=s.LmptConfig)
+    for group, nodes in _SCHEMAS.items():
+        for name, node in nodes.items():
+            cs.store(group=f"schema/{group}", name=name, node=node)
+
+
+def conf_dir() -> Path:
+    """conf/ inside an installed wheel (lmpt/conf), else the checkout's top-level conf/."""
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "conf"
+    return installed if installed.is_dir() else package.parent / "conf"

@@ -1,0 +1,1 @@
+"""Text sources, the memory-mapped token cache, and the deterministic window sampler."""

@@ -1,0 +1,1 @@
+"""One transformer block assembled into decoder, encoder and encoder-decoder stacks."""

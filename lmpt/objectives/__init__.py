@@ -1,0 +1,1 @@
+"""Pre-training objectives: pure transforms from token windows to batches, each with its loss."""

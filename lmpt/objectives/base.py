@@ -1,0 +1,66 @@
+"""The contract every objective meets: a pure transform from token windows to a Batch, and its loss."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+
+from lmpt.batch import Batch, Windows
+from lmpt.model.output import ModelOutput
+
+if TYPE_CHECKING:
+    from lmpt.data.corpus import TokenCorpus
+    from lmpt.tokenizer.tokenizer import Tokenizer
+
+Stats = dict[str, tuple[torch.Tensor, torch.Tensor]]
+"""Metric name -> (sum, count); the trainer adds them up over micro-steps and reports sum / count."""
+
+ARCHITECTURES = ("decoder", "encoder", "encoder-decoder")
+
+
+class Objective(ABC):
+    """Subclasses set the class attributes and implement `window_length` and `make_batch`."""
+
+    name: ClassVar[str]
+    natural_arch: ClassVar[str]
+    supported_archs: ClassVar[tuple[str, ...]]
+    n_segments: ClassVar[int] = 0
+    """Segment embeddings the model needs (nsp: 2)."""
+    n_sequence_classes: ClassVar[int] = 0
+    """Classes of the sequence head on the first position (nsp/sop: 2)."""
+
+    def __init__(self, cfg: Any, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
+        self.cfg = cfg
+        self.tokenizer = tokenizer
+        self.special = tokenizer.special
+        self.vocab_size = tokenizer.vocab_size
+        self.seq_len = seq_len
+        self.arch = arch
+
+    @property
+    @abstractmethod
+    def window_length(self) -> int:
+        """Raw corpus tokens per example the sampler must provide."""
+
+    @property
+    def target_length(self) -> int:
+        """Decoder length of an encoder-decoder batch (0 for single-stack architectures)."""
+        return 0
+
+    @abstractmethod
+    def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
+        """Turn windows into a batch; every random draw comes from `gen` (seeded by (seed, step, ...))."""
+
+    def check_corpus(self, corpus: TokenCorpus) -> None:
+        """Refuse a corpus this objective cannot use (raise LmptError); most objectives take any."""
+
+    def loss(self, out: ModelOutput, batch: Batch) -> tuple[torch.Tensor, Stats]:
+        """Mean cross-entropy over loss-bearing tokens, with token accuracy."""
+        n = torch.tensor(out.token_loss.numel(), device=out.token_loss.device)
+        stats: Stats = {
+            "loss": (out.token_loss.sum().detach(), n),
+            "acc": (out.token_correct.sum(), n),
+        }
+        return out.token_loss.mean(), stats

@@ -1,0 +1,1 @@
+"""SentencePiece tokenizer with lmpt's reserved tokens, trained once per corpus and cached."""

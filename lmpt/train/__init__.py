@@ -1,0 +1,1 @@
+"""The training loop and the components it composes: optimizer, schedule, checkpoints, metrics, console."""
