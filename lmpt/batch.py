@@ -61,9 +61,7 @@ class Batch:
 
     def pin_memory(self) -> Batch:
         """Called by DataLoader(pin_memory=True) for custom batch types."""
-        pinned = {
-            f.name: v.pin_memory() for f in fields(self) if isinstance(v := getattr(self, f.name), torch.Tensor)
-        }
+        pinned = {f.name: v.pin_memory() for f in fields(self) if isinstance(v := getattr(self, f.name), torch.Tensor)}
         return replace(self, **pinned)
 
     @property

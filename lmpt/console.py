@@ -6,7 +6,7 @@ import os
 
 from rich.console import Console
 
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)  # log lines stay whole in files and CI logs
 
 
 def is_main_process() -> bool:

@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any
 
 from omegaconf import MISSING
 
 
 @dataclass
 class TokenizerConfig:
-    model_file: Optional[str] = None
+    model_file: str | None = None
     """An existing SentencePiece .model to use; null trains one on the training text (cached)."""
-    vocab_size: int = 8192
+    vocab_size: int = 4096
     """Vocabulary size, reserved tokens included."""
     model_type: str = "unigram"
     """SentencePiece algorithm: unigram or bpe."""
@@ -109,7 +109,7 @@ def _ul2_denoisers() -> list[DenoiserConfig]:
 @dataclass
 class Ul2Config(ObjectiveConfig):
     name: str = "ul2-mixture"
-    denoisers: List[DenoiserConfig] = field(default_factory=_ul2_denoisers)
+    denoisers: list[DenoiserConfig] = field(default_factory=_ul2_denoisers)
     """The mixture: each entry's kind, mean span length, rate and weight (default: UL2's seven, uniform)."""
 
 
@@ -123,7 +123,7 @@ class ModelConfig:
     """Width of the residual stream."""
     n_layers: int = 4
     """Blocks per stack (an encoder-decoder has this many in the encoder)."""
-    n_decoder_layers: Optional[int] = None
+    n_decoder_layers: int | None = None
     """Blocks in the decoder of an encoder-decoder; null = n_layers."""
     n_heads: int = 4
     """Attention heads per block."""
@@ -154,11 +154,11 @@ class OptimizerConfig:
 @dataclass
 class AdamWConfig(OptimizerConfig):
     name: str = "adamw"
-    betas: List[float] = field(default_factory=lambda: [0.9, 0.95])
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
     """Adam's (beta1, beta2)."""
     eps: float = 1e-8
     """Adam's epsilon."""
-    fused: Optional[bool] = None
+    fused: bool | None = None
     """Use the fused kernel; null = wherever the device supports it."""
 
 
@@ -187,9 +187,9 @@ class SchedulerConfig:
 
 @dataclass
 class DataConfig:
-    paths: List[str] = field(default_factory=lambda: ["bundled:tinyshakespeare.txt"])
+    paths: list[str] = field(default_factory=lambda: ["bundled:tinyshakespeare.txt"])
     """Training text: files, directories, globs, .jsonl files; `bundled:NAME` for a shipped corpus."""
-    val_paths: List[str] = field(default_factory=list)
+    val_paths: list[str] = field(default_factory=list)
     """Held-out text; empty = hold out `val_fraction` of the training documents."""
     val_fraction: float = 0.05
     """Share of documents held out for validation when `val_paths` is empty."""
@@ -203,7 +203,7 @@ class DataConfig:
     """DataLoader worker processes making batches."""
     tokenize_workers: int = 0
     """Processes tokenising the corpus into the cache; 0 = every core."""
-    cache_dir: Optional[str] = None
+    cache_dir: str | None = None
     """Where tokenizers and token caches live; null = $LMPT_CACHE_DIR or ~/.cache/lmpt."""
 
 
@@ -217,7 +217,7 @@ class TrainerConfig:
     """Micro-batches accumulated per optimizer step."""
     amp: bool = False
     """Mixed precision: bf16 autocast where supported, fp16 with a GradScaler on CUDA without bf16."""
-    precision: Optional[str] = None
+    precision: str | None = None
     """fp32, bf16 or fp16; overrides `amp` when set."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
@@ -229,6 +229,8 @@ class TrainerConfig:
     """Seed of every random draw: data windows, corruption, initialisation, dropout."""
     grad_clip: float = 1.0
     """Clip the global gradient norm to this value; 0 disables."""
+    max_nonfinite_steps: int = 10
+    """Consecutive steps with a non-finite loss or gradient (each skipped) after which the run stops."""
     log_every: int = 10
     """Steps between logged training metrics."""
     eval_every: int = 100

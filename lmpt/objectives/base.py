@@ -30,6 +30,8 @@ class Objective(ABC):
     """Segment embeddings the model needs (nsp: 2)."""
     n_sequence_classes: ClassVar[int] = 0
     """Classes of the sequence head on the first position (nsp/sop: 2)."""
+    perplexity_of: ClassVar[str] = "loss"
+    """The stats entry (a token-level loss) whose exp is reported as perplexity."""
 
     def __init__(self, cfg: Any, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         self.cfg = cfg
@@ -53,7 +55,7 @@ class Objective(ABC):
     def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
         """Turn windows into a batch; every random draw comes from `gen` (seeded by (seed, step, ...))."""
 
-    def check_corpus(self, corpus: TokenCorpus) -> None:
+    def check_corpus(self, corpus: TokenCorpus) -> None:  # noqa: B027 (optional hook)
         """Refuse a corpus this objective cannot use (raise LmptError); most objectives take any."""
 
     def loss(self, out: ModelOutput, batch: Batch) -> tuple[torch.Tensor, Stats]:

@@ -1,0 +1,54 @@
+"""The `lmpt` command: a Hydra app that composes a run from conf/ and trains it.
+
+Every user error (a config typo, a bad value, a missing path) ends as one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import NoReturn
+
+import hydra
+from omegaconf import DictConfig
+
+from lmpt.config.errors import USER_ERRORS, describe
+from lmpt.config.resolvers import register_resolvers
+from lmpt.config.store import conf_dir, register_schemas
+
+
+def train(cfg: DictConfig) -> float | None:
+    from lmpt.train.run import run_training  # heavy imports only once the config is valid
+
+    return run_training(cfg)
+
+
+def run_hydra_app(task, config_name: str = "config") -> None:
+    """Run `task` as a Hydra app over lmpt's conf/, reporting user errors as one line with exit 2."""
+    register_schemas()
+    register_resolvers()
+    wants_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # let exceptions reach us instead of Hydra's multi-line report
+
+    def report(exc: BaseException) -> NoReturn:
+        if wants_traceback:
+            raise exc
+        print(f"lmpt: error: {describe(exc)}", file=sys.stderr)
+        sys.exit(2)
+
+    @functools.wraps(task)
+    def guarded_task(cfg: DictConfig):
+        try:
+            return task(cfg)
+        except USER_ERRORS as exc:  # reported here: a failed Hydra job would add its own stderr lines
+            report(exc)
+
+    app = hydra.main(config_path=str(conf_dir()), config_name=config_name, version_base=None)(guarded_task)
+    try:
+        app()
+    except USER_ERRORS as exc:  # composition: unknown keys and options, wrong types
+        report(exc)
+
+
+def main() -> None:
+    run_hydra_app(train)

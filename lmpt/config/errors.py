@@ -1,0 +1,64 @@
+"""Turn configuration exceptions from Hydra and OmegaConf into one line that names the key."""
+
+from __future__ import annotations
+
+import re
+
+from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+from omegaconf.errors import (
+    ConfigAttributeError,
+    ConfigKeyError,
+    MissingMandatoryValue,
+    OmegaConfBaseException,
+    ValidationError,
+)
+
+from lmpt.errors import LmptError
+
+USER_ERRORS = (LmptError, ConfigCompositionException, OmegaConfBaseException, OverrideParseException, OSError)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _full_key(exc: BaseException) -> str | None:
+    key = getattr(exc, "full_key", None)
+    if key:
+        return str(key)
+    match = re.search(r"full_key: (\S+)", str(exc))
+    return match.group(1) if match else None
+
+
+def describe(exc: BaseException) -> str:
+    """One line: what is wrong and what to do."""
+    if isinstance(exc, LmptError):
+        return str(exc)
+    if isinstance(exc, MissingConfigException):
+        return _describe_missing_option(str(exc))
+    cause = exc.__cause__ if isinstance(exc, ConfigCompositionException) else exc
+    message = str(exc)
+    override = re.search(r"override '([^']+)'", message) or re.search(r"override ([^=\s]+)=", message)
+    if isinstance(cause, (ConfigAttributeError, ConfigKeyError)):
+        key = override.group(1) if override else _full_key(cause) or "?"
+        return f"unknown config key '{key}': check its spelling (`lmpt --help` lists the groups and keys)"
+    if isinstance(cause, ValidationError):
+        key = _full_key(cause) or (override.group(1) if override else "?")
+        return f"{key}: {_first_line(str(cause))}"
+    if isinstance(cause, MissingMandatoryValue):
+        key = _full_key(cause) or "?"
+        return f"{key} has no value: set it on the command line, e.g. {key}=..."
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    return _first_line(message)
+
+
+def _describe_missing_option(message: str) -> str:
+    match = re.search(r"Could not find '([^']+)'", message)
+    wanted = match.group(1) if match else "?"
+    group, _, name = wanted.rpartition("/")
+    options = re.findall(r"^\t(\S+)$", message, flags=re.MULTILINE)
+    if group and options:
+        return f"unknown {group} '{name}': choose one of {', '.join(options)}"
+    return _first_line(message)

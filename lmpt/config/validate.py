@@ -1,0 +1,87 @@
+"""Value checks the types cannot express: ranges, choices and sizes that must agree. Each failure is
+one LmptError naming the key, raised before any work starts. Objective settings are checked where
+the objective is built (lmpt.objectives.registry)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig
+
+from lmpt.errors import LmptError
+
+ARCHS = ("auto", "decoder", "encoder", "encoder-decoder")
+PRECISIONS = (None, "fp32", "bf16", "fp16")
+PROGRESS = ("auto", "rich", "plain", "tqdm")
+SCHEDULES = ("cosine", "linear", "constant", "inverse_sqrt", "wsd")
+DOCUMENT_MODES = ("auto", "blank_line", "wikitext", "line", "file")
+
+
+def _require(ok: bool, key: str, value: Any, rule: str) -> None:
+    if not ok:
+        raise LmptError(f"{key}={value!r} is invalid: it must be {rule}")
+
+
+def _positive(section: DictConfig, prefix: str, *names: str, allow_zero: bool = False) -> None:
+    for name in names:
+        value = section[name]
+        rule = ">= 0" if allow_zero else "> 0"
+        _require(value >= 0 if allow_zero else value > 0, f"{prefix}.{name}", value, rule)
+
+
+def _choice(value: Any, key: str, choices: tuple) -> None:
+    _require(value in choices, key, value, "one of " + ", ".join(str(c) for c in choices))
+
+
+def validate_config(cfg: DictConfig) -> None:
+    """Check every group except the objective; raise LmptError on the first bad value."""
+    t, d, m, o, s, tok = cfg.trainer, cfg.data, cfg.model, cfg.optimizer, cfg.scheduler, cfg.tokenizer
+    _positive(t, "trainer", "max_steps", "batch_size", "grad_accum", "log_every", "eval_batches", "keep_last")
+    _positive(t, "trainer", "eval_every", "ckpt_every", "grad_clip", "sample_tokens", allow_zero=True)
+    _choice(t.precision, "trainer.precision", PRECISIONS)
+    _choice(t.progress, "trainer.progress", PROGRESS)
+    device = t.device.split(":")[0]
+    _choice(device, "trainer.device", ("auto", "cpu", "cuda", "mps"))
+
+    _positive(d, "data", "seq_len")
+    _require(d.seq_len >= 4, "data.seq_len", d.seq_len, ">= 4")
+    _positive(d, "data", "num_workers", "tokenize_workers", allow_zero=True)
+    _choice(d.documents, "data.documents", DOCUMENT_MODES)
+    if not d.val_paths:
+        _require(0 < d.val_fraction < 1, "data.val_fraction", d.val_fraction, "in (0, 1) (or set data.val_paths)")
+
+    _choice(m.arch, "model.arch", ARCHS)
+    _positive(m, "model", "d_model", "n_layers", "n_heads", "ffn_dim", "max_seq_len", "norm_eps", "rope_theta")
+    _require(
+        m.n_decoder_layers is None or m.n_decoder_layers > 0,
+        "model.n_decoder_layers",
+        m.n_decoder_layers,
+        "> 0",
+    )
+    _require(0 <= m.dropout < 1, "model.dropout", m.dropout, "in [0, 1)")
+
+    _positive(o, "optimizer", "lr")
+    _positive(o, "optimizer", "weight_decay", allow_zero=True)
+    if "betas" in o:
+        _require(
+            len(o.betas) == 2 and all(0 <= b < 1 for b in o.betas),
+            "optimizer.betas",
+            list(o.betas),
+            "two values in [0, 1)",
+        )
+
+    _choice(s.name, "scheduler.name", SCHEDULES)
+    _positive(s, "scheduler", "warmup_steps", allow_zero=True)
+    _require(0 <= s.min_lr_ratio <= 1, "scheduler.min_lr_ratio", s.min_lr_ratio, "in [0, 1]")
+    _require(0 <= s.decay_fraction <= 1, "scheduler.decay_fraction", s.decay_fraction, "in [0, 1]")
+
+    _choice(tok.model_type, "tokenizer.model_type", ("unigram", "bpe"))
+    _positive(tok, "tokenizer", "num_sentinels", allow_zero=True)
+    reserved = 10 + tok.num_sentinels
+    _require(
+        tok.vocab_size > reserved + 256,
+        "tokenizer.vocab_size",
+        tok.vocab_size,
+        f"> {reserved + 256} (reserved tokens + bytes)",
+    )
+    _require(0 < tok.character_coverage <= 1, "tokenizer.character_coverage", tok.character_coverage, "in (0, 1]")

@@ -1,0 +1,48 @@
+"""Build a `LanguageModel` from the typed model config, after checking the sizes fit together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from lmpt.errors import LmptError
+from lmpt.model.language_model import LanguageModel
+
+
+def check_model_config(cfg: Any, arch: str, vocab_size: int) -> None:
+    """Raise LmptError, naming the key, when the sizes cannot make a model."""
+    # Imported here: lmpt.objectives.base imports lmpt.model.output, so a top-level import is circular.
+    from lmpt.objectives.base import ARCHITECTURES
+
+    if arch not in ARCHITECTURES:
+        raise LmptError(f"model.arch={arch!r} is not one of {', '.join(ARCHITECTURES)}")
+    for key in ("d_model", "n_layers", "n_heads", "ffn_dim", "max_seq_len"):
+        if int(getattr(cfg, key)) <= 0:
+            raise LmptError(f"model.{key}={getattr(cfg, key)} must be positive")
+    if cfg.n_decoder_layers is not None and int(cfg.n_decoder_layers) <= 0:
+        raise LmptError(f"model.n_decoder_layers={cfg.n_decoder_layers} must be positive or null")
+    if cfg.d_model % cfg.n_heads != 0:
+        raise LmptError(f"model.n_heads={cfg.n_heads} does not divide model.d_model={cfg.d_model}")
+    if (cfg.d_model // cfg.n_heads) % 2 != 0:
+        raise LmptError(
+            f"model.d_model/model.n_heads={cfg.d_model // cfg.n_heads} must be even (rotary embeddings rotate pairs)"
+        )
+    if not 0.0 <= float(cfg.dropout) < 1.0:
+        raise LmptError(f"model.dropout={cfg.dropout} must be in [0, 1)")
+    if vocab_size <= 0:
+        raise LmptError(f"vocabulary size {vocab_size} must be positive")
+
+
+def build_model(
+    cfg: Any, arch: str, vocab_size: int, pad_id: int, n_segments: int = 0, n_sequence_classes: int = 0
+) -> LanguageModel:
+    """A freshly initialised model; `arch` is the resolved architecture (cfg.arch is not read)."""
+    check_model_config(cfg, arch, vocab_size)
+    return LanguageModel(cfg, arch, vocab_size, pad_id, n_segments, n_sequence_classes)
+
+
+def count_parameters(cfg: Any, arch: str, vocab_size: int, non_embedding: bool = False) -> int:
+    """Parameter count without allocating: the model is built on the meta device."""
+    with torch.device("meta"):
+        return build_model(cfg, arch, vocab_size, pad_id=0).num_parameters(non_embedding)

@@ -1,0 +1,181 @@
+"""Decoder, encoder and encoder-decoder: token (and segment) embeddings, a stack of `Block`s and a
+final RMSNorm. Each returns final hidden states; the head lives in `LanguageModel`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from lmpt.model.attention import rotary_tables
+from lmpt.model.block import Block
+from lmpt.model.masks import (
+    allow_self,
+    causal_mask,
+    combine_masks,
+    document_mask,
+    key_padding_mask,
+    prefix_mask,
+)
+
+
+def padding_mask_if_any(ids: torch.Tensor, pad_id: int) -> torch.Tensor | None:
+    """Key padding mask [B,1,1,S], or None when `ids` hold no padding (keeps the fast kernels)."""
+    return key_padding_mask(ids, pad_id) if bool((ids == pad_id).any()) else None
+
+
+def self_attention_mask(
+    ids: torch.Tensor,
+    attention: str,
+    pad_id: int,
+    prefix_len: torch.Tensor | None = None,
+    document_ids: torch.Tensor | None = None,
+) -> tuple[torch.Tensor | None, bool]:
+    """(mask, is_causal) for self-attention over `ids` [B,S]. Plain causal attention with no padding or
+    documents gives (None, True) for the fused causal path; bidirectional without padding (None, False)."""
+    seq_len = ids.shape[1]
+    padding = padding_mask_if_any(ids, pad_id)
+    if attention == "causal":
+        if document_ids is None and padding is None:
+            return None, True
+        base = causal_mask(seq_len, ids.device) if document_ids is None else document_mask(document_ids)
+    elif attention == "prefix":
+        if prefix_len is None:
+            raise ValueError('attention="prefix" needs batch.prefix_len')
+        base = prefix_mask(prefix_len, seq_len)
+        if document_ids is not None:
+            base = base & document_mask(document_ids)
+    elif attention == "bidirectional":
+        if padding is None:
+            return None, False
+        base = None
+    else:
+        raise ValueError(f"unknown attention {attention!r}")
+    mask = combine_masks(base, padding)
+    assert mask is not None
+    return allow_self(mask.expand(ids.shape[0], 1, seq_len, seq_len)), False
+
+
+class Embedding(nn.Module):
+    """Token embedding (its weight is also the output head) plus an optional segment embedding."""
+
+    def __init__(self, vocab_size: int, d_model: int, n_segments: int, dropout: float) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, d_model)
+        self.segments = nn.Embedding(n_segments, d_model) if n_segments > 0 else None
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids: torch.Tensor, segment_ids: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.tokens(ids)
+        if self.segments is not None and segment_ids is not None:
+            x = x + self.segments(segment_ids)
+        return self.dropout(x)
+
+
+class Stack(nn.Module):
+    """n_layers blocks and a final RMSNorm; rotary tables are made per call (cheap, and meta-safe)."""
+
+    def __init__(self, cfg: Any, n_layers: int, cross: bool) -> None:
+        super().__init__()
+        self.head_dim = cfg.d_model // cfg.n_heads
+        self.rope_theta = float(cfg.rope_theta)
+        self.blocks = nn.ModuleList(
+            Block(cfg.d_model, cfg.n_heads, cfg.ffn_dim, cfg.dropout, cfg.norm_eps, cross) for _ in range(n_layers)
+        )
+        self.norm = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
+        init_stack(self, cfg.init_std, n_layers)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        is_causal: bool,
+        context: torch.Tensor | None = None,
+        context_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        rope = rotary_tables(x.shape[1], self.head_dim, self.rope_theta, x.device)
+        for block in self.blocks:
+            x = block(x, rope, mask, is_causal, context, context_mask)
+        return self.norm(x)
+
+
+def init_stack(stack: Stack, init_std: float, n_layers: int) -> None:
+    """normal(0, init_std) on every Linear; attention and MLP output projections scaled by
+    1/sqrt(2 n_layers) so the residual stream's variance does not grow with depth (GPT-2)."""
+    for name, module in stack.named_modules():
+        if isinstance(module, nn.Linear):
+            scaled = name.endswith((".o", ".down"))
+            std = init_std / math.sqrt(2 * n_layers) if scaled else init_std
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+
+
+class Decoder(nn.Module):
+    """Decoder-only stack: causal or prefix self-attention, optionally within documents."""
+
+    def __init__(self, cfg: Any, vocab_size: int, pad_id: int, n_segments: int = 0) -> None:
+        super().__init__()
+        self.pad_id = pad_id
+        self.embed = Embedding(vocab_size, cfg.d_model, n_segments, cfg.dropout)
+        nn.init.normal_(self.embed.tokens.weight, mean=0.0, std=cfg.init_std)
+        if self.embed.segments is not None:
+            nn.init.normal_(self.embed.segments.weight, mean=0.0, std=cfg.init_std)
+        self.stack = Stack(cfg, cfg.n_layers, cross=False)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention: str = "causal",
+        prefix_len: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        segment_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """[B,S] ids -> [B,S,d] final hidden states."""
+        mask, is_causal = self_attention_mask(input_ids, attention, self.pad_id, prefix_len, document_ids)
+        return self.stack(self.embed(input_ids, segment_ids), mask, is_causal)
+
+
+class Encoder(Decoder):
+    """Bidirectional stack (BERT-like): every position sees every non-padding position."""
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention: str = "bidirectional",
+        prefix_len: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
+        segment_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """[B,S] ids -> [B,S,d]; `attention` is ignored: an encoder is always bidirectional."""
+        mask, _ = self_attention_mask(input_ids, "bidirectional", self.pad_id)
+        return self.stack(self.embed(input_ids, segment_ids), mask, False)
+
+
+class EncoderDecoder(nn.Module):
+    """T5-style: bidirectional encoder over `input_ids`, causal decoder with cross-attention over
+    `decoder_input_ids`; one token embedding serves both and the head."""
+
+    def __init__(self, cfg: Any, vocab_size: int, pad_id: int, n_segments: int = 0) -> None:
+        super().__init__()
+        self.pad_id = pad_id
+        self.embed = Embedding(vocab_size, cfg.d_model, n_segments, cfg.dropout)
+        nn.init.normal_(self.embed.tokens.weight, mean=0.0, std=cfg.init_std)
+        if self.embed.segments is not None:
+            nn.init.normal_(self.embed.segments.weight, mean=0.0, std=cfg.init_std)
+        self.encoder = Stack(cfg, cfg.n_layers, cross=False)
+        n_decoder_layers = cfg.n_decoder_layers if cfg.n_decoder_layers is not None else cfg.n_layers
+        self.decoder = Stack(cfg, n_decoder_layers, cross=True)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        decoder_input_ids: torch.Tensor,
+        segment_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Encoder ids [B,S] and decoder ids [B,T] -> decoder hidden states [B,T,d]."""
+        enc_mask, _ = self_attention_mask(input_ids, "bidirectional", self.pad_id)
+        memory = self.encoder(self.embed(input_ids, segment_ids), enc_mask, False)
+        dec_mask, is_causal = self_attention_mask(decoder_input_ids, "causal", self.pad_id)
+        cross_mask = padding_mask_if_any(input_ids, self.pad_id)
+        return self.decoder(self.embed(decoder_input_ids), dec_mask, is_causal, memory, cross_mask)

@@ -1,0 +1,182 @@
+"""nsp: BERT's next sentence prediction (or ALBERT's sentence-order prediction), trained jointly with mlm."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from lmpt.batch import Batch, Windows
+from lmpt.errors import LmptError
+from lmpt.model.output import ModelOutput
+from lmpt.objectives.base import Objective, Stats
+from lmpt.objectives.checks import require_at_least, require_fraction
+from lmpt.objectives.mlm import check_masking, mask_tokens
+from lmpt.objectives.sequences import pad_rows
+
+if TYPE_CHECKING:
+    from lmpt.data.corpus import TokenCorpus
+
+
+def _randint(high: int, gen: torch.Generator) -> int:
+    """Uniform integer in [0, high)."""
+    return int(torch.randint(high, (1,), generator=gen))
+
+
+def sentence_bounds(corpus: TokenCorpus, doc: int) -> np.ndarray:
+    """Absolute [start, ..., end] offsets of document `doc`'s non-empty sentences (end excludes its eos)."""
+    start, end = corpus.doc_span(doc)
+    starts = np.asarray(corpus.sentence_starts(doc), dtype=np.int64)
+    starts = np.unique(np.concatenate([[start], starts[(starts > start) & (starts < end)]]))
+    return np.concatenate([starts, [end]])
+
+
+def read(corpus: TokenCorpus, start: int, end: int) -> torch.Tensor:
+    """Corpus tokens [start, end) as int64."""
+    if end <= start:
+        return torch.zeros(0, dtype=torch.long)
+    return torch.from_numpy(np.asarray(corpus.window(int(start), int(end - start)), dtype=np.int64))
+
+
+def chunk_end(bounds: np.ndarray, first: int, budget: int) -> int:
+    """Index (into `bounds`) where a chunk of whole sentences from sentence `first` reaches `budget` tokens
+    or the document ends."""
+    for j in range(first + 1, len(bounds)):
+        if bounds[j] - bounds[first] >= budget:
+            return j
+    return len(bounds) - 1
+
+
+def truncate_pair(
+    a: torch.Tensor, b: torch.Tensor, budget: int, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's rule: while too long, trim one token from the longer side (B on a tie), from its front or
+    back at random."""
+    la, lb = a.numel(), b.numel()
+    trim_a = trim_b = 0
+    while la + lb > budget:
+        if la > lb:
+            la, trim_a = la - 1, trim_a + 1
+        else:
+            lb, trim_b = lb - 1, trim_b + 1
+    front_a = int((torch.rand(trim_a, generator=gen) < 0.5).sum())
+    front_b = int((torch.rand(trim_b, generator=gen) < 0.5).sum())
+    return a[front_a : front_a + la], b[front_b : front_b + lb]
+
+
+class NextSentencePrediction(Objective):
+    """Pairs `[CLS] A [SEP] B [SEP]` with a two-way label on [CLS], plus mlm on the pair's tokens."""
+
+    name: ClassVar[str] = "nsp"
+    natural_arch: ClassVar[str] = "encoder"
+    supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
+    perplexity_of: ClassVar[str] = "mlm_loss"
+    n_segments: ClassVar[int] = 2
+    n_sequence_classes: ClassVar[int] = 2
+
+    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+        super().__init__(cfg, tokenizer, seq_len, arch)
+        check_masking(cfg)
+        if cfg.variant not in ("nsp", "sop"):
+            raise LmptError(f"objective.variant={cfg.variant} is unknown: use nsp or sop")
+        self.random_pair_prob = require_fraction(cfg.random_pair_prob, "objective.random_pair_prob")
+        self.mlm_weight = require_at_least(cfg.mlm_weight, "objective.mlm_weight", 0.0)
+        if seq_len < 5:
+            raise LmptError(f"data.seq_len={seq_len} is too short for nsp ([CLS] A [SEP] B [SEP]): use at least 5")
+        self.word_starts = tokenizer.word_starts() if cfg.whole_word else None
+        self.budget = seq_len - 3
+
+    @property
+    def window_length(self) -> int:
+        return self.seq_len  # only the start is used: it picks the document and the first sentence
+
+    def describe_attention(self) -> str:
+        return "bidirectional: every position sees every position (segment 0 = [CLS] A [SEP], 1 = B [SEP])"
+
+    def check_corpus(self, corpus: TokenCorpus) -> None:
+        if self.cfg.variant == "nsp" and corpus.n_docs < 2:
+            raise LmptError(
+                f"nsp needs at least two documents; the training text has {corpus.n_docs}: split it into documents "
+                "(use data.documents=blank_line or data.documents=line, or give several files) or use "
+                "objective.variant=sop, which needs only one"
+            )
+
+    def make_pair(
+        self, corpus: TokenCorpus, offset: int, gen: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """(A, B, label) from the document holding corpus `offset`, starting at the sentence holding it."""
+        doc = corpus.doc_of(offset)
+        bounds = sentence_bounds(corpus, doc)
+        n_sent = len(bounds) - 1
+        first = max(0, min(int(np.searchsorted(bounds, offset, side="right")) - 1, max(n_sent - 2, 0)))
+        end = chunk_end(bounds, first, self.budget)
+        negative = bool(torch.rand(1, generator=gen) < self.random_pair_prob)
+        if end - first >= 2:
+            split = int(bounds[first + 1 + _randint(end - first - 1, gen)])
+        else:  # one sentence: split it between tokens
+            length = int(bounds[end] - bounds[first])
+            split = int(bounds[first]) + 1 + _randint(length - 1, gen) if length > 1 else int(bounds[end])
+        a = read(corpus, bounds[first], split)
+        if self.cfg.variant == "sop":
+            b = read(corpus, split, bounds[end])
+            a, b = truncate_pair(a, b, self.budget, gen)
+            return (b, a, 1) if negative else (a, b, 0)
+        if negative:
+            other = (doc + 1 + _randint(corpus.n_docs - 1, gen)) % corpus.n_docs
+            other_bounds = sentence_bounds(corpus, other)
+            start = _randint(len(other_bounds) - 1, gen)
+            b_end = chunk_end(other_bounds, start, self.budget - a.numel())
+            b = read(corpus, other_bounds[start], other_bounds[b_end])
+        else:
+            b = read(corpus, split, bounds[end])
+        a, b = truncate_pair(a, b, self.budget, gen)
+        return a, b, int(negative)
+
+    def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
+        sp = self.special
+        cls, sep = torch.tensor([sp.cls]), torch.tensor([sp.sep])
+        rows, segments, labels = [], [], []
+        for offset in windows.starts.tolist():
+            a, b, label = self.make_pair(windows.corpus, offset, gen)
+            rows.append(torch.cat([cls, a, sep, b, sep]))
+            segments.append(torch.cat([torch.zeros(a.numel() + 2, dtype=torch.long), torch.ones(b.numel() + 1)]))
+            labels.append(label)
+        tokens = pad_rows(rows, self.seq_len, sp.pad)
+        inputs, mlm_labels = mask_tokens(
+            tokens,
+            gen,
+            special=sp,
+            vocab_size=self.vocab_size,
+            mask_prob=float(self.cfg.mask_prob),
+            mask_token_frac=float(self.cfg.mask_token_frac),
+            random_token_frac=float(self.cfg.random_token_frac),
+            word_starts=self.word_starts,
+        )
+        return Batch(
+            input_ids=inputs,
+            labels=mlm_labels,
+            attention="bidirectional",
+            segment_ids=pad_rows([s.long() for s in segments], self.seq_len, 0),
+            sequence_labels=torch.tensor(labels, dtype=torch.long),
+        )
+
+    def loss(self, out: ModelOutput, batch: Batch) -> tuple[torch.Tensor, Stats]:
+        """mlm_weight * mean masked-token loss + mean pair cross-entropy."""
+        token_loss = out.token_loss
+        n = torch.tensor(token_loss.numel(), device=token_loss.device)
+        mlm_loss = token_loss.sum() / n.clamp(min=1)
+        logits = out.sequence_logits
+        targets = batch.sequence_labels.to(logits.device)
+        pair_sum = F.cross_entropy(logits.float(), targets, reduction="sum")
+        n_pairs = torch.tensor(targets.numel(), device=logits.device)
+        total = self.mlm_weight * mlm_loss + pair_sum / n_pairs
+        stats: Stats = {
+            "loss": (total.detach(), torch.ones((), device=logits.device)),
+            "mlm_loss": (token_loss.sum().detach(), n),
+            "acc": (out.token_correct.sum(), n),
+            "nsp_loss": (pair_sum.detach(), n_pairs),
+            "nsp_acc": ((logits.argmax(-1) == targets).sum(), n_pairs),
+        }
+        return total, stats

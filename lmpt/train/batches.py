@@ -1,0 +1,56 @@
+"""Batches for step k, made on demand: the data path is a function of (seed, step, micro_step, rank),
+so a resumed run asks for step k directly and never replays earlier batches."""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from lmpt.batch import Batch
+from lmpt.data.sampler import ValidationWindows, WindowSampler
+from lmpt.objectives.base import Objective
+from lmpt.rng import generator
+
+
+class StepBatches(Dataset):
+    """Item i = the micro-batches of optimizer step `start_step + i`."""
+
+    def __init__(
+        self, sampler: WindowSampler, objective: Objective, seed: int, rank: int, grad_accum: int, start_step: int,
+        max_steps: int,
+    ) -> None:  # fmt: skip
+        self.sampler, self.objective = sampler, objective
+        self.seed, self.rank, self.grad_accum = seed, rank, grad_accum
+        self.start_step, self.max_steps = start_step, max_steps
+
+    def __len__(self) -> int:
+        return max(0, self.max_steps - self.start_step)
+
+    def __getitem__(self, i: int) -> list[Batch]:
+        step = self.start_step + i
+        return [self.micro_batch(step, m) for m in range(self.grad_accum)]
+
+    def micro_batch(self, step: int, micro_step: int) -> Batch:
+        windows = self.sampler.windows(step, micro_step)
+        return self.objective.make_batch(windows, generator(self.seed, "objective", step, micro_step, self.rank))
+
+
+def _as_is(item: list[Batch]) -> list[Batch]:
+    return item
+
+
+def step_loader(batches: StepBatches, num_workers: int, device: torch.device) -> DataLoader:
+    """Workers build batches ahead of the loop; pinned memory lets the copy to a GPU overlap compute."""
+    return DataLoader(
+        batches,
+        batch_size=None,
+        shuffle=False,
+        num_workers=num_workers,
+        pin_memory=device.type == "cuda",
+        collate_fn=_as_is,
+    )
+
+
+def validation_batches(windows: ValidationWindows, objective: Objective, seed: int, n_batches: int) -> list[Batch]:
+    """The same held-out batches at every evaluation (corruption seeded by batch index only)."""
+    return [objective.make_batch(windows.batch(i), generator(seed, "validation", i)) for i in range(n_batches)]

@@ -1,0 +1,140 @@
+"""Crash-safe checkpoints: written into a temporary directory, synced, sealed by a manifest of sizes and
+checksums written last, then renamed into place. Only sealed checkpoints whose files match their
+manifest are ever loaded; pruning happens after the commit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from lmpt.console import console
+from lmpt.errors import LmptError
+
+MANIFEST = "manifest.json"
+_STEP_DIR = re.compile(r"^step_(\d{8})$")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def manifest_problem(directory: Path) -> str | None:
+    """Why `directory` is not a complete checkpoint, or None when every file matches its manifest."""
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text())
+        files = manifest["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{MANIFEST} missing or unreadable"
+    for name, expected in files.items():
+        path = directory / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if path.stat().st_size != expected["size"]:
+            return f"{name} has {path.stat().st_size} bytes, the manifest says {expected['size']}"
+        if _sha256(path) != expected["sha256"]:
+            return f"{name} does not match its checksum"
+    return None
+
+
+class CheckpointStore:
+    """The `checkpoints/` folder of a run: `step_00000100/` directories, newest last."""
+
+    def __init__(self, directory: Path, keep_last: int) -> None:
+        self.directory = directory
+        self.keep_last = keep_last
+
+    def committed(self) -> list[Path]:
+        """Sealed checkpoint directories (a manifest present), oldest first; contents not yet verified."""
+        if not self.directory.is_dir():
+            return []
+        found = [p for p in self.directory.iterdir() if _STEP_DIR.match(p.name) and (p / MANIFEST).exists()]
+        return sorted(found, key=lambda p: p.name)
+
+    def remove_leftovers(self) -> None:
+        """Temporary and trashed directories are never checkpoints: a crash mid-write or mid-prune left them."""
+        if self.directory.is_dir():
+            for path in self.directory.iterdir():
+                if path.name.startswith((".tmp-", ".trash-")):
+                    shutil.rmtree(path, ignore_errors=True)
+
+    def save(self, step: int, parts: dict[str, Any]) -> Path:
+        """Commit `parts` (name -> object for torch.save) as the checkpoint of `step`, then prune."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        final = self.directory / f"step_{step:08d}"
+        tmp = self.directory / f".tmp-{final.name}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        files = {}
+        for name, obj in parts.items():
+            path = tmp / f"{name}.pt"
+            with open(path, "wb") as f:
+                torch.save(obj, f)
+                f.flush()
+                os.fsync(f.fileno())
+            files[path.name] = {"size": path.stat().st_size, "sha256": _sha256(path)}
+        with open(tmp / MANIFEST, "w") as f:
+            json.dump({"step": step, "files": files}, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        _fsync_dir(tmp)
+        if final.exists():  # an older attempt at the same step: move it aside, never overwrite in place
+            os.rename(final, self.directory / f".trash-{final.name}-{os.getpid()}")
+        os.rename(tmp, final)
+        _fsync_dir(self.directory)
+        self.prune()
+        return final
+
+    def prune(self) -> None:
+        for old in self.committed()[: -self.keep_last]:
+            trash = self.directory / f".trash-{old.name}-{os.getpid()}"
+            os.rename(old, trash)  # atomic: a prune cut short leaves no half-deleted checkpoint behind
+            shutil.rmtree(trash, ignore_errors=True)
+        self.remove_leftovers()
+
+    def latest_valid(self) -> Path | None:
+        """The newest checkpoint that passes its manifest, warning loudly about any newer broken one.
+        Raises LmptError when checkpoints exist but none is valid (never start over silently)."""
+        candidates = self.committed()
+        broken = []
+        for path in reversed(candidates):
+            problem = manifest_problem(path)
+            if problem is None:
+                for bad in broken:
+                    console.print(f"[bold red]WARNING[/] skipping corrupt checkpoint {bad}; resuming from {path.name}")
+                return path
+            broken.append(f"{path} ({problem})")
+        if broken:
+            raise LmptError(
+                f"no valid checkpoint in {self.directory}: {'; '.join(broken)}. "
+                "Nothing was deleted; move the folder away to start over, or point trainer.resume at a good one"
+            )
+        return None
+
+
+def load_parts(directory: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Every `<name>.pt` of a verified checkpoint, by name."""
+    problem = manifest_problem(directory)
+    if problem is not None:
+        raise LmptError(f"checkpoint {directory} is not usable: {problem}")
+    return {
+        p.stem: torch.load(p, map_location=map_location, weights_only=False) for p in sorted(directory.glob("*.pt"))
+    }

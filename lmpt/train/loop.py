@@ -1,0 +1,197 @@
+"""The training loop: optimizer steps with accumulation, clipping and AMP; periodic logging, evaluation
+and checkpoints. It composes the components; each lives in its own module."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from lmpt.batch import Batch
+from lmpt.console import console
+from lmpt.errors import LmptError
+from lmpt.model import LanguageModel
+from lmpt.objectives.base import Objective
+from lmpt.train.checkpoint import CheckpointStore, load_parts
+from lmpt.train.display import Display
+from lmpt.train.metrics import MetricsLog, RunningStats, perplexity
+from lmpt.train.precision import Precision
+
+
+@dataclass
+class LoopState:
+    """Everything besides model and optimizer that a checkpoint must carry to continue bit for bit."""
+
+    step: int = 0
+    tokens_seen: int = 0
+    nonfinite_in_row: int = 0
+    last_val: dict = field(default_factory=dict)
+
+
+def _count_tokens(batch: Batch, pad_id: int) -> torch.Tensor:
+    total = (batch.input_ids != pad_id).sum()
+    if batch.decoder_input_ids is not None:
+        total = total + (batch.decoder_input_ids != pad_id).sum()
+    return total
+
+
+class TrainLoop:
+    def __init__(
+        self,
+        cfg: DictConfig,
+        model: LanguageModel,
+        objective: Objective,
+        optimizer: torch.optim.Optimizer,
+        scheduler: torch.optim.lr_scheduler.LRScheduler,
+        precision: Precision,
+        store: CheckpointStore,
+        metrics: MetricsLog,
+        display: Display,
+    ) -> None:
+        self.cfg, self.t = cfg, cfg.trainer
+        self.model, self.objective = model, objective
+        self.optimizer, self.scheduler = optimizer, scheduler
+        self.precision, self.device = precision, precision.device
+        self.scaler = precision.grad_scaler()
+        self.store, self.metrics, self.display = store, metrics, display
+        self.state = LoopState()
+        self.stats = RunningStats()
+        self.pad_id = objective.special.pad
+        self.interval_tokens = torch.zeros((), dtype=torch.long, device=self.device)
+        self.interval_started = time.perf_counter()
+
+    # -- state ------------------------------------------------------------------------------------
+    def checkpoint_parts(self) -> dict:
+        rng = {"cpu": torch.get_rng_state()}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "trainer": {
+                "step": self.state.step,
+                "data_position": {"step": self.state.step, "micro_step": 0},
+                "tokens_seen": self.state.tokens_seen,
+                "nonfinite_in_row": self.state.nonfinite_in_row,
+                "last_val": self.state.last_val,
+                "scheduler": self.scheduler.state_dict(),
+                "scaler": self.scaler.state_dict(),
+                "rng": rng,
+                "running_stats": self.stats.state_dict(),
+                "config": OmegaConf.to_container(self.cfg, resolve=True),
+            },
+        }
+
+    def save(self) -> Path:
+        return self.store.save(self.state.step, self.checkpoint_parts())
+
+    def restore(self, checkpoint: Path) -> None:
+        parts = load_parts(checkpoint, map_location=self.device)
+        self.model.load_state_dict(parts["model"])
+        self.optimizer.load_state_dict(parts["optimizer"])
+        trainer = parts["trainer"]
+        self.scheduler.load_state_dict(trainer["scheduler"])
+        self.scaler.load_state_dict(trainer["scaler"])
+        torch.set_rng_state(trainer["rng"]["cpu"].cpu())
+        if "cuda" in trainer["rng"] and self.device.type == "cuda":
+            torch.cuda.set_rng_state(trainer["rng"]["cuda"].cpu(), self.device)
+        self.stats.load_state_dict(trainer["running_stats"], self.device)
+        self.state = LoopState(
+            step=trainer["step"],
+            tokens_seen=trainer["tokens_seen"],
+            nonfinite_in_row=trainer["nonfinite_in_row"],
+            last_val=trainer["last_val"],
+        )
+        self.metrics.truncate_after(self.state.step)
+
+    # -- steps ------------------------------------------------------------------------------------
+    def train_step(self, micro_batches: list[Batch]) -> torch.Tensor:
+        """One optimizer step over the accumulated micro-batches; returns the gradient norm."""
+        self.model.train()
+        for batch in micro_batches:
+            batch = batch.to(self.device, non_blocking=True)
+            with self.precision.autocast():
+                out = self.model(batch)
+                loss, stats = self.objective.loss(out, batch)
+            self.scaler.scale(loss / len(micro_batches)).backward()
+            self.stats.add(stats)
+            self.interval_tokens += _count_tokens(batch, self.pad_id)
+        self.scaler.unscale_(self.optimizer)
+        clip = self.t.grad_clip if self.t.grad_clip > 0 else math.inf
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        if self.scaler.is_enabled() or torch.isfinite(grad_norm):
+            self.scaler.step(self.optimizer)  # fp16: the scaler itself skips non-finite steps
+            self.scaler.update()
+            self.state.nonfinite_in_row = 0
+        else:
+            self.state.nonfinite_in_row += 1
+            console.print(f"[bold yellow]step {self.state.step + 1}: non-finite gradient, step skipped[/]")
+            if self.state.nonfinite_in_row >= self.t.max_nonfinite_steps:
+                raise LmptError(
+                    f"{self.state.nonfinite_in_row} steps in a row had a non-finite loss or gradient; stopped. "
+                    "The last good checkpoint is intact: lower optimizer.lr or use trainer.precision=fp32"
+                )
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        self.state.step += 1
+        return grad_norm
+
+    @torch.no_grad()
+    def evaluate(self, batches: list[Batch]) -> dict:
+        self.model.eval()
+        stats = RunningStats()
+        for batch in batches:
+            batch = batch.to(self.device, non_blocking=True)
+            with self.precision.autocast():
+                _, batch_stats = self.objective.loss(self.model(batch), batch)
+            stats.add(batch_stats)
+        means = stats.means()
+        record = {f"val_{name}": value for name, value in means.items()}
+        record["val_ppl"] = perplexity(means[self.objective.perplexity_of])
+        return record
+
+    def log_record(self, grad_norm: torch.Tensor) -> dict:
+        now = time.perf_counter()
+        elapsed = max(now - self.interval_started, 1e-9)
+        means = self.stats.means()
+        loss_tokens = self.stats.count(self.objective.perplexity_of)
+        tokens = int(self.interval_tokens.item())
+        record = {"step": self.state.step, **means, "ppl": perplexity(means[self.objective.perplexity_of])}
+        record.update(
+            lr=self.scheduler.get_last_lr()[0],
+            grad_norm=float(grad_norm),
+            tokens_per_s=tokens / elapsed,
+            loss_tokens_per_s=loss_tokens / elapsed,
+        )
+        self.state.tokens_seen += tokens
+        self.stats.reset()
+        self.interval_tokens.zero_()
+        self.interval_started = now
+        return record
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def run(self, loader, val_batches: list[Batch]) -> None:
+        t = self.t
+        self.display.start(self.state.step)
+        self.interval_started = time.perf_counter()
+        try:
+            for micro_batches in loader:
+                grad_norm = self.train_step(micro_batches)
+                step = self.state.step
+                self.display.advance(step)
+                if step % t.log_every == 0 or step == t.max_steps:
+                    record = self.log_record(grad_norm)
+                    self.metrics.write(record)
+                    self.display.log(step, record)
+                if (t.eval_every and step % t.eval_every == 0) or step == t.max_steps:
+                    self.state.last_val = self.evaluate(val_batches)
+                    self.metrics.write({"step": step, **self.state.last_val})
+                    self.display.evaluation(step, self.state.last_val)
+                if (t.ckpt_every and step % t.ckpt_every == 0) or step == t.max_steps:
+                    self.save()
+        finally:
+            self.display.close()

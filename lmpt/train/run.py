@@ -1,0 +1,129 @@
+"""`lmpt` with a composed config: the flow from text to a trained, checkpointed model, step by step."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import torch
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from lmpt.config.validate import validate_config
+from lmpt.console import console, info
+from lmpt.data.cache import default_cache_root, prepare_corpora
+from lmpt.data.sampler import ValidationWindows, WindowSampler
+from lmpt.errors import LmptError
+from lmpt.model import build_model
+from lmpt.model.generate import sample
+from lmpt.objectives.registry import build_objective, preflight_objective
+from lmpt.rng import derive_seed, generator
+from lmpt.train.batches import StepBatches, step_loader, validation_batches
+from lmpt.train.checkpoint import CheckpointStore
+from lmpt.train.display import make_display, summary_table
+from lmpt.train.loop import TrainLoop
+from lmpt.train.metrics import MetricsLog
+from lmpt.train.optim import build_optimizer, build_scheduler
+from lmpt.train.precision import pick_device, pick_precision
+from lmpt.train.rundir import FINAL_MODEL, METRICS_FILE, TOKENIZER_FILE, discard_if_fresh, locate_run, write_run_config
+
+
+def run_training(cfg: DictConfig) -> float:
+    """Train as configured; returns the final validation loss (what a sweeper would minimise)."""
+    hydra_dir = Path(HydraConfig.get().runtime.output_dir)
+    try:
+        return _train(cfg, hydra_dir)
+    except LmptError:
+        discard_if_fresh(hydra_dir)
+        raise
+
+
+def _train(cfg: DictConfig, hydra_dir: Path) -> float:
+    t = cfg.trainer
+    validate_config(cfg)
+    device = pick_device(t.device)
+    precision = pick_precision(t, device)
+    torch.use_deterministic_algorithms(t.deterministic, warn_only=False)
+    preflight_objective(cfg.objective, cfg.tokenizer, cfg.data.seq_len, cfg.model.arch)
+    run = locate_run(cfg, hydra_dir)
+
+    data_cfg, tokenizer_cfg = OmegaConf.to_object(cfg.data), OmegaConf.to_object(cfg.tokenizer)
+    data = prepare_corpora(data_cfg, tokenizer_cfg, Path.cwd(), default_cache_root(cfg.data.cache_dir))
+    tokenizer = data.tokenizer
+    objective = build_objective(cfg.objective, tokenizer, cfg.data.seq_len, cfg.model.arch)
+    objective.check_corpus(data.train)
+    longest = max(cfg.data.seq_len, objective.target_length)
+    if longest > cfg.model.max_seq_len:
+        raise LmptError(
+            f"data.seq_len={cfg.data.seq_len} needs {longest} positions but model.max_seq_len="
+            f"{cfg.model.max_seq_len}: lower data.seq_len or raise model.max_seq_len"
+        )
+    sampler = WindowSampler(data.train, objective.window_length, t.batch_size, t.seed, grad_accum=t.grad_accum)
+    val_windows = ValidationWindows(data.val, objective.window_length, t.batch_size, t.eval_batches)
+
+    write_run_config(run, cfg)
+    shutil.copyfile(tokenizer.path, run.path / TOKENIZER_FILE)
+    torch.manual_seed(derive_seed(t.seed, "init"))
+    model = build_model(
+        cfg.model, objective.arch, tokenizer.vocab_size, tokenizer.special.pad,
+        n_segments=objective.n_segments, n_sequence_classes=objective.n_sequence_classes,
+    ).to(device)  # fmt: skip
+    optimizer = build_optimizer(cfg.optimizer, model, device)
+    scheduler = build_scheduler(cfg.scheduler, optimizer, t.max_steps)
+    loop = TrainLoop(
+        cfg, model, objective, optimizer, scheduler, precision,
+        CheckpointStore(run.checkpoints, t.keep_last), MetricsLog(run.path / METRICS_FILE),
+        make_display(t.progress, t.max_steps),
+    )  # fmt: skip
+    loop.store.remove_leftovers()
+    if run.resume_from is not None:
+        loop.restore(run.resume_from)
+        info(f"resuming [bold]{run.path}[/] from {run.resume_from.name} (step {loop.state.step})")
+    else:
+        torch.manual_seed(derive_seed(t.seed, "dropout"))
+    info(
+        f"{objective.name} on a {objective.arch} ({model.num_parameters() / 1e6:.2f}M parameters), "
+        f"{precision.name} on {device}, run directory [bold]{run.path}[/]"
+    )
+
+    started = time.perf_counter()
+    batches = StepBatches(sampler, objective, t.seed, 0, t.grad_accum, loop.state.step, t.max_steps)
+    loop.run(
+        step_loader(batches, cfg.data.num_workers, device),
+        validation_batches(val_windows, objective, t.seed, t.eval_batches),
+    )
+    wall = time.perf_counter() - started
+
+    torch.save(
+        {"model": model.state_dict(), "arch": objective.arch, "vocab_size": tokenizer.vocab_size},
+        run.path / FINAL_MODEL,
+    )
+    _print_summary(loop, run.path, wall, model)
+    if objective.arch == "decoder" and t.sample_tokens > 0:
+        _print_sample(model, tokenizer, data.val, t, device)
+    console.print(f"run directory: [bold]{run.path}[/]")
+    return float(loop.state.last_val.get("val_loss", float("nan")))
+
+
+def _print_summary(loop: TrainLoop, run_path: Path, wall: float, model) -> None:
+    records = [r for r in loop.metrics.records() if "loss" in r]
+    first, last = (records[0], records[-1]) if records else ({}, {})
+    val = loop.state.last_val
+    rows = {
+        "steps": str(loop.state.step),
+        "parameters": f"{model.num_parameters() / 1e6:.2f}M",
+        "train loss": f"{first.get('loss', float('nan')):.4f} -> {last.get('loss', float('nan')):.4f}",
+        "val loss / ppl": f"{val.get('val_loss', float('nan')):.4f} / {val.get('val_ppl', float('nan')):.2f}",
+        "tokens seen": f"{loop.state.tokens_seen:,}",
+        "wall time": f"{wall:.1f}s",
+        "run directory": str(run_path),
+    }
+    console.print(summary_table(rows))
+
+
+def _print_sample(model, tokenizer, val_corpus, t, device) -> None:
+    start, end = val_corpus.doc_span(0)
+    prompt = [int(i) for i in val_corpus.window(start, min(8, end - start))]
+    out = sample(model, prompt, t.sample_tokens, generator=generator(t.seed, "sample"), eos_id=tokenizer.special.eos)
+    console.print(f"[bold]sample:[/] [cyan]{tokenizer.decode(prompt)}[/]{tokenizer.decode(out[len(prompt) :])}")

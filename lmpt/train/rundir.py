@@ -1,0 +1,74 @@
+"""The run directory: where a run lives, and which checkpoint (if any) it continues from."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from lmpt.errors import LmptError
+from lmpt.train.checkpoint import MANIFEST, CheckpointStore
+
+CONFIG_FILE = "config.yaml"
+TOKENIZER_FILE = "tokenizer.model"
+METRICS_FILE = "metrics.jsonl"
+FINAL_MODEL = "model.pt"
+
+
+@dataclass
+class RunDir:
+    path: Path
+    resume_from: Path | None
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+
+def _is_fresh(path: Path) -> bool:
+    """Only Hydra's own .hydra/ folder inside: the directory was created for this launch."""
+    return path.is_dir() and all(p.name == ".hydra" for p in path.iterdir())
+
+
+def discard_if_fresh(path: Path) -> None:
+    """Remove a directory Hydra made for this launch when the run never started (bad input, resume elsewhere)."""
+    if _is_fresh(path):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def locate_run(cfg: DictConfig, hydra_dir: Path) -> RunDir:
+    """Resolve `trainer.resume`: auto (this directory's newest checkpoint), never, or a path to continue."""
+    mode = cfg.trainer.resume
+    if mode in ("auto", "never"):
+        latest = CheckpointStore(hydra_dir / "checkpoints", cfg.trainer.keep_last).latest_valid()
+        if mode == "never" and latest is not None:
+            raise LmptError(
+                f"{hydra_dir} already has checkpoints and trainer.resume=never: "
+                "pick a new hydra.run.dir or continue it with trainer.resume=auto"
+            )
+        return RunDir(hydra_dir, latest)
+    target = Path(mode).expanduser().resolve()
+    if (target / MANIFEST).exists():
+        run, checkpoint = target.parent.parent, target
+    elif (target / "checkpoints").is_dir():
+        run = target
+        checkpoint = CheckpointStore(target / "checkpoints", cfg.trainer.keep_last).latest_valid()
+    else:
+        raise LmptError(
+            f"trainer.resume={mode}: not a run directory or checkpoint (expected {target}/checkpoints or "
+            f"{target}/{MANIFEST})"
+        )
+    if checkpoint is None:
+        raise LmptError(f"trainer.resume={mode}: {run} has no committed checkpoint to continue from")
+    if run.resolve() != hydra_dir.resolve():
+        discard_if_fresh(hydra_dir)
+    return RunDir(run, checkpoint)
+
+
+def write_run_config(run: RunDir, cfg: DictConfig) -> None:
+    """The composed config, written once when the run starts (a resume keeps the original)."""
+    path = run.path / CONFIG_FILE
+    if not path.exists():
+        path.write_text(OmegaConf.to_yaml(cfg, resolve=True))

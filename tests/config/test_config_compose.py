@@ -1,0 +1,100 @@
+"""Every option of every config group composes, and bad keys or values fail naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException, MissingConfigException
+from omegaconf import OmegaConf
+
+from lmpt.config.errors import describe
+from lmpt.config.resolvers import register_resolvers
+from lmpt.config.store import conf_dir, register_schemas
+from lmpt.config.validate import validate_config
+from lmpt.errors import LmptError
+
+GROUPS = ["tokenizer", "objective", "model", "optimizer", "scheduler", "data", "trainer"]
+
+
+def options(group: str) -> list[str]:
+    return sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
+
+
+def make(overrides: list[str]):
+    register_schemas()
+    register_resolvers()
+    with initialize_config_dir(str(conf_dir()), version_base=None):
+        return compose("config", overrides=overrides)
+
+
+@pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in options(g)])
+def test_every_option_composes_typed_and_valid(group: str, option: str) -> None:
+    extra = ["data.paths=[x.txt]"] if (group, option) == ("data", "text") else []
+    cfg = make([f"{group}={option}", *extra])
+    node = cfg[group]
+    assert OmegaConf.get_type(node).__module__ == "lmpt.config.schema"  # typed: typos fail
+    assert OmegaConf.is_missing(node, "name") is False if "name" in node else True
+    validate_config(cfg)
+
+
+def test_every_group_has_options_and_names_match_files() -> None:
+    for group in GROUPS:
+        assert options(group), group
+    for name in options("objective"):
+        assert make([f"objective={name}"]).objective.name == name
+    for name in options("model"):
+        assert make([f"model={name}"]).model.name == name
+    for name in options("scheduler"):
+        assert make([f"scheduler={name}"]).scheduler.name == name
+
+
+def test_defaults_are_the_tiny_clm_on_shakespeare() -> None:
+    cfg = make([])
+    assert (cfg.objective.name, cfg.model.name, cfg.data.paths) == ("clm", "tiny", ["bundled:tinyshakespeare.txt"])
+
+
+@pytest.mark.parametrize(
+    "override,fragment",
+    [
+        ("trainer.max_stepz=3", "unknown config key 'trainer.max_stepz'"),
+        ("objective.mask_prb=0.2", "unknown config key 'objective.mask_prb'"),
+        ("trainer.batch_size=many", "trainer.batch_size"),
+    ],
+)
+def test_typos_and_wrong_types_name_the_key(override: str, fragment: str) -> None:
+    with pytest.raises(ConfigCompositionException) as info:
+        make(["objective=mlm", override])
+    assert fragment in describe(info.value)
+    assert "\n" not in describe(info.value)
+
+
+def test_unknown_option_lists_the_choices() -> None:
+    with pytest.raises(MissingConfigException) as info:
+        make(["objective=bert"])
+    line = describe(info.value)
+    assert "unknown objective 'bert'" in line and "mlm" in line and "ul2-mixture" in line
+
+
+@pytest.mark.parametrize(
+    "override,key",
+    [
+        ("trainer.max_steps=0", "trainer.max_steps"),
+        ("trainer.grad_accum=-1", "trainer.grad_accum"),
+        ("data.val_fraction=1.5", "data.val_fraction"),
+        ("model.dropout=1.0", "model.dropout"),
+        ("optimizer.lr=-1e-3", "optimizer.lr"),
+        ("scheduler.min_lr_ratio=2", "scheduler.min_lr_ratio"),
+        ("trainer.precision=fp8", "trainer.precision"),
+        ("trainer.device=tpu", "trainer.device"),
+        ("tokenizer.vocab_size=100", "tokenizer.vocab_size"),
+    ],
+)
+def test_out_of_range_values_name_the_key(override: str, key: str) -> None:
+    with pytest.raises(LmptError, match=key.replace(".", r"\.")):
+        validate_config(make([override]))
+
+
+def test_conf_dir_is_the_checkout_conf() -> None:
+    assert conf_dir() == Path(__file__).resolve().parents[2] / "conf"

@@ -1,0 +1,68 @@
+"""The head runs only on loss-bearing positions, never shifts labels, and the model trains."""
+
+import torch
+import torch.nn.functional as F
+from model_helpers import VOCAB, random_ids, tiny_model
+
+from lmpt.batch import IGNORE, Batch
+
+
+def test_token_loss_only_on_labelled_positions_and_unshifted() -> None:
+    model = tiny_model("decoder")
+    ids = random_ids(2, 10)
+    labels = torch.full_like(ids, IGNORE)
+    labels[0, [1, 4, 9]] = torch.tensor([5, 6, 7])
+    labels[1, 0] = 8
+    out = model(Batch(input_ids=ids, labels=labels))
+    selected = labels != IGNORE
+    assert out.token_loss.shape == (int(selected.sum()),)
+    assert out.token_loss.dtype == torch.float32
+    full = model.logits(ids)
+    expected = F.cross_entropy(full[selected].float(), labels[selected], reduction="none")
+    torch.testing.assert_close(out.token_loss, expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.token_correct, full[selected].argmax(-1) == labels[selected])
+    assert out.token_rows.tolist() == [0, 0, 0, 1]
+    # A shifted reading (logits at t-1 for label t) gives a different loss: the model did not shift.
+    shifted = F.cross_entropy(full[0, [0, 3, 8]], labels[0, [1, 4, 9]], reduction="none")
+    assert not torch.allclose(out.token_loss[:3], shifted, atol=1e-4)
+
+
+def test_encoder_decoder_loss_uses_decoder_labels() -> None:
+    model = tiny_model("encoder-decoder")
+    enc, dec = random_ids(2, 8, seed=2), random_ids(2, 5, seed=3)
+    labels = torch.full_like(dec, IGNORE)
+    labels[:, :3] = dec[:, 1:4]
+    out = model(Batch(input_ids=enc, labels=labels, attention="bidirectional", decoder_input_ids=dec))
+    assert out.token_loss.shape == (6,)
+    assert out.token_rows.tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_sequence_head_and_segments() -> None:
+    model = tiny_model("encoder", n_segments=2, n_sequence_classes=2)
+    ids = random_ids(3, 8)
+    labels = torch.full_like(ids, IGNORE)
+    labels[:, 2] = 4
+    segments = torch.zeros_like(ids)
+    base = model(Batch(input_ids=ids, labels=labels, attention="bidirectional", segment_ids=segments))
+    assert base.sequence_logits is not None and base.sequence_logits.shape == (3, 2)
+    segments[:, 4:] = 1
+    other = model(Batch(input_ids=ids, labels=labels, attention="bidirectional", segment_ids=segments))
+    assert other.sequence_logits is not None
+    assert not torch.allclose(other.sequence_logits, base.sequence_logits)
+
+
+def test_sgd_steps_reduce_loss_on_a_fixed_batch() -> None:
+    model = tiny_model("decoder").train()
+    ids = random_ids(4, 16)
+    batch = Batch(input_ids=ids, labels=torch.roll(ids, -1, dims=1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    losses = []
+    for _ in range(5):
+        loss = model(batch).token_loss.mean()
+        opt.zero_grad()
+        loss.backward()
+        assert all(p.grad is not None for p in model.parameters())
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] - 0.05, losses
+    assert abs(losses[0] - torch.log(torch.tensor(float(VOCAB))).item()) < 0.5  # small init: near-uniform start

@@ -1,0 +1,46 @@
+"""Run the real `lmpt` command in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = [
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.progress=plain",
+    "trainer.sample_tokens=8",
+    "scheduler.warmup_steps=5",
+]
+
+
+def lmpt_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.pop("HYDRA_FULL_ERROR", None)
+    return env
+
+
+def lmpt_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "lmpt", *args]
+
+
+def run_lmpt(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(lmpt_command(*args), cwd=cwd, env=lmpt_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def train_losses(run_dir: Path) -> dict[int, float]:
+    return {r["step"]: r["loss"] for r in records(run_dir) if "loss" in r}
+
+
+def val_losses(run_dir: Path) -> dict[int, float]:
+    return {r["step"]: r["val_loss"] for r in records(run_dir) if "val_loss" in r}
