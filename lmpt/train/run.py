@@ -123,7 +123,17 @@ def _print_summary(loop: TrainLoop, run_path: Path, wall: float, model) -> None:
 
 
 def _print_sample(model, tokenizer, val_corpus, t, device) -> None:
+    """A continuation of the first held-out document's opening; each document it starts is a new line."""
     start, end = val_corpus.doc_span(0)
     prompt = [int(i) for i in val_corpus.window(start, min(8, end - start))]
-    out = sample(model, prompt, t.sample_tokens, generator=generator(t.seed, "sample"), eos_id=tokenizer.special.eos)
-    console.print(f"[bold]sample:[/] [cyan]{tokenizer.decode(prompt)}[/]{tokenizer.decode(out[len(prompt) :])}")
+    ids = prompt + sample(model, prompt, t.sample_tokens, generator=generator(t.seed, "sample"))
+    documents, current = [], []
+    for token in ids:  # decode each document whole so pieces keep their leading spaces
+        if token == tokenizer.special.eos:
+            documents.append(tokenizer.decode(current))
+            current = []
+        else:
+            current.append(token)
+    text = "\n".join([*documents, tokenizer.decode(current)])
+    head = tokenizer.decode(prompt)
+    console.print(f"[bold]sample:[/] [cyan]{head}[/]{text[len(head) :]}")
