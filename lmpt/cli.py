@@ -48,6 +48,9 @@ def run_hydra_app(task, config_name: str = "config") -> None:
         app()
     except USER_ERRORS as exc:  # composition: unknown keys and options, wrong types
         report(exc)
+    except KeyboardInterrupt:  # the second Ctrl-C: no traceback, the conventional exit status
+        print("lmpt: aborted", file=sys.stderr)
+        sys.exit(130)
 
 
 def main() -> None:

@@ -239,6 +239,8 @@ class TrainerConfig:
     """Validation batches per evaluation (always the same held-out windows)."""
     ckpt_every: int = 100
     """Steps between checkpoints (and at the end); 0 = only at the end."""
+    ckpt_minutes: float = 30.0
+    """Also checkpoint when this many minutes passed since the last one (grace periods are not guaranteed); 0 = off."""
     keep_last: int = 2
     """Committed checkpoints kept; older ones are pruned after each commit."""
     resume: str = "auto"

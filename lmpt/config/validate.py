@@ -37,7 +37,8 @@ def validate_config(cfg: DictConfig) -> None:
     """Check every group except the objective; raise LmptError on the first bad value."""
     t, d, m, o, s, tok = cfg.trainer, cfg.data, cfg.model, cfg.optimizer, cfg.scheduler, cfg.tokenizer
     _positive(t, "trainer", "max_steps", "batch_size", "grad_accum", "log_every", "eval_batches", "keep_last")
-    _positive(t, "trainer", "eval_every", "ckpt_every", "grad_clip", "sample_tokens", allow_zero=True)
+    _positive(t, "trainer", "max_nonfinite_steps")
+    _positive(t, "trainer", "eval_every", "ckpt_every", "ckpt_minutes", "grad_clip", "sample_tokens", allow_zero=True)
     _choice(t.precision, "trainer.precision", PRECISIONS)
     _choice(t.progress, "trainer.progress", PROGRESS)
     device = t.device.split(":")[0]

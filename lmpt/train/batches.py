@@ -3,6 +3,8 @@ so a resumed run asks for step k directly and never replays earlier batches."""
 
 from __future__ import annotations
 
+import signal
+
 import torch
 from torch.utils.data import DataLoader, Dataset
 
@@ -10,6 +12,7 @@ from lmpt.batch import Batch
 from lmpt.data.sampler import ValidationWindows, WindowSampler
 from lmpt.objectives.base import Objective
 from lmpt.rng import generator
+from lmpt.train.preemption import SIGNALS
 
 
 class StepBatches(Dataset):
@@ -35,6 +38,12 @@ class StepBatches(Dataset):
         return self.objective.make_batch(windows, generator(self.seed, "objective", step, micro_step, self.rank))
 
 
+def _ignore_stop_signals(worker_id: int) -> None:
+    """Workers leave SIGTERM/SIGINT/SIGUSR1 to the main process, which stops gracefully and then ends them."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def _as_is(item: list[Batch]) -> list[Batch]:
     return item
 
@@ -48,6 +57,7 @@ def step_loader(batches: StepBatches, num_workers: int, device: torch.device) ->
         num_workers=num_workers,
         pin_memory=device.type == "cuda",
         collate_fn=_as_is,
+        worker_init_fn=_ignore_stop_signals,
     )
 
 

@@ -77,10 +77,29 @@ class CheckpointStore:
                     shutil.rmtree(path, ignore_errors=True)
 
     def save(self, step: int, parts: dict[str, Any]) -> Path:
-        """Commit `parts` (name -> object for torch.save) as the checkpoint of `step`, then prune."""
+        """Commit `parts` (name -> object for torch.save) as the checkpoint of `step`, then prune. A failed
+        write (a full disk) leaves the committed checkpoints as they were."""
         self.directory.mkdir(parents=True, exist_ok=True)
         final = self.directory / f"step_{step:08d}"
         tmp = self.directory / f".tmp-{final.name}-{os.getpid()}"
+        try:
+            self._write(tmp, step, parts)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            previous = self.committed()
+            kept = f"the previous checkpoint {previous[-1].name} is intact" if previous else "no checkpoint existed yet"
+            raise LmptError(
+                f"could not write checkpoint {final} ({exc.strerror or exc}); {kept}: "
+                "free space and run the same command to resume"
+            ) from exc
+        if final.exists():  # an older attempt at the same step: move it aside, never overwrite in place
+            os.rename(final, self.directory / f".trash-{final.name}-{os.getpid()}")
+        os.rename(tmp, final)
+        _fsync_dir(self.directory)
+        self.prune()
+        return final
+
+    def _write(self, tmp: Path, step: int, parts: dict[str, Any]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         files = {}
@@ -96,12 +115,6 @@ class CheckpointStore:
             f.flush()
             os.fsync(f.fileno())
         _fsync_dir(tmp)
-        if final.exists():  # an older attempt at the same step: move it aside, never overwrite in place
-            os.rename(final, self.directory / f".trash-{final.name}-{os.getpid()}")
-        os.rename(tmp, final)
-        _fsync_dir(self.directory)
-        self.prune()
-        return final
 
     def prune(self) -> None:
         for old in self.committed()[: -self.keep_last]:

@@ -20,6 +20,7 @@ from lmpt.train.checkpoint import CheckpointStore, load_parts
 from lmpt.train.display import Display
 from lmpt.train.metrics import MetricsLog, RunningStats, perplexity
 from lmpt.train.precision import Precision
+from lmpt.train.preemption import PreemptionFlag
 
 
 @dataclass
@@ -112,14 +113,15 @@ class TrainLoop:
     def train_step(self, micro_batches: list[Batch]) -> torch.Tensor:
         """One optimizer step over the accumulated micro-batches; returns the gradient norm."""
         self.model.train()
+        step_stats, step_tokens = RunningStats(), torch.zeros((), dtype=torch.long, device=self.device)
         for batch in micro_batches:
             batch = batch.to(self.device, non_blocking=True)
             with self.precision.autocast():
                 out = self.model(batch)
                 loss, stats = self.objective.loss(out, batch)
             self.scaler.scale(loss / len(micro_batches)).backward()
-            self.stats.add(stats)
-            self.interval_tokens += _count_tokens(batch, self.pad_id)
+            step_stats.add(stats)
+            step_tokens += _count_tokens(batch, self.pad_id)
         self.scaler.unscale_(self.optimizer)
         clip = self.t.grad_clip if self.t.grad_clip > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
@@ -127,6 +129,8 @@ class TrainLoop:
             self.scaler.step(self.optimizer)  # fp16: the scaler itself skips non-finite steps
             self.scaler.update()
             self.state.nonfinite_in_row = 0
+            self.stats.merge(step_stats)  # a skipped step's non-finite loss never reaches the logged means
+            self.interval_tokens += step_tokens
         else:
             self.state.nonfinite_in_row += 1
             console.print(f"[bold yellow]step {self.state.step + 1}: non-finite gradient, step skipped[/]")
@@ -174,24 +178,32 @@ class TrainLoop:
         return record
 
     # -- the loop ---------------------------------------------------------------------------------
-    def run(self, loader, val_batches: list[Batch]) -> None:
+    def run(self, loader, val_batches: list[Batch]) -> str:
+        """Train to `trainer.max_steps`; returns "completed", or "preempted" after a stop signal (checkpointed)."""
         t = self.t
         self.display.start(self.state.step)
-        self.interval_started = time.perf_counter()
+        self.interval_started = last_save = time.perf_counter()
         try:
-            for micro_batches in loader:
-                grad_norm = self.train_step(micro_batches)
-                step = self.state.step
-                self.display.advance(step)
-                if step % t.log_every == 0 or step == t.max_steps:
-                    record = self.log_record(grad_norm)
-                    self.metrics.write(record)
-                    self.display.log(step, record)
-                if (t.eval_every and step % t.eval_every == 0) or step == t.max_steps:
-                    self.state.last_val = self.evaluate(val_batches)
-                    self.metrics.write({"step": step, **self.state.last_val})
-                    self.display.evaluation(step, self.state.last_val)
-                if (t.ckpt_every and step % t.ckpt_every == 0) or step == t.max_steps:
-                    self.save()
+            with PreemptionFlag() as preemption:
+                for micro_batches in loader:
+                    grad_norm = self.train_step(micro_batches)
+                    step = self.state.step
+                    self.display.advance(step)
+                    if step % t.log_every == 0 or step == t.max_steps:
+                        record = self.log_record(grad_norm)
+                        self.metrics.write(record)
+                        self.display.log(step, record)
+                    if (t.eval_every and step % t.eval_every == 0) or step == t.max_steps:
+                        self.state.last_val = self.evaluate(val_batches)
+                        self.metrics.write({"step": step, **self.state.last_val})
+                        self.display.evaluation(step, self.state.last_val)
+                    due = (t.ckpt_every and step % t.ckpt_every == 0) or step == t.max_steps
+                    overdue = t.ckpt_minutes > 0 and time.perf_counter() - last_save >= 60 * t.ckpt_minutes
+                    if due or overdue or preemption.requested:
+                        self.save()
+                        last_save = time.perf_counter()
+                    if preemption.requested:
+                        return "preempted"
         finally:
             self.display.close()
+        return "completed"

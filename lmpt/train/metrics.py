@@ -26,6 +26,9 @@ class RunningStats:
             else:
                 self.totals[name] = [total.detach().float().clone(), torch.as_tensor(count).clone()]
 
+    def merge(self, other: RunningStats) -> None:
+        self.add({name: (total, count) for name, (total, count) in other.totals.items()})
+
     def means(self) -> dict[str, float]:
         return {name: (s / c.clamp(min=1)).item() for name, (s, c) in self.totals.items()}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -22,10 +23,12 @@ from lmpt.rng import derive_seed, generator
 from lmpt.train.batches import StepBatches, step_loader, validation_batches
 from lmpt.train.checkpoint import CheckpointStore
 from lmpt.train.display import make_display, summary_table
+from lmpt.train.drift import refuse_drift
 from lmpt.train.loop import TrainLoop
 from lmpt.train.metrics import MetricsLog
 from lmpt.train.optim import build_optimizer, build_scheduler
 from lmpt.train.precision import pick_device, pick_precision
+from lmpt.train.preemption import EXIT_PREEMPTED
 from lmpt.train.rundir import FINAL_MODEL, METRICS_FILE, TOKENIZER_FILE, discard_if_fresh, locate_run, write_run_config
 
 
@@ -47,6 +50,8 @@ def _train(cfg: DictConfig, hydra_dir: Path) -> float:
     torch.use_deterministic_algorithms(t.deterministic, warn_only=False)
     preflight_objective(cfg.objective, cfg.tokenizer, cfg.data.seq_len, cfg.model.arch)
     run = locate_run(cfg, hydra_dir)
+    if run.resume_from is not None:
+        refuse_drift(run.resume_from, cfg)
 
     data_cfg, tokenizer_cfg = OmegaConf.to_object(cfg.data), OmegaConf.to_object(cfg.tokenizer)
     data = prepare_corpora(data_cfg, tokenizer_cfg, Path.cwd(), default_cache_root(cfg.data.cache_dir))
@@ -89,11 +94,17 @@ def _train(cfg: DictConfig, hydra_dir: Path) -> float:
 
     started = time.perf_counter()
     batches = StepBatches(sampler, objective, t.seed, 0, t.grad_accum, loop.state.step, t.max_steps)
-    loop.run(
+    status = loop.run(
         step_loader(batches, cfg.data.num_workers, device),
         validation_batches(val_windows, objective, t.seed, t.eval_batches),
     )
     wall = time.perf_counter() - started
+    if status == "preempted":
+        console.print(
+            f"stopped at step {loop.state.step} with a committed checkpoint; run the same command to resume "
+            f"(exit code {EXIT_PREEMPTED})"
+        )
+        sys.exit(EXIT_PREEMPTED)
 
     torch.save(
         {"model": model.state_dict(), "arch": objective.arch, "vocab_size": tokenizer.vocab_size},

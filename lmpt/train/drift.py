@@ -1,0 +1,47 @@
+"""Resuming must continue the same experiment: only run length, logging, checkpointing and device keys may
+differ from the configuration the checkpoint was written with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from lmpt.errors import LmptError
+
+MAY_CHANGE = {
+    "trainer.max_steps", "trainer.log_every", "trainer.eval_every", "trainer.eval_batches", "trainer.ckpt_every",
+    "trainer.ckpt_minutes", "trainer.keep_last", "trainer.resume", "trainer.progress", "trainer.device",
+    "trainer.sample_tokens", "trainer.max_nonfinite_steps", "data.num_workers", "data.tokenize_workers",
+    "data.cache_dir",
+}  # fmt: skip
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        flat: dict[str, Any] = {}
+        for key, value in node.items():
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        return flat
+    return {prefix[:-1]: node}
+
+
+def drifted_keys(saved: dict, current: dict) -> list[str]:
+    """Keys whose values differ (or exist on one side only), except those that may change on resume."""
+    old, new = _flatten(saved), _flatten(current)
+    return sorted(k for k in old.keys() | new.keys() if k not in MAY_CHANGE and old.get(k) != new.get(k))
+
+
+def refuse_drift(checkpoint: Path, cfg: DictConfig) -> None:
+    saved = torch.load(checkpoint / "trainer.pt", map_location="cpu", weights_only=False)["config"]
+    keys = drifted_keys(saved, OmegaConf.to_container(cfg, resolve=True))
+    if keys:
+        old, new = _flatten(saved), _flatten(OmegaConf.to_container(cfg, resolve=True))
+        changes = ", ".join(f"{k} ({old.get(k)!r} -> {new.get(k)!r})" for k in keys[:6])
+        more = f" and {len(keys) - 6} more" if len(keys) > 6 else ""
+        raise LmptError(
+            f"cannot resume {checkpoint} with a different configuration: {changes}{more}. "
+            "Only run length, logging, checkpointing and device keys may change; start a new run for the rest"
+        )
