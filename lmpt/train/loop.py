@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from lmpt.batch import Batch
 from lmpt.console import console
 from lmpt.errors import LmptError
-from lmpt.model import LanguageModel
+from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
 from lmpt.train.checkpoint import CheckpointStore, load_parts
 from lmpt.train.display import Display
@@ -52,9 +53,12 @@ class TrainLoop:
         store: CheckpointStore,
         metrics: MetricsLog,
         display: Display,
+        forward: Callable[[Batch], ModelOutput] | None = None,
     ) -> None:
         self.cfg, self.t = cfg, cfg.trainer
         self.model, self.objective = model, objective
+        # torch.compile's wrapper when compiling; state dicts always come from `model` (no _orig_mod. prefix)
+        self.forward = model if forward is None else forward
         self.optimizer, self.scheduler = optimizer, scheduler
         self.precision, self.device = precision, precision.device
         self.scaler = precision.grad_scaler()
@@ -117,7 +121,7 @@ class TrainLoop:
         for batch in micro_batches:
             batch = batch.to(self.device, non_blocking=True)
             with self.precision.autocast():
-                out = self.model(batch)
+                out = self.forward(batch)
                 loss, stats = self.objective.loss(out, batch)
             self.scaler.scale(loss / len(micro_batches)).backward()
             step_stats.add(stats)
@@ -151,7 +155,7 @@ class TrainLoop:
         for batch in batches:
             batch = batch.to(self.device, non_blocking=True)
             with self.precision.autocast():
-                _, batch_stats = self.objective.loss(self.model(batch), batch)
+                _, batch_stats = self.objective.loss(self.forward(batch), batch)
             stats.add(batch_stats)
         means = stats.means()
         record = {f"val_{name}": value for name, value in means.items()}
@@ -181,11 +185,15 @@ class TrainLoop:
     def run(self, loader, val_batches: list[Batch]) -> str:
         """Train to `trainer.max_steps`; returns "completed", or "preempted" after a stop signal (checkpointed)."""
         t = self.t
+        self.metrics.truncate_after(self.state.step)  # lines of a run killed before its first checkpoint
+        rng = torch.get_rng_state()
+        steps = iter(loader)  # a DataLoader draws its base seed from the global RNG: keep dropout's stream intact
+        torch.set_rng_state(rng)
         self.display.start(self.state.step)
         self.interval_started = last_save = time.perf_counter()
         try:
             with PreemptionFlag() as preemption:
-                for micro_batches in loader:
+                for micro_batches in steps:
                     grad_norm = self.train_step(micro_batches)
                     step = self.state.step
                     self.display.advance(step)

@@ -55,6 +55,4 @@ def pick_precision(trainer: DictConfig, device: torch.device) -> Precision:
             name = "fp16"
         else:
             name = "bf16"
-    if name == "fp16" and device.type == "cpu":
-        raise LmptError("trainer.precision=fp16 needs a GPU: use bf16 (trainer.amp=true) or fp32 on the CPU")
     return Precision(name, device)

@@ -79,7 +79,7 @@ def _train(cfg: DictConfig, hydra_dir: Path) -> float:
     loop = TrainLoop(
         cfg, model, objective, optimizer, scheduler, precision,
         CheckpointStore(run.checkpoints, t.keep_last), MetricsLog(run.path / METRICS_FILE),
-        make_display(t.progress, t.max_steps),
+        make_display(t.progress, t.max_steps), forward=torch.compile(model) if t.compile else None,
     )  # fmt: skip
     loop.store.remove_leftovers()
     if run.resume_from is not None:
@@ -88,7 +88,8 @@ def _train(cfg: DictConfig, hydra_dir: Path) -> float:
     else:
         torch.manual_seed(derive_seed(t.seed, "dropout"))
     info(
-        f"{objective.name} on a {objective.arch} ({model.num_parameters() / 1e6:.2f}M parameters), "
+        f"{objective.name} on {'an' if objective.arch[0] == 'e' else 'a'} {objective.arch} "
+        f"({model.num_parameters() / 1e6:.2f}M parameters), "
         f"{precision.name} on {device}, run directory [bold]{run.path}[/]"
     )
 

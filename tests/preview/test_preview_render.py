@@ -1,0 +1,83 @@
+"""The coloured view renders every objective and architecture, in process (fast), from a composed config."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from rich.console import Console
+
+from lmpt.config.resolvers import register_resolvers
+from lmpt.config.store import conf_dir, register_schemas
+from lmpt.data.cache import PreparedData
+from lmpt.errors import LmptError
+from lmpt.preview.config import PRIMARY_CONFIG, register_preview_config
+from lmpt.preview.examples import Preview, build_preview
+from lmpt.preview.render import render_preview
+
+SMALL = ["tokenizer.vocab_size=1024", "data.seq_len=64"]
+
+
+def make_preview(*overrides: str) -> Preview:
+    register_schemas()
+    register_resolvers()
+    register_preview_config()
+    with initialize_config_dir(str(conf_dir()), version_base=None):
+        cfg = compose(PRIMARY_CONFIG, overrides=[*SMALL, *overrides])
+    return build_preview(cfg)
+
+
+def rendered(preview: Preview, width: int = 0) -> str:
+    out = io.StringIO()
+    render_preview(preview, Console(file=out, width=100, color_system="truecolor"), width)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "overrides,expected",
+    [
+        (["objective=clm"], ["causal", "next token at every position"]),
+        (["objective=mlm"], ["bidirectional", "[MASK]", "80/10/10"]),
+        (["objective=nsp"], ["[CLS]", "[SEP]", "pair"]),
+        (["objective=nsp", "objective.variant=sop"], ["in-order", "[CLS]"]),
+        (["objective=span"], ["<extra_id_0>", "encoder input", "noise in"]),
+        (["objective=span", "model.arch=decoder"], ["<extra_id_0>", "prefix"]),
+        (["objective=prefix"], ["prefix length", "suffix (predicted)"]),
+        (["objective=ul2-mixture", "preview.examples=6"], ["denoiser", "mode token"]),
+        (["objective=ul2-mixture", "model.arch=decoder"], ["denoiser", "prefix"]),
+    ],
+)
+def test_every_objective_renders(overrides: list[str], expected: list[str], shakespeare: PreparedData) -> None:
+    preview = make_preview(*overrides)
+    text = rendered(preview)
+    assert preview.objective.describe_attention().split(":")[0] in text
+    for fragment in expected:
+        assert fragment in text, fragment
+    assert "\x1b[" in text  # coloured
+
+
+def test_width_cuts_rows_and_train_split_follows_the_step(shakespeare: PreparedData) -> None:
+    preview = make_preview("objective=mlm", "preview.split=train", "preview.step=3")
+    assert "+54 tokens" in rendered(preview, width=10)
+    again = make_preview("objective=mlm", "preview.split=train", "preview.step=3")
+    other = make_preview("objective=mlm", "preview.split=train", "preview.step=4")
+    assert [e.offset for e in preview.examples] == [e.offset for e in again.examples]
+    assert [e.offset for e in preview.examples] != [e.offset for e in other.examples]
+
+
+@pytest.mark.parametrize(
+    "override", ["preview.examples=0", "preview.split=test", "preview.width=-1", "preview.step=-2"]
+)
+def test_bad_preview_values_are_refused(override: str, shakespeare: PreparedData) -> None:
+    with pytest.raises(LmptError, match=override.split("=")[0]):
+        make_preview(override)
+
+
+def test_composing_writes_nothing_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shakespeare: PreparedData
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    make_preview("objective=span")
+    assert list(tmp_path.iterdir()) == []
