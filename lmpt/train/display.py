@@ -11,7 +11,7 @@ from rich.table import Table
 
 from lmpt.console import console, is_main_process
 
-_SHOWN = ("loss", "ppl", "acc", "mlm_acc", "nsp_acc", "lr", "grad_norm", "tokens_per_s")
+_SHOWN = ("loss", "ppl", "acc", "nsp_acc", "lr", "grad_norm", "tokens_per_s", "mfu", "peak_memory_mb")
 
 
 def _fmt(name: str, value: Any) -> str:
@@ -21,6 +21,10 @@ def _fmt(name: str, value: Any) -> str:
         return f"{value / 1000:.1f}k tok/s"
     if name == "grad_norm":
         return f"gnorm {value:.2f}"
+    if name == "mfu":
+        return f"mfu {100 * value:.1f}%"
+    if name == "peak_memory_mb":
+        return f"mem {value:,.0f}MB"
     if name.endswith("ppl"):
         return f"{name} {value:.2f}"
     return f"{name} {value:.4f}"

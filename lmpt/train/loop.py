@@ -19,6 +19,7 @@ from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
 from lmpt.train.checkpoint import CheckpointStore, load_parts
 from lmpt.train.display import Display
+from lmpt.train.efficiency import peak_flops, peak_memory_mb
 from lmpt.train.metrics import MetricsLog, RunningStats, perplexity
 from lmpt.train.precision import Precision
 from lmpt.train.preemption import PreemptionFlag
@@ -68,6 +69,8 @@ class TrainLoop:
         self.pad_id = objective.special.pad
         self.interval_tokens = torch.zeros((), dtype=torch.long, device=self.device)
         self.interval_started = time.perf_counter()
+        self.interval_steps = 0
+        self.peak_flops, self.peak_source = peak_flops(self.device, precision.dtype or torch.float32)
 
     # -- state ------------------------------------------------------------------------------------
     def checkpoint_parts(self) -> dict:
@@ -146,6 +149,7 @@ class TrainLoop:
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
         self.state.step += 1
+        self.interval_steps += 1
         return grad_norm
 
     @torch.no_grad()
@@ -162,6 +166,14 @@ class TrainLoop:
         record["val_ppl"] = perplexity(means[self.objective.perplexity_of])
         return record
 
+    def mfu(self, steps: int, loss_tokens: int, elapsed: float) -> float:
+        """Model FLOPs utilisation over the interval; the head is counted on the loss-bearing share only."""
+        examples = steps * self.t.batch_size * self.t.grad_accum
+        seq_len, target_len = self.objective.seq_len, self.objective.target_length
+        head_fraction = loss_tokens / max(1, examples * (target_len or seq_len))
+        flops = examples * self.model.flops_per_example(seq_len, target_len, min(1.0, head_fraction))
+        return flops / elapsed / self.peak_flops
+
     def log_record(self, grad_norm: torch.Tensor) -> dict:
         now = time.perf_counter()
         elapsed = max(now - self.interval_started, 1e-9)
@@ -174,11 +186,14 @@ class TrainLoop:
             grad_norm=float(grad_norm),
             tokens_per_s=tokens / elapsed,
             loss_tokens_per_s=loss_tokens / elapsed,
+            mfu=self.mfu(self.interval_steps, loss_tokens, elapsed),
+            peak_memory_mb=peak_memory_mb(self.device),
         )
         self.state.tokens_seen += tokens
         self.stats.reset()
         self.interval_tokens.zero_()
         self.interval_started = now
+        self.interval_steps = 0
         return record
 
     # -- the loop ---------------------------------------------------------------------------------

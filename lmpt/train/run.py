@@ -90,7 +90,8 @@ def _train(cfg: DictConfig, hydra_dir: Path) -> float:
     info(
         f"{objective.name} on {'an' if objective.arch[0] == 'e' else 'a'} {objective.arch} "
         f"({model.num_parameters() / 1e6:.2f}M parameters), "
-        f"{precision.name} on {device}, run directory [bold]{run.path}[/]"
+        f"{precision.name} on {device}, run directory [bold]{run.path}[/]; "
+        f"MFU against the {loop.peak_source} ({loop.peak_flops / 1e9:,.0f} GFLOP/s)"
     )
 
     started = time.perf_counter()

@@ -1,0 +1,44 @@
+"""Model FLOPs utilisation and memory: what fraction of the hardware the run actually uses."""
+
+from __future__ import annotations
+
+import functools
+import resource
+import time
+
+import torch
+
+DATASHEET_BF16_PEAK = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
+"""Dense bf16 FLOP/s (never the 2:4-sparse figure), by GPU name."""
+
+
+@functools.cache
+def measured_matmul_peak(device_type: str, dtype: torch.dtype) -> float:
+    """FLOP/s of a large square matmul in the run's dtype: the CPU has no datasheet figure to trust."""
+    n = 1024
+    a = torch.randn(n, n, dtype=dtype, device=device_type)
+    b = torch.randn(n, n, dtype=dtype, device=device_type)
+    a @ b  # warm-up
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best
+
+
+def peak_flops(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
+    """The denominator of MFU and where it came from."""
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        for key, flops in DATASHEET_BF16_PEAK.items():
+            if key in name:
+                return flops, f"{key} bf16 datasheet"
+    return measured_matmul_peak(device.type, dtype), f"measured {dtype} matmul on {device.type}"
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """Peak allocated accelerator memory, or the process's peak resident memory on a CPU."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
