@@ -29,6 +29,25 @@ def unique_dir(base: str) -> str:
     return candidate
 
 
+def help_reference() -> str:
+    """Every config key with its description, for `lmpt --help` (escaped for Hydra's string.Template)."""
+    from lmpt.config.reference import reference_text
+
+    return reference_text().replace("$", "$$")
+
+
+def help_groups() -> str:
+    """`group: option, ...` for every folder of conf/ (the schema groups stay internal)."""
+    from lmpt.config.store import conf_dir
+
+    groups = sorted(p for p in conf_dir().iterdir() if p.is_dir())
+    return "\n".join(f"  {g.name}: {', '.join(sorted(f.stem for f in g.glob('*.yaml')))}" for g in groups)
+
+
 def register_resolvers() -> None:
+    if not OmegaConf.has_resolver("lmpt.groups"):
+        OmegaConf.register_new_resolver("lmpt.groups", help_groups)
     if not OmegaConf.has_resolver("lmpt.unique_dir"):
         OmegaConf.register_new_resolver("lmpt.unique_dir", unique_dir)
+    if not OmegaConf.has_resolver("lmpt.reference"):
+        OmegaConf.register_new_resolver("lmpt.reference", help_reference)

@@ -247,6 +247,8 @@ class TrainerConfig:
     """auto: continue from the run directory's newest checkpoint; never; or a run directory / checkpoint path."""
     progress: str = "auto"
     """Console output: auto (live display on a terminal, plain lines otherwise), rich, plain or tqdm."""
+    dry_run: bool = False
+    """Print the plan (config tree, parameters, tokens, FLOPs, estimated time) and exit without training."""
     sample_tokens: int = 48
     """Tokens generated from the final model as a sample (decoders); 0 = none."""
 

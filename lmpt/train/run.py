@@ -27,6 +27,7 @@ from lmpt.train.drift import refuse_drift
 from lmpt.train.loop import TrainLoop
 from lmpt.train.metrics import MetricsLog
 from lmpt.train.optim import build_optimizer, build_scheduler
+from lmpt.train.plan import print_plan
 from lmpt.train.precision import pick_device, pick_precision
 from lmpt.train.preemption import EXIT_PREEMPTED
 from lmpt.train.rundir import FINAL_MODEL, METRICS_FILE, TOKENIZER_FILE, discard_if_fresh, locate_run, write_run_config
@@ -49,6 +50,10 @@ def _train(cfg: DictConfig, hydra_dir: Path) -> float:
     precision = pick_precision(t, device)
     torch.use_deterministic_algorithms(t.deterministic, warn_only=False)
     preflight_objective(cfg.objective, cfg.tokenizer, cfg.data.seq_len, cfg.model.arch)
+    if t.dry_run:
+        print_plan(cfg, precision)
+        discard_if_fresh(hydra_dir)
+        return float("nan")
     run = locate_run(cfg, hydra_dir)
     if run.resume_from is not None:
         refuse_drift(run.resume_from, cfg)

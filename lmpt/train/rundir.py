@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +34,12 @@ def _is_fresh(path: Path) -> bool:
 
 
 def discard_if_fresh(path: Path) -> None:
-    """Remove a directory Hydra made for this launch when the run never started (bad input, resume elsewhere)."""
+    """Remove a directory Hydra made for this launch when the run never started (bad input, resume elsewhere),
+    and the `outputs/YYYY-MM-DD` folder above it if that is left empty."""
     if _is_fresh(path):
         shutil.rmtree(path, ignore_errors=True)
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", path.parent.name) and not any(path.parent.iterdir()):
+            path.parent.rmdir()
 
 
 def locate_run(cfg: DictConfig, hydra_dir: Path) -> RunDir:

@@ -15,6 +15,11 @@ def run_dirs(root: Path) -> list[Path]:
     return sorted(p for p in (root / "outputs").glob("*/*") if p.is_dir())
 
 
+def nothing_written(root: Path) -> bool:
+    """A refused launch leaves no run directory, not even an empty date folder."""
+    return not (root / "outputs").exists() or not any((root / "outputs").iterdir())
+
+
 def test_tiny_run_learns_and_fills_its_run_directory(tmp_path: Path) -> None:
     result = run_lmpt(
         *SMALL,
@@ -112,10 +117,21 @@ def test_config_errors_are_one_line_exit_2_before_any_work(tmp_path: Path) -> No
     }
     for override, fragment in cases.items():
         assert fragment in _one_error_line(run_lmpt(*SMALL, override, cwd=tmp_path))
-    assert run_dirs(tmp_path) == []  # nothing written for a refused run
+    assert nothing_written(tmp_path)  # nothing written for a refused run
 
 
 def test_missing_data_path_is_named(tmp_path: Path) -> None:
     line = _one_error_line(run_lmpt(*SMALL, "data=text", "data.paths=[no/such/corpus.txt]", cwd=tmp_path))
     assert "no/such/corpus.txt" in line
-    assert run_dirs(tmp_path) == []
+    assert nothing_written(tmp_path)
+
+
+def test_dry_run_prints_the_plan_and_trains_nothing(tmp_path: Path) -> None:
+    result = run_lmpt("model=base", "objective=mlm", "trainer.max_steps=1000", "trainer.dry_run=true", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for expected in ("objective / architecture", "mlm / encoder", "parameters", "tokens per step", "4,096 (16 x 256)",
+                     "total tokens", "4,096,000 over 1,000 steps", "training FLOPs", "estimated time"):  # fmt: skip
+        assert expected in result.stdout, expected
+    assert "d_model: 768" in result.stdout  # the config tree
+    assert nothing_written(tmp_path)
+    assert "tokenising" not in result.stdout and "training a" not in result.stdout  # no data work

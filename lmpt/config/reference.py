@@ -1,0 +1,95 @@
+"""The configuration reference, read from the docstrings under each schema field: one source for
+`lmpt --help` and the README's table (a test keeps the README in step)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+from functools import cache
+
+from lmpt.config import schema
+
+GROUP_SCHEMAS: dict[str, list[type]] = {
+    "tokenizer": [schema.TokenizerConfig],
+    "objective": [schema.ClmConfig, schema.MlmConfig, schema.NspConfig, schema.SpanConfig, schema.PrefixConfig,
+                  schema.Ul2Config, schema.DenoiserConfig],
+    "model": [schema.ModelConfig],
+    "optimizer": [schema.AdamWConfig, schema.AdafactorConfig],
+    "scheduler": [schema.SchedulerConfig],
+    "data": [schema.DataConfig],
+    "trainer": [schema.TrainerConfig],
+}  # fmt: skip
+_TITLES = {schema.DenoiserConfig: "ul2-mixture: each entry of objective.denoisers"}
+
+
+@cache
+def _docstrings() -> dict[str, dict[str, str]]:
+    """class name -> field -> the string literal right under the field, for every class in schema.py."""
+    tree = ast.parse(inspect.getsource(schema))
+    found: dict[str, dict[str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            docs, body = {}, node.body
+            for field, after in zip(body, body[1:], strict=False):
+                if isinstance(field, ast.AnnAssign) and isinstance(after, ast.Expr):
+                    if isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+                        docs[field.target.id] = " ".join(after.value.value.split())
+            found[node.name] = docs
+    return found
+
+
+def field_doc(cls: type, name: str) -> str:
+    """A field's description, inherited from the nearest base class that documents it."""
+    for klass in cls.__mro__:
+        doc = _docstrings().get(klass.__name__, {}).get(name)
+        if doc:
+            return doc
+    return ""
+
+
+def _default(field: dataclasses.Field) -> str:
+    if field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        value = field.default_factory()  # type: ignore[misc]
+        return "[...]" if value and dataclasses.is_dataclass(value[0]) else str(value)
+    return "???" if field.default == "???" else str(field.default)
+
+
+def reference_rows() -> list[tuple[str, str, str, str]]:
+    """(section, key, default, description) for every field of every group."""
+    rows = []
+    for group, classes in GROUP_SCHEMAS.items():
+        for cls in classes:
+            if cls in _TITLES:
+                section = _TITLES[cls]
+            else:
+                section = group if len(classes) == 1 else f"{group}={cls().name}"
+            prefix = "" if cls is schema.DenoiserConfig else f"{group}."
+            for field in dataclasses.fields(cls):
+                rows.append((section, f"{prefix}{field.name}", _default(field), field_doc(cls, field.name)))
+    return rows
+
+
+def reference_markdown() -> str:
+    lines, section = [], None
+    for sec, key, default, doc in reference_rows():
+        if sec != section:
+            section = sec
+            lines += ["", f"**{sec}**", "", "| key | default | description |", "| --- | --- | --- |"]
+        lines.append(f"| `{key}` | `{default}` | {doc} |")
+    return "\n".join(lines[1:]) + "\n"
+
+
+def reference_text() -> str:
+    lines, section = [], None
+    width = max(len(key) for _, key, _, _ in reference_rows())
+    for sec, key, default, doc in reference_rows():
+        if sec != section:
+            section = sec
+            lines += ["", f"{sec}:"]
+        lines.append(f"  {key:<{width}}  {doc} [{default}]")
+    return "\n".join(lines[1:])
+
+
+if __name__ == "__main__":
+    print(reference_markdown())

@@ -1,0 +1,65 @@
+"""`trainer.dry_run=true`: what a run would do — config, size, tokens, FLOPs and time — without doing it."""
+
+from __future__ import annotations
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from rich.table import Table
+from rich.tree import Tree
+
+from lmpt.console import console
+from lmpt.model import build_model
+from lmpt.objectives.registry import PlannedTokenizer, build_objective
+from lmpt.tokenizer.special import SpecialTokens
+from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.train.efficiency import peak_flops
+from lmpt.train.precision import Precision
+
+ASSUMED_MFU = 0.4
+"""Utilisation assumed for the time estimate (the console reports the real one once training runs)."""
+
+
+def config_tree(cfg: DictConfig) -> Tree:
+    tree = Tree("[bold]config")
+    for group, node in OmegaConf.to_container(cfg, resolve=True).items():
+        branch = tree.add(f"[bold cyan]{group}")
+        for key, value in node.items():
+            branch.add(f"{key}: [green]{value}")
+    return tree
+
+
+def _planned_tokenizer(cfg: DictConfig):
+    if cfg.tokenizer.model_file:
+        return Tokenizer.load(cfg.tokenizer.model_file)
+    return PlannedTokenizer(SpecialTokens(num_sentinels=cfg.tokenizer.num_sentinels), cfg.tokenizer.vocab_size)
+
+
+def print_plan(cfg: DictConfig, precision: Precision) -> None:
+    t = cfg.trainer
+    tokenizer = _planned_tokenizer(cfg)
+    objective = build_objective(cfg.objective, tokenizer, cfg.data.seq_len, cfg.model.arch)
+    with torch.device("meta"):  # sized, never allocated
+        model = build_model(cfg.model, objective.arch, tokenizer.vocab_size, 0, objective.n_segments,
+                            objective.n_sequence_classes)  # fmt: skip
+    examples_per_step = t.batch_size * t.grad_accum
+    tokens_per_example = cfg.data.seq_len + objective.target_length
+    flops = model.flops_per_example(cfg.data.seq_len, objective.target_length) * examples_per_step * t.max_steps
+    peak, source = peak_flops(precision.device, precision.dtype or torch.float32)
+    seconds = flops / (peak * ASSUMED_MFU)
+
+    console.print(config_tree(cfg))
+    table = Table(title="plan (dry run: nothing trained)", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    rows = {
+        "objective / architecture": f"{objective.name} / {objective.arch}",
+        "parameters": f"{model.num_parameters():,} ({model.num_parameters(non_embedding=True):,} non-embedding)",
+        "tokens per step": f"{examples_per_step * tokens_per_example:,} ({examples_per_step} x {tokens_per_example})",
+        "total tokens": f"{examples_per_step * tokens_per_example * t.max_steps:,} over {t.max_steps:,} steps",
+        "training FLOPs": f"{flops:.3e}",
+        "estimated time": f"{seconds / 3600:.2f} h ({seconds:,.0f} s) at {ASSUMED_MFU:.0%} MFU of the {source} "
+        f"({peak / 1e12:.2f} TFLOP/s), {precision.name} on {precision.device}",
+    }
+    for key, value in rows.items():
+        table.add_row(key, value)
+    console.print(table)
