@@ -7,9 +7,13 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import traceback
+from pathlib import Path
 from typing import NoReturn
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from lmpt.config.errors import USER_ERRORS, describe
@@ -21,6 +25,22 @@ def train(cfg: DictConfig) -> float | None:
     from lmpt.train.run import run_training  # heavy imports only once the config is valid
 
     return run_training(cfg)
+
+
+def _failed_job(exc: BaseException, user_error: bool) -> None:
+    """In a sweep a failed job is reported and recorded, and the remaining jobs still run."""
+    from lmpt.train.rundir import write_status
+
+    hydra = HydraConfig.get()
+    line = describe(exc) if user_error else f"{type(exc).__name__}: {exc}"
+    if not user_error:
+        traceback.print_exception(exc)
+    print(f"lmpt: error: job {hydra.job.num} ({' '.join(hydra.overrides.task)}): {line}", file=sys.stderr)
+    write_status(Path(hydra.runtime.output_dir), "failed", error=line)
+    _failed_jobs.append(user_error)
+
+
+_failed_jobs: list[bool] = []
 
 
 def run_hydra_app(task, config_name: str = "config") -> None:
@@ -38,10 +58,17 @@ def run_hydra_app(task, config_name: str = "config") -> None:
 
     @functools.wraps(task)
     def guarded_task(cfg: DictConfig):
+        sweeping = HydraConfig.get().mode == RunMode.MULTIRUN
         try:
             return task(cfg)
         except USER_ERRORS as exc:  # reported here: a failed Hydra job would add its own stderr lines
-            report(exc)
+            if not sweeping:
+                report(exc)
+            _failed_job(exc, user_error=True)
+        except Exception as exc:
+            if not sweeping:
+                raise
+            _failed_job(exc, user_error=False)
 
     app = hydra.main(config_path=str(conf_dir()), config_name=config_name, version_base=None)(guarded_task)
     try:
@@ -51,6 +78,9 @@ def run_hydra_app(task, config_name: str = "config") -> None:
     except KeyboardInterrupt:  # the second Ctrl-C: no traceback, the conventional exit status
         print("lmpt: aborted", file=sys.stderr)
         sys.exit(130)
+    if _failed_jobs:
+        print(f"lmpt: {len(_failed_jobs)} sweep job(s) failed; the others ran", file=sys.stderr)
+        sys.exit(2 if all(_failed_jobs) else 1)
 
 
 def main() -> None:

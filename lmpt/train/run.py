@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from lmpt.config.validate import validate_config
@@ -30,7 +31,15 @@ from lmpt.train.optim import build_optimizer, build_scheduler
 from lmpt.train.plan import print_plan
 from lmpt.train.precision import pick_device, pick_precision
 from lmpt.train.preemption import EXIT_PREEMPTED
-from lmpt.train.rundir import FINAL_MODEL, METRICS_FILE, TOKENIZER_FILE, discard_if_fresh, locate_run, write_run_config
+from lmpt.train.rundir import (
+    FINAL_MODEL,
+    METRICS_FILE,
+    TOKENIZER_FILE,
+    discard_if_fresh,
+    locate_run,
+    write_run_config,
+    write_status,
+)
 
 
 def run_training(cfg: DictConfig) -> float:
@@ -39,7 +48,8 @@ def run_training(cfg: DictConfig) -> float:
     try:
         return _train(cfg, hydra_dir)
     except LmptError:
-        discard_if_fresh(hydra_dir)
+        if HydraConfig.get().mode != RunMode.MULTIRUN:  # a sweep keeps the job's folder to show the failure
+            discard_if_fresh(hydra_dir)
         raise
 
 
@@ -106,6 +116,7 @@ def _train(cfg: DictConfig, hydra_dir: Path) -> float:
         validation_batches(val_windows, objective, t.seed, t.eval_batches),
     )
     wall = time.perf_counter() - started
+    write_status(run.path, status, step=loop.state.step, wall_s=round(wall, 3))
     if status == "preempted":
         console.print(
             f"stopped at step {loop.state.step} with a committed checkpoint; run the same command to resume "

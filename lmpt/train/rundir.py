@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from lmpt.errors import LmptError
 from lmpt.train.checkpoint import MANIFEST, CheckpointStore
 
 CONFIG_FILE = "config.yaml"
+STATUS_FILE = "status.json"
 TOKENIZER_FILE = "tokenizer.model"
 METRICS_FILE = "metrics.jsonl"
 FINAL_MODEL = "model.pt"
@@ -76,3 +78,9 @@ def write_run_config(run: RunDir, cfg: DictConfig) -> None:
     path = run.path / CONFIG_FILE
     if not path.exists():
         path.write_text(OmegaConf.to_yaml(cfg, resolve=True))
+
+
+def write_status(run_dir: Path, status: str, **fields: object) -> None:
+    """`status.json`: completed, preempted or failed (with the error), for reports and sweep summaries."""
+    if run_dir.is_dir():
+        (run_dir / STATUS_FILE).write_text(json.dumps({"status": status, **fields}) + "\n")

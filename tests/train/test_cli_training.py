@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -135,3 +136,14 @@ def test_dry_run_prints_the_plan_and_trains_nothing(tmp_path: Path) -> None:
     assert "d_model: 768" in result.stdout  # the config tree
     assert nothing_written(tmp_path)
     assert "tokenising" not in result.stdout and "training a" not in result.stdout  # no data work
+
+
+def test_a_failed_sweep_job_does_not_stop_the_others(tmp_path: Path) -> None:
+    result = run_lmpt("-m", *SMALL, "trainer.max_steps=2", "trainer.sample_tokens=0", "objective=mlm",
+                      "objective.mask_prob=0.15,1.5,0.3", cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2
+    assert "job 1" in result.stderr and "objective.mask_prob=1.5 must be in (0, 1)" in result.stderr
+    (sweep,) = (tmp_path / "multirun").glob("*/*")
+    statuses = [json.loads((sweep / j / "status.json").read_text())["status"] for j in "012"]
+    assert statuses == ["completed", "failed", "completed"]
+    assert (sweep / "2" / "model.pt").exists()
