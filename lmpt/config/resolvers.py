@@ -48,6 +48,8 @@ def register_resolvers() -> None:
     if not OmegaConf.has_resolver("lmpt.groups"):
         OmegaConf.register_new_resolver("lmpt.groups", help_groups)
     if not OmegaConf.has_resolver("lmpt.unique_dir"):
-        OmegaConf.register_new_resolver("lmpt.unique_dir", unique_dir)
+        # cached: Hydra copies the cache into every sweep job's config, so launchers in other processes
+        # (and a requeued SLURM job) see the same directory instead of claiming a new one
+        OmegaConf.register_new_resolver("lmpt.unique_dir", unique_dir, use_cache=True)
     if not OmegaConf.has_resolver("lmpt.reference"):
         OmegaConf.register_new_resolver("lmpt.reference", help_reference)
