@@ -147,3 +147,14 @@ def test_a_failed_sweep_job_does_not_stop_the_others(tmp_path: Path) -> None:
     statuses = [json.loads((sweep / j / "status.json").read_text())["status"] for j in "012"]
     assert statuses == ["completed", "failed", "completed"]
     assert (sweep / "2" / "model.pt").exists()
+
+
+def test_progress_modes_plain_and_tqdm(tmp_path: Path) -> None:
+    plain = run_lmpt(*SMALL, "trainer.max_steps=4", "trainer.log_every=2", "trainer.sample_tokens=0", cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert "step      2/4 | loss" in plain.stdout and "step      4/4 | loss" in plain.stdout  # a line per log
+    assert "\x1b[" not in plain.stdout  # no terminal control codes in logs
+    args = [a for a in SMALL if not a.startswith("trainer.progress")]
+    bar = run_lmpt(*args, "trainer.progress=tqdm", "trainer.max_steps=4", "trainer.sample_tokens=0", cwd=tmp_path)
+    assert bar.returncode == 0, bar.stderr
+    assert "4/4" in bar.stderr and ("it/s" in bar.stderr or "s/it" in bar.stderr)
