@@ -1,0 +1,169 @@
+"""What a run directory says about its run: overrides, status, final evaluation, speed, curves."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import OmegaConf
+
+from lmpt.errors import LmptError
+
+CONFIG_FILE = "config.yaml"  # the names lmpt.train.rundir writes; not imported so reports skip torch
+METRICS_FILE = "metrics.jsonl"
+FINAL_MODEL = "model.pt"
+STATUS_FILE = "status.json"
+HYDRA_DIR = ".hydra"
+OVERRIDES_FILE = f"{HYDRA_DIR}/overrides.yaml"
+RUN_MARKERS = (METRICS_FILE, CONFIG_FILE, HYDRA_DIR, STATUS_FILE)
+HEADLINE_KEYS = ("val_loss", "val_ppl")  # columns of their own; every other val_* key is an objective measure
+
+
+@dataclass
+class RunSummary:
+    """One run, as its directory records it."""
+
+    path: Path
+    name: str
+    """The command-line overrides as `key=value ...`, or the directory name when there are none."""
+    overrides: list[str]
+    objective: str | None
+    status: str
+    """completed, failed: <error>, preempted, or incomplete (still running, or killed)."""
+    step: int | None
+    """The last step any record names."""
+    val_loss: float | None
+    val_ppl: float | None
+    measures: dict[str, float] = field(default_factory=dict)
+    """The last evaluation's other `val_*` values (val_acc, val_nsp_acc, val_loss/R3-0.15, ...)."""
+    tokens_per_s: float | None = None
+    """Median over the training records."""
+    wall_s: float | None = None
+    val_curve: list[tuple[int, float]] = field(default_factory=list)
+    train_curve: list[tuple[int, float]] = field(default_factory=list)
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and any((path / marker).exists() for marker in RUN_MARKERS)
+
+
+def natural_key(path: Path) -> list:
+    """Sort key that puts job 2 before job 10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+
+
+def find_runs(paths: list[Path | str]) -> list[RunSummary]:
+    """Every run under `paths`: each a run directory, or a sweep directory (or any parent) searched for them."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if not path.exists():
+            raise LmptError(f"{path} does not exist: name a run directory or a directory that holds runs")
+        found.extend(_run_dirs_under(path))
+    unique = list(dict.fromkeys(p.resolve() for p in found))
+    if not unique:
+        names = ", ".join(str(p) for p in paths)
+        raise LmptError(f"no run directories (with {METRICS_FILE}, {CONFIG_FILE} or {HYDRA_DIR}/) under {names}")
+    return [read_run(p) for p in unique]
+
+
+def _run_dirs_under(path: Path) -> list[Path]:
+    if is_run_dir(path):
+        return [path]
+    if not path.is_dir():
+        return []
+    children = sorted((p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")), key=natural_key)
+    return [run for child in children for run in _run_dirs_under(child)]
+
+
+def read_run(path: Path) -> RunSummary:
+    """Summarize one run directory; missing files leave their fields empty."""
+    records = read_records(path / METRICS_FILE)
+    train = [r for r in records if "loss" in r]
+    evals = [r for r in records if "val_loss" in r]
+    last_eval = evals[-1] if evals else {}
+    speeds = [r["tokens_per_s"] for r in train if r.get("tokens_per_s") is not None]
+    overrides = _overrides(path)
+    return RunSummary(
+        path=path,
+        name=" ".join(overrides) or path.name,
+        overrides=overrides,
+        objective=_objective(path),
+        status=_status(path),
+        step=max((r["step"] for r in records), default=None),
+        val_loss=last_eval.get("val_loss"),
+        val_ppl=last_eval.get("val_ppl"),
+        measures={k: v for k, v in last_eval.items() if k.startswith("val_") and k not in HEADLINE_KEYS},
+        tokens_per_s=statistics.median(speeds) if speeds else None,
+        wall_s=_wall_seconds(path),
+        val_curve=[(r["step"], r["val_loss"]) for r in evals],
+        train_curve=[(r["step"], r["loss"]) for r in train],
+    )
+
+
+def read_records(path: Path) -> list[dict]:
+    """metrics.jsonl's records; a line cut short by a killed run is skipped."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and "step" in record:
+            records.append(record)
+    return records
+
+
+def read_status(path: Path) -> dict:
+    try:
+        status = json.loads((path / STATUS_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return status if isinstance(status, dict) else {}
+
+
+def _status(path: Path) -> str:
+    status = read_status(path)
+    state = status.get("status")
+    if state == "failed":
+        return f"failed: {status.get('error', 'unknown error')}"
+    if state in ("completed", "preempted"):
+        return state
+    return "completed" if (path / FINAL_MODEL).exists() else "incomplete"
+
+
+def _load_yaml(path: Path) -> Any:
+    """The file's contents, or None when it is missing or unreadable (a report never stops at one bad run)."""
+    try:
+        return OmegaConf.to_container(OmegaConf.load(path))
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+def _overrides(path: Path) -> list[str]:
+    overrides = _load_yaml(path / OVERRIDES_FILE)
+    return [str(o) for o in overrides] if isinstance(overrides, list) else []
+
+
+def _objective(path: Path) -> str | None:
+    config = _load_yaml(path / CONFIG_FILE)
+    objective = config.get("objective") if isinstance(config, dict) else None
+    return objective.get("name") if isinstance(objective, dict) else None
+
+
+def _wall_seconds(path: Path) -> float | None:
+    """status.json's wall_s, else the span from Hydra's first file to the last file the run wrote."""
+    wall = read_status(path).get("wall_s")
+    if isinstance(wall, int | float):
+        return float(wall)
+    start = [p.stat().st_mtime for p in (path / HYDRA_DIR).glob("*.yaml")]
+    end = [p.stat().st_mtime for p in (path / METRICS_FILE, path / FINAL_MODEL, path / STATUS_FILE) if p.exists()]
+    if not start or not end:
+        return None
+    return max(max(end) - min(start), 0.0)

@@ -1,0 +1,71 @@
+"""A sweep's summary, written into its directory when the sweep ends: the table, summary.csv, summary.md and
+val_loss.png."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+from rich.console import RenderableType
+from rich.markup import escape
+from rich.segment import Segments
+
+from lmpt.console import console
+from lmpt.errors import LmptError
+from lmpt.report.runs import RunSummary, find_runs
+
+SUMMARY_CSV = "summary.csv"
+SUMMARY_MD = "summary.md"
+SUMMARY_PLOT = "val_loss.png"
+
+
+def print_whole(renderable: RenderableType) -> None:
+    """Print at the renderable's natural width when output goes to a file or pipe (rich would squeeze it to
+    80 columns); a terminal keeps its own width."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    wide = console.options.update_width(10_000)
+    width = max(console.width, console.measure(renderable, options=wide).maximum)
+    lines = console.render_lines(renderable, console.options.update_width(width), new_lines=True)
+    console.print(Segments([segment for line in lines for segment in line]))
+
+
+def write_report(
+    runs: list[RunSummary], csv_path: Path, md_path: Path, plot_path: Path, title: str, log_y: bool = False
+) -> None:
+    """Print the table and write it as CSV and Markdown, with the validation-loss chart beside them."""
+    from lmpt.report.plot import plot_val_curves  # matplotlib only once there is something to draw
+    from lmpt.report.table import run_labels, runs_table, write_csv, write_markdown
+
+    print_whole(runs_table(runs, title=title))
+    common = run_labels(runs)[1]
+    if common:
+        console.print(f"all runs: {escape(' '.join(common))}")
+    try:
+        write_csv(runs, csv_path)
+        write_markdown(runs, md_path)
+        plot_val_curves(runs, plot_path, log_y=log_y, title=f"validation loss: {title}")
+    except OSError as exc:
+        raise LmptError(f"cannot write the report into {csv_path.parent}: {exc.strerror or exc}") from exc
+    console.print(f"wrote {csv_path}, {md_path.name} and {plot_path.name}")
+
+
+def summarize_sweep(sweep_dir: Path | str) -> list[RunSummary]:
+    """Summarize every job under `sweep_dir` into its summary.csv, summary.md and val_loss.png."""
+    sweep_dir = Path(sweep_dir)
+    runs = find_runs([sweep_dir])
+    write_report(runs, sweep_dir / SUMMARY_CSV, sweep_dir / SUMMARY_MD, sweep_dir / SUMMARY_PLOT, str(sweep_dir))
+    return runs
+
+
+class SweepSummary(Callback):
+    """Hydra callback (under `hydra.callbacks`): summarize the sweep directory once every job has run."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            summarize_sweep(config.hydra.sweep.dir)
+        except LmptError as exc:  # the jobs' results stand; a missing summary is not worth failing the sweep
+            console.print(f"[yellow]sweep summary skipped: {exc}[/]")

@@ -1,0 +1,119 @@
+"""One row per run, as a rich table on the console, a CSV file, or a Markdown table."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.markup import escape
+from rich.table import Table
+
+from lmpt.report.runs import RunSummary
+
+Value = str | int | float | None
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    value: Callable[[RunSummary], Value]
+    format: Callable[[Value], str] = str
+    numeric: bool = False
+
+
+def run_labels(runs: list[RunSummary]) -> tuple[list[str], list[str]]:
+    """Each run's overrides less those every run shares (the shared ones are returned second), so a sweep's
+    rows and legend show what differs between its jobs."""
+    shared = set.intersection(*(set(r.overrides) for r in runs)) if len(runs) > 1 else set()
+    labels = [" ".join(o for o in r.overrides if o not in shared) or r.path.name for r in runs]
+    common = [o for o in runs[0].overrides if o in shared] if runs else []
+    return labels, common
+
+
+def _number(digits: int) -> Callable[[Value], str]:
+    return lambda v: "" if v is None else f"{v:.{digits}f}"
+
+
+def format_rate(value: Value) -> str:
+    if value is None:
+        return ""
+    return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.1f}k" if value >= 1e3 else f"{value:.0f}"
+
+
+def format_duration(value: Value) -> str:
+    if value is None or not math.isfinite(value):
+        return ""
+    seconds = int(round(value))
+    if value < 60:
+        return f"{value:.1f}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def columns(runs: list[RunSummary]) -> list[Column]:
+    """run, objective, status, step, val_loss, val_ppl, every objective measure any run has, tokens/s, wall."""
+    labels = dict(zip((id(r) for r in runs), run_labels(runs)[0], strict=True))
+    measures = sorted({key for r in runs for key in r.measures})
+    optional = lambda v: "" if v is None else str(v)
+    return [
+        Column("run", lambda r: labels[id(r)]),
+        Column("objective", lambda r: r.objective, optional),
+        Column("status", lambda r: r.status),
+        Column("step", lambda r: r.step, optional, numeric=True),
+        Column("val_loss", lambda r: r.val_loss, _number(4), numeric=True),
+        Column("val_ppl", lambda r: r.val_ppl, _number(2), numeric=True),
+        *(Column(key, lambda r, key=key: r.measures.get(key), _number(4), numeric=True) for key in measures),
+        Column("tokens_per_s", lambda r: r.tokens_per_s, format_rate, numeric=True),
+        Column("wall_s", lambda r: r.wall_s, format_duration, numeric=True),
+    ]
+
+
+def formatted_rows(runs: list[RunSummary]) -> tuple[list[str], list[list[str]]]:
+    cols = columns(runs)
+    return [c.title for c in cols], [[c.format(c.value(r)) for c in cols] for r in runs]
+
+
+STATUS_STYLE = {"completed": "green", "preempted": "yellow", "incomplete": "yellow"}
+
+
+def runs_table(runs: list[RunSummary], title: str | None = None) -> Table:
+    """The rich table the console shows (the overrides every run shares are left to the caller)."""
+    table = Table(title=title)
+    for col in columns(runs):
+        table.add_column(col.title, justify="right" if col.numeric else "left", overflow="fold")
+    header, rows = formatted_rows(runs)
+    at = header.index("status")
+    for row in rows:
+        row[at] = f"[{STATUS_STYLE.get(row[at], 'red')}]{escape(row[at])}[/]"
+        table.add_row(*(escape(v) if i != at else v for i, v in enumerate(row)))
+    return table
+
+
+def write_csv(runs: list[RunSummary], path: Path) -> None:
+    """The table's columns at full precision (times in seconds), plus every run's full overrides and path."""
+    cols = columns(runs)
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow([c.title for c in cols] + ["overrides", "path"])
+        for run in runs:
+            values = [c.value(run) for c in cols]
+            writer.writerow(["" if v is None else v for v in values] + [run.name, str(run.path)])
+
+
+def write_markdown(runs: list[RunSummary], path: Path) -> None:
+    """The table as GitHub Markdown, with the overrides every run shares above it."""
+    header, rows = formatted_rows(runs)
+    numeric = [c.numeric for c in columns(runs)]
+    cell = lambda text: text.replace("|", "\\|").replace("\n", " ")
+    lines = []
+    common = run_labels(runs)[1]
+    if common:
+        lines += [f"All runs: `{' '.join(common)}`", ""]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("| " + " | ".join("---:" if n else "---" for n in numeric) + " |")
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    path.write_text("\n".join(lines) + "\n")

@@ -1,0 +1,110 @@
+"""`lmpt-compare`: runs and sweeps side by side, its files, its errors, and a real sweep end to end."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from report_fakes import SHARED, eval_record, make_run, make_sweep, train_record
+
+from lmpt.report.compare import main
+
+REPO = Path(__file__).resolve().parents[2]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def compare_command(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env.pop("HYDRA_FULL_ERROR", None)
+    return subprocess.run(
+        [sys.executable, "-m", "lmpt.report.compare", *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_run_dir_beside_a_sweep_dir(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    sweep = make_sweep(tmp_path / "a")
+    single = make_run(
+        tmp_path / "outputs" / "2026-11-22" / "09-00-00",
+        ["model=small"],
+        [train_record(10, 6.0, 2000.0), eval_record(10, 5.5)],
+        status={"status": "completed", "wall_s": 3.0},
+    )
+    main([str(single), str(sweep), "--out", str(tmp_path / "report")])
+    rows = read_csv(tmp_path / "report" / "compare.csv")
+    assert [Path(r["path"]).name for r in rows] == ["09-00-00", "0", "1", "2", "3", "10"]
+    assert rows[0]["run"] == "model=small"  # nothing is shared between the single run and the sweep
+    assert float(rows[0]["val_loss"]) == 5.5
+    assert "| model=small | clm | completed | 10 | 5.5000 |" in (tmp_path / "report" / "compare.md").read_text()
+    assert (tmp_path / "report" / "compare_val_loss.png").read_bytes()[:8] == PNG_SIGNATURE
+    out = capsys.readouterr().out
+    assert "6 runs" in out and "model=small" in out and "incomplete" in out
+
+
+def test_out_defaults_to_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_run(tmp_path / "run", SHARED, [train_record(10, 6.0, 2000.0), eval_record(10, 5.5)])
+    monkeypatch.chdir(tmp_path)
+    main(["run"])
+    assert {"compare.csv", "compare.md", "compare_val_loss.png"} <= {p.name for p in tmp_path.iterdir()}
+
+
+def test_help(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    assert "--out DIR" in capsys.readouterr().out
+
+
+def test_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    make_sweep(tmp_path)
+    result = compare_command(str(tmp_path), "no/such/run", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "lmpt-compare: error: no/such/run does not exist: name a run directory or a directory that holds runs"
+    ]
+    assert not (tmp_path / "compare.csv").exists()
+
+
+def test_real_sweep_then_compare(tmp_path: Path) -> None:
+    """Two real lmpt jobs (tokenizer and token cache in the session's $LMPT_CACHE_DIR), then lmpt-compare."""
+    sweep_dir = tmp_path / "sweep"
+    overrides = [
+        "tokenizer.vocab_size=1024",
+        "data.seq_len=64",
+        "trainer.batch_size=8",
+        "trainer.max_steps=10",
+        "trainer.eval_every=5",
+        "trainer.progress=plain",
+        "trainer.eval_batches=2",
+        "trainer.sample_tokens=0",
+        "optimizer.lr=1e-3,3e-3",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    sweep = subprocess.run(
+        [sys.executable, "-m", "lmpt", "-m", *overrides], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert sweep.returncode == 0, sweep.stderr[-2000:]
+
+    result = compare_command(str(sweep_dir), "--out", "report", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = read_csv(tmp_path / "report" / "compare.csv")
+    assert [r["run"] for r in rows] == ["optimizer.lr=0.001", "optimizer.lr=0.003"]
+    for row in rows:
+        assert row["status"] == "completed"
+        assert row["step"] == "10"
+        assert float(row["val_loss"]) > 0 and float(row["tokens_per_s"]) > 0
+        last_eval = [
+            line for line in (Path(row["path"]) / "metrics.jsonl").read_text().splitlines() if "val_loss" in line
+        ]
+        assert f'"val_loss": {row["val_loss"]}' in last_eval[-1]
+    assert "optimizer.lr=0.003" in result.stdout and "val_acc" in result.stdout
+    assert (tmp_path / "report" / "compare_val_loss.png").read_bytes()[:8] == PNG_SIGNATURE
