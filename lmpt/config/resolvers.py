@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 from omegaconf import OmegaConf
 
@@ -14,6 +15,9 @@ def unique_dir(base: str) -> str:
     second never share a directory. Cached per process: Hydra may resolve the key more than once."""
     if base in _claimed:
         return _claimed[base]
+    rank = int(os.environ.get("RANK", "0"))
+    if rank != 0:  # under torchrun only rank 0 claims a run directory; the others learn it from rank 0
+        return os.path.join(tempfile.gettempdir(), f"lmpt-rank{rank}-{os.getpid()}")
     parent = os.path.dirname(base)
     if parent:
         os.makedirs(parent, exist_ok=True)

@@ -221,6 +221,8 @@ class TrainerConfig:
     """fp32, bf16 or fp16; overrides `amp` when set."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
+    strategy: str = "ddp"
+    """Under torchrun: ddp (replicate the model) or fsdp (shard parameters, gradients and optimizer state)."""
     compile: bool = False
     """Compile the model with torch.compile."""
     deterministic: bool = False
@@ -236,7 +238,7 @@ class TrainerConfig:
     eval_every: int = 100
     """Steps between validations (and at the end); 0 = only at the end."""
     eval_batches: int = 8
-    """Validation batches per evaluation (always the same held-out windows)."""
+    """Validation batches per process per evaluation (always the same held-out windows)."""
     ckpt_every: int = 100
     """Steps between checkpoints (and at the end); 0 = only at the end."""
     ckpt_minutes: float = 30.0

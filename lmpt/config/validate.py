@@ -41,6 +41,7 @@ def validate_config(cfg: DictConfig) -> None:
     _positive(t, "trainer", "eval_every", "ckpt_every", "ckpt_minutes", "grad_clip", "sample_tokens", allow_zero=True)
     _choice(t.precision, "trainer.precision", PRECISIONS)
     _choice(t.progress, "trainer.progress", PROGRESS)
+    _choice(t.strategy, "trainer.strategy", ("ddp", "fsdp"))
     device = t.device.split(":")[0]
     _choice(device, "trainer.device", ("auto", "cpu", "cuda", "mps"))
 

@@ -126,7 +126,11 @@ class CheckpointStore:
     def latest_valid(self) -> Path | None:
         """The newest checkpoint that passes its manifest, warning loudly about any newer broken one.
         Raises LmptError when checkpoints exist but none is valid (never start over silently)."""
-        candidates = self.committed()
+        if not self.directory.is_dir():
+            return None
+        # every step directory, with or without its manifest: only a commit's rename makes one, so a missing
+        # manifest is damage to report, never a half-written checkpoint to pass over in silence
+        candidates = sorted((p for p in self.directory.iterdir() if _STEP_DIR.match(p.name)), key=lambda p: p.name)
         broken = []
         for path in reversed(candidates):
             problem = manifest_problem(path)

@@ -3,6 +3,7 @@ and checkpoints. It composes the components; each lives in its own module."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
 from lmpt.train.checkpoint import CheckpointStore, load_parts
 from lmpt.train.display import Display
+from lmpt.train.distributed import Distributed
 from lmpt.train.efficiency import peak_flops, peak_memory_mb
 from lmpt.train.metrics import MetricsLog, RunningStats, perplexity
 from lmpt.train.precision import Precision
@@ -55,6 +57,7 @@ class TrainLoop:
         metrics: MetricsLog,
         display: Display,
         forward: Callable[[Batch], ModelOutput] | None = None,
+        ctx: Distributed | None = None,
     ) -> None:
         self.cfg, self.t = cfg, cfg.trainer
         self.model, self.objective = model, objective
@@ -64,6 +67,7 @@ class TrainLoop:
         self.precision, self.device = precision, precision.device
         self.scaler = precision.grad_scaler()
         self.store, self.metrics, self.display = store, metrics, display
+        self.ctx = ctx or Distributed()
         self.state = LoopState()
         self.stats = RunningStats()
         self.pad_id = objective.special.pad
@@ -73,68 +77,93 @@ class TrainLoop:
         self.peak_flops, self.peak_source = peak_flops(self.device, precision.dtype or torch.float32)
 
     # -- state ------------------------------------------------------------------------------------
-    def checkpoint_parts(self) -> dict:
+    def _rank_state(self) -> dict:
+        """State that differs between ranks: each rank's RNG streams and its partial metric sums."""
         rng = {"cpu": torch.get_rng_state()}
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        return {"rng": rng, "running_stats": self.stats.state_dict()}
+
+    def checkpoint_parts(self) -> dict:
+        """Collective under torchrun: every rank contributes its rank state."""
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "trainer": {
                 "step": self.state.step,
                 "data_position": {"step": self.state.step, "micro_step": 0},
+                "world_size": self.ctx.world_size,
                 "tokens_seen": self.state.tokens_seen,
                 "nonfinite_in_row": self.state.nonfinite_in_row,
                 "last_val": self.state.last_val,
                 "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict(),
-                "rng": rng,
-                "running_stats": self.stats.state_dict(),
+                "ranks": self.ctx.all_gather_object(self._rank_state()),
                 "config": OmegaConf.to_container(self.cfg, resolve=True),
             },
         }
 
-    def save(self) -> Path:
-        return self.store.save(self.state.step, self.checkpoint_parts())
+    def save(self) -> None:
+        """Rank 0 writes (replicated state); the others wait until the checkpoint is committed."""
+        parts = self.checkpoint_parts()
+        if self.ctx.is_main:
+            self.store.save(self.state.step, parts)
+        self.ctx.barrier()
 
     def restore(self, checkpoint: Path) -> None:
         parts = load_parts(checkpoint, map_location=self.device)
+        trainer = parts["trainer"]
+        if trainer["world_size"] != self.ctx.world_size:
+            raise LmptError(
+                f"{checkpoint} was written by {trainer['world_size']} process(es) and this launch has "
+                f"{self.ctx.world_size}: resume with torchrun --nproc_per_node={trainer['world_size']} "
+                "(each rank's data and random streams depend on the world size)"
+            )
         self.model.load_state_dict(parts["model"])
         self.optimizer.load_state_dict(parts["optimizer"])
-        trainer = parts["trainer"]
         self.scheduler.load_state_dict(trainer["scheduler"])
         self.scaler.load_state_dict(trainer["scaler"])
-        torch.set_rng_state(trainer["rng"]["cpu"].cpu())
-        if "cuda" in trainer["rng"] and self.device.type == "cuda":
-            torch.cuda.set_rng_state(trainer["rng"]["cuda"].cpu(), self.device)
-        self.stats.load_state_dict(trainer["running_stats"], self.device)
+        mine = trainer["ranks"][self.ctx.rank]
+        torch.set_rng_state(mine["rng"]["cpu"].cpu())
+        if "cuda" in mine["rng"] and self.device.type == "cuda":
+            torch.cuda.set_rng_state(mine["rng"]["cuda"].cpu(), self.device)
+        self.stats.load_state_dict(mine["running_stats"], self.device)
         self.state = LoopState(
             step=trainer["step"],
             tokens_seen=trainer["tokens_seen"],
             nonfinite_in_row=trainer["nonfinite_in_row"],
             last_val=trainer["last_val"],
         )
-        self.metrics.truncate_after(self.state.step)
+        if self.ctx.is_main:
+            self.metrics.truncate_after(self.state.step)
 
     # -- steps ------------------------------------------------------------------------------------
+    def gradient_sync(self, final_micro_step: bool) -> contextlib.AbstractContextManager:
+        """Under DDP, gradients are all-reduced only on the last micro-step of an optimizer step."""
+        if final_micro_step or not hasattr(self.forward, "no_sync"):
+            return contextlib.nullcontext()
+        return self.forward.no_sync()
+
     def train_step(self, micro_batches: list[Batch]) -> torch.Tensor:
         """One optimizer step over the accumulated micro-batches; returns the gradient norm."""
         self.model.train()
         step_stats, step_tokens = RunningStats(), torch.zeros((), dtype=torch.long, device=self.device)
-        for batch in micro_batches:
+        for i, batch in enumerate(micro_batches):
             batch = batch.to(self.device, non_blocking=True)
-            with self.precision.autocast():
+            with self.gradient_sync(i == len(micro_batches) - 1), self.precision.autocast():
                 out = self.forward(batch)
                 loss, stats = self.objective.loss(out, batch)
-            self.scaler.scale(loss / len(micro_batches)).backward()
+                self.scaler.scale(loss / len(micro_batches)).backward()
             step_stats.add(stats)
             step_tokens += _count_tokens(batch, self.pad_id)
         self.scaler.unscale_(self.optimizer)
         clip = self.t.grad_clip if self.t.grad_clip > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
-        if self.scaler.is_enabled() or torch.isfinite(grad_norm):
-            self.scaler.step(self.optimizer)  # fp16: the scaler itself skips non-finite steps
+        finite = bool(torch.isfinite(grad_norm))
+        if finite or self.scaler.is_enabled():
+            self.scaler.step(self.optimizer)  # fp16: the scaler itself skips non-finite steps and lowers its scale
             self.scaler.update()
+        if finite:
             self.state.nonfinite_in_row = 0
             self.stats.merge(step_stats)  # a skipped step's non-finite loss never reaches the logged means
             self.interval_tokens += step_tokens
@@ -156,31 +185,37 @@ class TrainLoop:
     def evaluate(self, batches: list[Batch]) -> dict:
         self.model.eval()
         stats = RunningStats()
-        for batch in batches:
+        for batch in batches[self.ctx.rank :: self.ctx.world_size]:  # ranks share the held-out batches
             batch = batch.to(self.device, non_blocking=True)
             with self.precision.autocast():
                 _, batch_stats = self.objective.loss(self.forward(batch), batch)
             stats.add(batch_stats)
+        stats.sum_over(self.ctx)
         means = stats.means()
         record = {f"val_{name}": value for name, value in means.items()}
         record["val_ppl"] = perplexity(means[self.objective.perplexity_of])
         return record
 
     def mfu(self, steps: int, loss_tokens: int, elapsed: float) -> float:
-        """Model FLOPs utilisation over the interval; the head is counted on the loss-bearing share only."""
-        examples = steps * self.t.batch_size * self.t.grad_accum
+        """Model FLOPs utilisation per device over the interval (global work over all devices' peak); the
+        head is counted on the loss-bearing share of positions only. `loss_tokens` is the global count."""
+        examples = steps * self.t.batch_size * self.t.grad_accum * self.ctx.world_size
         seq_len, target_len = self.objective.seq_len, self.objective.target_length
         head_fraction = loss_tokens / max(1, examples * (target_len or seq_len))
         flops = examples * self.model.flops_per_example(seq_len, target_len, min(1.0, head_fraction))
-        return flops / elapsed / self.peak_flops
+        return flops / elapsed / (self.peak_flops * self.ctx.world_size)
 
     def log_record(self, grad_norm: torch.Tensor) -> dict:
         now = time.perf_counter()
         elapsed = max(now - self.interval_started, 1e-9)
+        self.stats.sum_over(self.ctx)  # global-batch means: sums and counts add up over ranks
+        self.ctx.sum_(self.interval_tokens)
         means = self.stats.means()
         loss_tokens = self.stats.count(self.objective.perplexity_of)
         tokens = int(self.interval_tokens.item())
-        record = {"step": self.state.step, **means, "ppl": perplexity(means[self.objective.perplexity_of])}
+        record = {"step": self.state.step, **means}
+        if self.objective.perplexity_of in means:  # absent when every step since the last log was skipped
+            record["ppl"] = perplexity(means[self.objective.perplexity_of])
         record.update(
             lr=self.scheduler.get_last_lr()[0],
             grad_norm=float(grad_norm),
@@ -214,11 +249,13 @@ class TrainLoop:
                     self.display.advance(step)
                     if step % t.log_every == 0 or step == t.max_steps:
                         record = self.log_record(grad_norm)
-                        self.metrics.write(record)
+                        if self.ctx.is_main:
+                            self.metrics.write(record)
                         self.display.log(step, record)
                     if (t.eval_every and step % t.eval_every == 0) or step == t.max_steps:
                         self.state.last_val = self.evaluate(val_batches)
-                        self.metrics.write({"step": step, **self.state.last_val})
+                        if self.ctx.is_main:
+                            self.metrics.write({"step": step, **self.state.last_val})
                         self.display.evaluation(step, self.state.last_val)
                     due = (t.ckpt_every and step % t.ckpt_every == 0) or step == t.max_steps
                     overdue = t.ckpt_minutes > 0 and time.perf_counter() - last_save >= 60 * t.ckpt_minutes

@@ -26,6 +26,20 @@ class RunningStats:
             else:
                 self.totals[name] = [total.detach().float().clone(), torch.as_tensor(count).clone()]
 
+    def sum_over(self, ctx) -> None:
+        """Add up every rank's sums and counts in place (a no-op in one process). Ranks may have seen
+        different metrics (a denoiser absent from one rank's batch), so they first agree on the names."""
+        if not ctx.enabled:
+            return
+        names = sorted(set().union(*ctx.all_gather_object(sorted(self.totals))))
+        device = next(iter(self.totals.values()))[0].device if self.totals else None
+        for name in names:
+            if name not in self.totals:
+                self.totals[name] = [torch.zeros((), device=device), torch.zeros((), dtype=torch.long, device=device)]
+        for name in names:  # the same order on every rank
+            for tensor in self.totals[name]:
+                ctx.sum_(tensor)
+
     def merge(self, other: RunningStats) -> None:
         self.add({name: (total, count) for name, (total, count) in other.totals.items()})
 

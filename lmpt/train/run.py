@@ -24,6 +24,7 @@ from lmpt.rng import derive_seed, generator
 from lmpt.train.batches import StepBatches, step_loader, validation_batches
 from lmpt.train.checkpoint import CheckpointStore
 from lmpt.train.display import make_display, summary_table
+from lmpt.train.distributed import Distributed, agree_on_run_dir, init_distributed, parallelize, rank_device
 from lmpt.train.drift import refuse_drift
 from lmpt.train.loop import TrainLoop
 from lmpt.train.metrics import MetricsLog
@@ -45,33 +46,22 @@ from lmpt.train.rundir import (
 def run_training(cfg: DictConfig) -> float:
     """Train as configured; returns the final validation loss (what a sweeper would minimise)."""
     hydra_dir = Path(HydraConfig.get().runtime.output_dir)
+    ctx = init_distributed(cfg.trainer.strategy)
     try:
-        return _train(cfg, hydra_dir)
+        result = _train(cfg, hydra_dir, ctx)
     except LmptError:
-        if HydraConfig.get().mode != RunMode.MULTIRUN:  # a sweep keeps the job's folder to show the failure
+        if ctx.is_main and HydraConfig.get().mode != RunMode.MULTIRUN:  # a sweep keeps the failed job's folder
             discard_if_fresh(hydra_dir)
         raise
+    ctx.close()
+    return result
 
 
-def _train(cfg: DictConfig, hydra_dir: Path) -> float:
-    t = cfg.trainer
-    validate_config(cfg)
-    device = pick_device(t.device)
-    precision = pick_precision(t, device)
-    torch.use_deterministic_algorithms(t.deterministic, warn_only=False)
-    preflight_objective(cfg.objective, cfg.tokenizer, cfg.data.seq_len, cfg.model.arch)
-    if t.dry_run:
-        print_plan(cfg, precision)
-        discard_if_fresh(hydra_dir)
-        return float("nan")
-    run = locate_run(cfg, hydra_dir)
-    if run.resume_from is not None:
-        refuse_drift(run.resume_from, cfg)
-
+def _prepare(cfg: DictConfig):
+    """Tokenizer, token cache and objective: refusals here come before any model is built."""
     data_cfg, tokenizer_cfg = OmegaConf.to_object(cfg.data), OmegaConf.to_object(cfg.tokenizer)
     data = prepare_corpora(data_cfg, tokenizer_cfg, Path.cwd(), default_cache_root(cfg.data.cache_dir))
-    tokenizer = data.tokenizer
-    objective = build_objective(cfg.objective, tokenizer, cfg.data.seq_len, cfg.model.arch)
+    objective = build_objective(cfg.objective, data.tokenizer, cfg.data.seq_len, cfg.model.arch)
     objective.check_corpus(data.train)
     longest = max(cfg.data.seq_len, objective.target_length)
     if longest > cfg.model.max_seq_len:
@@ -79,43 +69,74 @@ def _train(cfg: DictConfig, hydra_dir: Path) -> float:
             f"data.seq_len={cfg.data.seq_len} needs {longest} positions but model.max_seq_len="
             f"{cfg.model.max_seq_len}: lower data.seq_len or raise model.max_seq_len"
         )
-    sampler = WindowSampler(data.train, objective.window_length, t.batch_size, t.seed, grad_accum=t.grad_accum)
-    val_windows = ValidationWindows(data.val, objective.window_length, t.batch_size, t.eval_batches)
+    return data, objective
 
-    write_run_config(run, cfg)
-    shutil.copyfile(tokenizer.path, run.path / TOKENIZER_FILE)
-    torch.manual_seed(derive_seed(t.seed, "init"))
+
+def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
+    t = cfg.trainer
+    validate_config(cfg)
+    device = rank_device(pick_device(t.device), ctx)
+    precision = pick_precision(t, device)
+    torch.use_deterministic_algorithms(t.deterministic, warn_only=False)
+    preflight_objective(cfg.objective, cfg.tokenizer, cfg.data.seq_len, cfg.model.arch)
+    if t.dry_run:
+        if ctx.is_main:
+            print_plan(cfg, precision)
+            discard_if_fresh(hydra_dir)
+        return float("nan")
+    run_path = agree_on_run_dir(ctx, hydra_dir)
+    if run_path != hydra_dir:  # a rank other than 0: its placeholder directory is not the run's
+        shutil.rmtree(hydra_dir, ignore_errors=True)
+    run = locate_run(cfg, run_path, discard=ctx.is_main)
+    if run.resume_from is not None:
+        refuse_drift(run.resume_from, cfg)
+
+    data, objective = ctx.main_first(lambda: _prepare(cfg))  # rank 0 builds the caches, the others reuse them
+    tokenizer = data.tokenizer
+    sampler = WindowSampler(data.train, objective.window_length, t.batch_size, t.seed, ctx.rank, ctx.world_size,
+                            t.grad_accum)  # fmt: skip
+    n_val = t.eval_batches * ctx.world_size  # the same held-out windows whatever the world size, shared out
+    val_windows = ValidationWindows(data.val, objective.window_length, t.batch_size, n_val)
+    if ctx.is_main:
+        write_run_config(run, cfg)
+        shutil.copyfile(tokenizer.path, run.path / TOKENIZER_FILE)
+
+    torch.manual_seed(derive_seed(t.seed, "init"))  # the same initial weights on every rank
     model = build_model(
         cfg.model, objective.arch, tokenizer.vocab_size, tokenizer.special.pad,
         n_segments=objective.n_segments, n_sequence_classes=objective.n_sequence_classes,
     ).to(device)  # fmt: skip
+    forward = parallelize(model, ctx, device, t.strategy)
     optimizer = build_optimizer(cfg.optimizer, model, device)
     scheduler = build_scheduler(cfg.scheduler, optimizer, t.max_steps)
     loop = TrainLoop(
         cfg, model, objective, optimizer, scheduler, precision,
         CheckpointStore(run.checkpoints, t.keep_last), MetricsLog(run.path / METRICS_FILE),
-        make_display(t.progress, t.max_steps), forward=torch.compile(model) if t.compile else None,
+        make_display(t.progress, t.max_steps), forward=torch.compile(forward) if t.compile else forward, ctx=ctx,
     )  # fmt: skip
-    loop.store.remove_leftovers()
+    if ctx.is_main:
+        loop.store.remove_leftovers()
     if run.resume_from is not None:
         loop.restore(run.resume_from)
         info(f"resuming [bold]{run.path}[/] from {run.resume_from.name} (step {loop.state.step})")
     else:
-        torch.manual_seed(derive_seed(t.seed, "dropout"))
+        torch.manual_seed(derive_seed(t.seed, "dropout", ctx.rank))
     info(
         f"{objective.name} on {'an' if objective.arch[0] == 'e' else 'a'} {objective.arch} "
-        f"({model.num_parameters() / 1e6:.2f}M parameters), "
-        f"{precision.name} on {device}, run directory [bold]{run.path}[/]; "
+        f"({model.num_parameters() / 1e6:.2f}M parameters), {precision.name} on {device}"
+        f"{f' x {ctx.world_size} processes' if ctx.enabled else ''}, run directory [bold]{run.path}[/]; "
         f"MFU against the {loop.peak_source} ({loop.peak_flops / 1e9:,.0f} GFLOP/s)"
     )
 
     started = time.perf_counter()
-    batches = StepBatches(sampler, objective, t.seed, 0, t.grad_accum, loop.state.step, t.max_steps)
+    batches = StepBatches(sampler, objective, t.seed, ctx.rank, t.grad_accum, loop.state.step, t.max_steps)
     status = loop.run(
         step_loader(batches, cfg.data.num_workers, device),
-        validation_batches(val_windows, objective, t.seed, t.eval_batches),
+        validation_batches(val_windows, objective, t.seed, n_val),
     )
     wall = time.perf_counter() - started
+    if not ctx.is_main:
+        return float(loop.state.last_val.get("val_loss", float("nan")))
     write_status(run.path, status, step=loop.state.step, wall_s=round(wall, 3))
     if status == "preempted":
         console.print(

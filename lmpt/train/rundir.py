@@ -44,8 +44,9 @@ def discard_if_fresh(path: Path) -> None:
             path.parent.rmdir()
 
 
-def locate_run(cfg: DictConfig, hydra_dir: Path) -> RunDir:
-    """Resolve `trainer.resume`: auto (this directory's newest checkpoint), never, or a path to continue."""
+def locate_run(cfg: DictConfig, hydra_dir: Path, discard: bool = True) -> RunDir:
+    """Resolve `trainer.resume`: auto (this directory's newest checkpoint), never, or a path to continue.
+    `discard`: remove this launch's own fresh directory when continuing another (rank 0 only)."""
     mode = cfg.trainer.resume
     if mode in ("auto", "never"):
         latest = CheckpointStore(hydra_dir / "checkpoints", cfg.trainer.keep_last).latest_valid()
@@ -68,7 +69,7 @@ def locate_run(cfg: DictConfig, hydra_dir: Path) -> RunDir:
         )
     if checkpoint is None:
         raise LmptError(f"trainer.resume={mode}: {run} has no committed checkpoint to continue from")
-    if run.resolve() != hydra_dir.resolve():
+    if discard and run.resolve() != hydra_dir.resolve():
         discard_if_fresh(hydra_dir)
     return RunDir(run, checkpoint)
 

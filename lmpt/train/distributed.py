@@ -1,0 +1,123 @@
+"""PyTorch's own distributed engine under torchrun: process group, rank roles, and the few collectives the
+loop needs. One process without torchrun is simply world size 1."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import torch
+import torch.distributed as dist
+
+from lmpt.errors import LmptError
+
+STRATEGIES = ("ddp", "fsdp")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Distributed:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def barrier(self) -> None:
+        if self.enabled:
+            dist.barrier()
+
+    def broadcast_object(self, obj: object) -> object:
+        """Rank 0's value on every rank (e.g. the run directory rank 0 decided)."""
+        if not self.enabled:
+            return obj
+        box = [obj]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def all_gather_object(self, obj: object) -> list:
+        if not self.enabled:
+            return [obj]
+        out: list = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def sum_(self, tensor: torch.Tensor) -> torch.Tensor:
+        """In-place sum over ranks (metrics: sums and counts add up to the global batch's means)."""
+        if self.enabled:
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        return tensor
+
+    def main_first(self, work: Callable[[], T]) -> T:
+        """Rank 0 does `work` first (e.g. builds caches) and the others then repeat it (reusing them). A user
+        error on rank 0 is raised on every rank, so none is left waiting in a collective."""
+        error, result = None, None
+        if self.is_main:
+            try:
+                result = work()
+            except LmptError as exc:
+                error = str(exc)
+        error = self.broadcast_object(error)
+        if error is not None:
+            raise LmptError(str(error))
+        return work() if not self.is_main else result  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """On a clean exit only: a barrier, then destroy (gloo aborts at interpreter exit otherwise)."""
+        if self.enabled and dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
+
+
+def init_distributed(strategy: str) -> Distributed:
+    """Join the process group torchrun describes in the environment (no-op in a plain launch)."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if strategy == "fsdp" and "MASTER_ADDR" not in os.environ:
+        raise LmptError("trainer.strategy=fsdp runs under torchrun: torchrun --nproc_per_node=N -m lmpt ...")
+    if world_size == 1 and strategy != "fsdp":
+        return Distributed()
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    if not dist.is_initialized():
+        use_nccl = torch.cuda.is_available() and torch.cuda.device_count() > local_rank
+        if use_nccl:
+            torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl" if use_nccl else "gloo")
+    return Distributed(rank, world_size, local_rank)
+
+
+def rank_device(requested: torch.device, ctx: Distributed) -> torch.device:
+    """Each rank drives its own GPU (LOCAL_RANK); CPU ranks share the CPU."""
+    if requested.type == "cuda" and ctx.enabled:
+        if torch.cuda.device_count() <= ctx.local_rank:
+            raise LmptError(
+                f"rank {ctx.rank} wants GPU {ctx.local_rank} but only {torch.cuda.device_count()} are visible: "
+                "lower --nproc_per_node to the number of GPUs"
+            )
+        return torch.device("cuda", ctx.local_rank)
+    return requested
+
+
+def agree_on_run_dir(ctx: Distributed, own_dir: Path) -> Path:
+    """Rank 0 decides the run directory; every rank uses it (no per-rank folders)."""
+    return Path(str(ctx.broadcast_object(str(own_dir))))
+
+
+def parallelize(model: torch.nn.Module, ctx: Distributed, device: torch.device, strategy: str = "ddp"):
+    """The module the loop calls: DistributedDataParallel across ranks, the model itself in one process.
+    State dicts always come from the bare model, so checkpoints carry no `module.` prefix."""
+    if strategy == "fsdp":
+        raise LmptError("trainer.strategy=fsdp is not available in this version: use trainer.strategy=ddp")
+    if not ctx.enabled:
+        return model
+    from torch.nn.parallel import DistributedDataParallel
+
+    return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)

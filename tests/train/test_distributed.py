@@ -1,0 +1,79 @@
+"""Real torch.distributed processes (gloo on CPU) launched by torchrun: DDP matches one process on the same
+global batch, writes one run directory and one set of checkpoints, and resumes bit for bit."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from lmpt_cli import SMALL, lmpt_env, records, run_lmpt
+
+ARGS = [*SMALL, "trainer.max_steps=8", "trainer.log_every=1", "trainer.eval_every=4", "trainer.ckpt_every=4",
+        "trainer.keep_last=5", "trainer.sample_tokens=0"]  # fmt: skip
+PER_RANK = [a for a in ARGS if not a.startswith("trainer.batch_size")] + ["trainer.batch_size=4"]
+
+
+def torchrun(*args: str, cwd: Path, nproc: int = 2) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
+               "-m", "lmpt", *args]  # fmt: skip
+    return subprocess.run(command, cwd=cwd, env=lmpt_env(), capture_output=True, text=True, timeout=300)
+
+
+def losses(run: Path) -> list[tuple[int, str, float]]:
+    return [(r["step"], k, r[k]) for r in records(run) for k in ("loss", "val_loss") if k in r]
+
+
+@pytest.fixture(scope="module")
+def ddp_run(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ddp")
+    result = torchrun(*PER_RANK, f"hydra.run.dir={root / 'run'}", cwd=root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return root / "run"
+
+
+def test_ddp_matches_one_process_with_the_same_global_batch(tmp_path: Path, ddp_run: Path) -> None:
+    single = tmp_path / "single"
+    assert run_lmpt(*ARGS, f"hydra.run.dir={single}", cwd=tmp_path).returncode == 0  # batch 8 = 2 ranks x 4
+    one, two = losses(single), losses(ddp_run)
+    assert [(s, k) for s, k, _ in one] == [(s, k) for s, k, _ in two]
+    for (step, key, a), (_, _, b) in zip(one, two, strict=True):
+        assert b == pytest.approx(a, rel=1e-5, abs=1e-5), (step, key)
+
+
+def test_one_run_directory_and_checkpoints_written_once(ddp_run: Path) -> None:
+    assert sorted(p.name for p in (ddp_run / "checkpoints").iterdir()) == ["step_00000004", "step_00000008"]
+    assert sorted(p.name for p in (ddp_run / "checkpoints" / "step_00000008").iterdir()) == [
+        "manifest.json", "model.pt", "optimizer.pt", "trainer.pt"]  # fmt: skip
+    assert len(records(ddp_run)) == len({(r["step"], "loss" in r) for r in records(ddp_run)})  # one writer
+    state = torch.load(ddp_run / "checkpoints" / "step_00000008" / "model.pt")
+    assert not any(k.startswith(("module.", "_orig_mod.")) for k in state)
+    trainer = torch.load(ddp_run / "checkpoints" / "step_00000008" / "trainer.pt", weights_only=False)
+    assert trainer["world_size"] == 2 and len(trainer["ranks"]) == 2
+    assert not (ddp_run.parent / "outputs").exists()  # no per-rank folders
+
+
+def test_two_processes_resume_bitwise(tmp_path: Path, ddp_run: Path) -> None:
+    run = tmp_path / "resumed"
+    shutil.copytree(ddp_run, run)
+    shutil.rmtree(run / "checkpoints" / "step_00000008")  # as if killed after the step-4 checkpoint
+    (run / "model.pt").unlink()
+    result = torchrun(*PER_RANK, f"hydra.run.dir={run}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "resuming" in result.stdout and "step 4" in result.stdout
+    assert losses(run) == losses(ddp_run)  # exact: the records after step 4 were written again
+    a, b = torch.load(ddp_run / "model.pt")["model"], torch.load(run / "model.pt")["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_resuming_in_another_world_size_is_refused(tmp_path: Path, ddp_run: Path) -> None:
+    run = tmp_path / "other"
+    shutil.copytree(ddp_run, run)
+    shutil.rmtree(run / "checkpoints" / "step_00000008")
+    result = run_lmpt(*PER_RANK, f"hydra.run.dir={run}", cwd=tmp_path)
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "written by 2 process(es)" in line and "--nproc_per_node=2" in line
