@@ -79,19 +79,22 @@ class CheckpointStore:
     def save(self, step: int, parts: dict[str, Any]) -> Path:
         """Commit `parts` (name -> object for torch.save) as the checkpoint of `step`, then prune. A failed
         write (a full disk) leaves the committed checkpoints as they were."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        return self.commit(step, self.begin(step), parts)
+
+    def staging(self, step: int) -> Path:
+        """Where the checkpoint of `step` is written before its commit (the same path on every rank)."""
+        return self.directory / f".tmp-step_{step:08d}"
+
+    def begin(self, step: int) -> Path:
+        """A fresh staging directory; sharded writers (torch.distributed.checkpoint) fill it before commit."""
+        tmp = self.staging(step)
+        self._guard(step, tmp, lambda: (shutil.rmtree(tmp, ignore_errors=True), tmp.mkdir(parents=True)))
+        return tmp
+
+    def commit(self, step: int, tmp: Path, parts: dict[str, Any]) -> Path:
+        """Write `parts`, seal every file in `tmp` (shards included) with the manifest, rename into place."""
+        self._guard(step, tmp, lambda: self._write(tmp, step, parts))
         final = self.directory / f"step_{step:08d}"
-        tmp = self.directory / f".tmp-{final.name}-{os.getpid()}"
-        try:
-            self._write(tmp, step, parts)
-        except OSError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            previous = self.committed()
-            kept = f"the previous checkpoint {previous[-1].name} is intact" if previous else "no checkpoint existed yet"
-            raise LmptError(
-                f"could not write checkpoint {final} ({exc.strerror or exc}); {kept}: "
-                "free space and run the same command to resume"
-            ) from exc
         if final.exists():  # an older attempt at the same step: move it aside, never overwrite in place
             os.rename(final, self.directory / f".trash-{final.name}-{os.getpid()}")
         os.rename(tmp, final)
@@ -99,22 +102,36 @@ class CheckpointStore:
         self.prune()
         return final
 
+    def _guard(self, step: int, tmp: Path, write: Any) -> None:
+        try:
+            write()
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            previous = self.committed()
+            kept = f"the previous checkpoint {previous[-1].name} is intact" if previous else "no checkpoint existed yet"
+            raise LmptError(
+                f"could not write checkpoint {self.directory / f'step_{step:08d}'} ({exc.strerror or exc}); {kept}: "
+                "free space and run the same command to resume"
+            ) from exc
+
     def _write(self, tmp: Path, step: int, parts: dict[str, Any]) -> None:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        files = {}
         for name, obj in parts.items():
-            path = tmp / f"{name}.pt"
-            with open(path, "wb") as f:
+            with open(tmp / f"{name}.pt", "wb") as f:
                 torch.save(obj, f)
                 f.flush()
                 os.fsync(f.fileno())
-            files[path.name] = {"size": path.stat().st_size, "sha256": _sha256(path)}
+        files = {}
+        for path in sorted(p for p in tmp.rglob("*") if p.is_file()):
+            if path.suffix != ".pt":  # shards written by other processes: make them durable too
+                with open(path, "rb") as f:
+                    os.fsync(f.fileno())
+            files[str(path.relative_to(tmp))] = {"size": path.stat().st_size, "sha256": _sha256(path)}
         with open(tmp / MANIFEST, "w") as f:
             json.dump({"step": step, "files": files}, f, indent=1)
             f.flush()
             os.fsync(f.fileno())
-        _fsync_dir(tmp)
+        for folder in {p.parent for p in tmp.rglob("*")} | {tmp}:
+            _fsync_dir(folder)
 
     def prune(self) -> None:
         for old in self.committed()[: -self.keep_last]:

@@ -111,13 +111,36 @@ def agree_on_run_dir(ctx: Distributed, own_dir: Path) -> Path:
     return Path(str(ctx.broadcast_object(str(own_dir))))
 
 
-def parallelize(model: torch.nn.Module, ctx: Distributed, device: torch.device, strategy: str = "ddp"):
-    """The module the loop calls: DistributedDataParallel across ranks, the model itself in one process.
-    State dicts always come from the bare model, so checkpoints carry no `module.` prefix."""
+def parallelize(model: torch.nn.Module, ctx: Distributed, device: torch.device, strategy: str, precision_name: str):
+    """The module the loop calls. ddp: DistributedDataParallel across ranks (the model itself in one process);
+    fsdp: FSDP2 `fully_shard` on every block and the root, parameters, gradients and optimizer state sharded,
+    bf16 compute with fp32 gradient reduction under bf16. State dicts always come from the bare model or
+    torch.distributed.checkpoint, so checkpoints carry no `module.` prefix."""
     if strategy == "fsdp":
-        raise LmptError("trainer.strategy=fsdp is not available in this version: use trainer.strategy=ddp")
+        if precision_name == "fp16":
+            raise LmptError("trainer.strategy=fsdp trains in fp32 or bf16: use trainer.precision=bf16 (or fp32)")
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        from lmpt.model.block import Block
+
+        bf16 = precision_name == "bf16"
+        policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else None
+        kwargs = {"mp_policy": policy} if policy else {}
+        for block in [m for m in model.modules() if isinstance(m, Block)]:
+            fully_shard(block, **kwargs)
+        fully_shard(model, **kwargs)
+        return model
     if not ctx.enabled:
         return model
     from torch.nn.parallel import DistributedDataParallel
 
     return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+def full_model_state(model: torch.nn.Module, strategy: str) -> dict:
+    """The whole model's state dict on CPU (collective under FSDP: every rank must call it)."""
+    if strategy != "fsdp":
+        return model.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))

@@ -84,11 +84,18 @@ class TrainLoop:
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
         return {"rng": rng, "running_stats": self.stats.state_dict()}
 
+    @property
+    def sharded(self) -> bool:
+        return self.t.strategy == "fsdp"
+
     def checkpoint_parts(self) -> dict:
-        """Collective under torchrun: every rank contributes its rank state."""
+        """Collective under torchrun: every rank contributes its rank state. Sharded (FSDP) model and
+        optimizer states are written separately, through torch.distributed.checkpoint."""
+        replicated = (
+            {} if self.sharded else {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+        )
         return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            **replicated,
             "trainer": {
                 "step": self.state.step,
                 "data_position": {"step": self.state.step, "micro_step": 0},
@@ -104,10 +111,27 @@ class TrainLoop:
         }
 
     def save(self) -> None:
-        """Rank 0 writes (replicated state); the others wait until the checkpoint is committed."""
-        parts = self.checkpoint_parts()
+        """Rank 0 writes replicated state; under FSDP every rank first writes its shards into the same
+        staging directory. The others wait until rank 0 has committed."""
+        if not self.sharded:
+            parts = self.checkpoint_parts()
+            if self.ctx.is_main:
+                self.store.save(self.state.step, parts)
+            self.ctx.barrier()
+            return
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+
+        staging = self.store.staging(self.state.step)
         if self.ctx.is_main:
-            self.store.save(self.state.step, parts)
+            self.store.begin(self.state.step)
+        self.ctx.barrier()
+        model_state, optimizer_state = get_state_dict(self.model, self.optimizer)
+        dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(staging / "sharded"))
+        parts = self.checkpoint_parts()
+        self.ctx.barrier()
+        if self.ctx.is_main:
+            self.store.commit(self.state.step, staging, parts)
         self.ctx.barrier()
 
     def restore(self, checkpoint: Path) -> None:
@@ -119,8 +143,11 @@ class TrainLoop:
                 f"{self.ctx.world_size}: resume with torchrun --nproc_per_node={trainer['world_size']} "
                 "(each rank's data and random streams depend on the world size)"
             )
-        self.model.load_state_dict(parts["model"])
-        self.optimizer.load_state_dict(parts["optimizer"])
+        if self.sharded:
+            self._load_shards(checkpoint)
+        else:
+            self.model.load_state_dict(parts["model"])
+            self.optimizer.load_state_dict(parts["optimizer"])
         self.scheduler.load_state_dict(trainer["scheduler"])
         self.scaler.load_state_dict(trainer["scaler"])
         mine = trainer["ranks"][self.ctx.rank]
@@ -137,12 +164,23 @@ class TrainLoop:
         if self.ctx.is_main:
             self.metrics.truncate_after(self.state.step)
 
+    def _load_shards(self, checkpoint: Path) -> None:
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+        model_state, optimizer_state = get_state_dict(self.model, self.optimizer)
+        state = {"model": model_state, "optimizer": optimizer_state}
+        dcp.load(state, checkpoint_id=str(checkpoint / "sharded"))
+        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+
     # -- steps ------------------------------------------------------------------------------------
     def gradient_sync(self, final_micro_step: bool) -> contextlib.AbstractContextManager:
-        """Under DDP, gradients are all-reduced only on the last micro-step of an optimizer step."""
-        if final_micro_step or not hasattr(self.forward, "no_sync"):
-            return contextlib.nullcontext()
-        return self.forward.no_sync()
+        """Gradients are reduced across ranks only on the last micro-step of an optimizer step."""
+        if hasattr(self.forward, "set_requires_gradient_sync"):  # FSDP2
+            self.forward.set_requires_gradient_sync(final_micro_step)
+        elif not final_micro_step and hasattr(self.forward, "no_sync"):  # DDP
+            return self.forward.no_sync()
+        return contextlib.nullcontext()
 
     def train_step(self, micro_batches: list[Batch]) -> torch.Tensor:
         """One optimizer step over the accumulated micro-batches; returns the gradient norm."""
@@ -159,6 +197,8 @@ class TrainLoop:
         self.scaler.unscale_(self.optimizer)
         clip = self.t.grad_clip if self.t.grad_clip > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        if hasattr(grad_norm, "full_tensor"):  # FSDP: a DTensor holding the global norm
+            grad_norm = grad_norm.full_tensor()
         finite = bool(torch.isfinite(grad_norm))
         if finite or self.scaler.is_enabled():
             self.scaler.step(self.optimizer)  # fp16: the scaler itself skips non-finite steps and lowers its scale

@@ -24,7 +24,14 @@ from lmpt.rng import derive_seed, generator
 from lmpt.train.batches import StepBatches, step_loader, validation_batches
 from lmpt.train.checkpoint import CheckpointStore
 from lmpt.train.display import make_display, summary_table
-from lmpt.train.distributed import Distributed, agree_on_run_dir, init_distributed, parallelize, rank_device
+from lmpt.train.distributed import (
+    Distributed,
+    agree_on_run_dir,
+    full_model_state,
+    init_distributed,
+    parallelize,
+    rank_device,
+)
 from lmpt.train.drift import refuse_drift
 from lmpt.train.loop import TrainLoop
 from lmpt.train.metrics import MetricsLog
@@ -106,7 +113,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         cfg.model, objective.arch, tokenizer.vocab_size, tokenizer.special.pad,
         n_segments=objective.n_segments, n_sequence_classes=objective.n_sequence_classes,
     ).to(device)  # fmt: skip
-    forward = parallelize(model, ctx, device, t.strategy)
+    forward = parallelize(model, ctx, device, t.strategy, precision.name)
     optimizer = build_optimizer(cfg.optimizer, model, device)
     scheduler = build_scheduler(cfg.scheduler, optimizer, t.max_steps)
     loop = TrainLoop(
@@ -135,6 +142,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         validation_batches(val_windows, objective, t.seed, n_val),
     )
     wall = time.perf_counter() - started
+    final_state = full_model_state(model, t.strategy) if status == "completed" else None  # collective
     if not ctx.is_main:
         return float(loop.state.last_val.get("val_loss", float("nan")))
     write_status(run.path, status, step=loop.state.step, wall_s=round(wall, 3))
@@ -146,11 +154,13 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         sys.exit(EXIT_PREEMPTED)
 
     torch.save(
-        {"model": model.state_dict(), "arch": objective.arch, "vocab_size": tokenizer.vocab_size},
-        run.path / FINAL_MODEL,
+        {"model": final_state, "arch": objective.arch, "vocab_size": tokenizer.vocab_size}, run.path / FINAL_MODEL
     )
     _print_summary(loop, run.path, wall, model)
     if objective.arch == "decoder" and t.sample_tokens > 0:
+        if t.strategy == "fsdp":  # rank 0 alone cannot run a sharded model: sample from the consolidated one
+            model = build_model(cfg.model, objective.arch, tokenizer.vocab_size, tokenizer.special.pad)
+            model.load_state_dict(final_state)
         _print_sample(model, tokenizer, data.val, t, device)
     console.print(f"run directory: [bold]{run.path}[/]")
     return float(loop.state.last_val.get("val_loss", float("nan")))

@@ -77,3 +77,44 @@ def test_resuming_in_another_world_size_is_refused(tmp_path: Path, ddp_run: Path
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert "written by 2 process(es)" in line and "--nproc_per_node=2" in line
+
+
+@pytest.fixture(scope="module")
+def fsdp_run(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("fsdp")
+    result = torchrun(*PER_RANK, "trainer.strategy=fsdp", f"hydra.run.dir={root / 'run'}", cwd=root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return root / "run"
+
+
+def test_fsdp_matches_ddp_and_writes_sharded_checkpoints(fsdp_run: Path, ddp_run: Path) -> None:
+    for (step, key, a), (_, _, b) in zip(losses(ddp_run), losses(fsdp_run), strict=True):
+        assert b == pytest.approx(a, rel=1e-5, abs=1e-5), (step, key)
+    checkpoint = fsdp_run / "checkpoints" / "step_00000008"
+    files = sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*") if p.is_file())
+    assert files == ["manifest.json", "sharded/.metadata", "sharded/__0_0.distcp", "sharded/__1_0.distcp",
+                     "trainer.pt"]  # fmt: skip
+    consolidated = torch.load(fsdp_run / "model.pt")["model"]  # one file with every full tensor
+    replicated = torch.load(ddp_run / "model.pt")["model"]
+    assert consolidated.keys() == replicated.keys()
+    assert all(consolidated[k].shape == replicated[k].shape for k in replicated)
+
+
+def test_fsdp_resumes_bitwise_in_two_processes(tmp_path: Path, fsdp_run: Path) -> None:
+    run = tmp_path / "resumed"
+    shutil.copytree(fsdp_run, run)
+    shutil.rmtree(run / "checkpoints" / "step_00000008")
+    (run / "model.pt").unlink()
+    result = torchrun(*PER_RANK, "trainer.strategy=fsdp", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "resuming" in result.stdout
+    assert losses(run) == losses(fsdp_run)
+    a, b = torch.load(fsdp_run / "model.pt")["model"], torch.load(run / "model.pt")["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_fsdp_outside_torchrun_is_refused(tmp_path: Path) -> None:
+    result = run_lmpt(*SMALL, "trainer.strategy=fsdp", "trainer.max_steps=1", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "lmpt: error: trainer.strategy=fsdp runs under torchrun: " \
+        "torchrun --nproc_per_node=N -m lmpt ..."  # fmt: skip
