@@ -51,6 +51,14 @@ class Distributed:
         dist.all_gather_object(out, obj)
         return out
 
+    def any(self, *flags: bool) -> tuple[bool, ...]:
+        """Each flag true on any rank, so every rank takes the same branch (stop, checkpoint) at the same step."""
+        if not self.enabled:
+            return flags
+        tensor = torch.tensor([float(f) for f in flags])
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return tuple(bool(v) for v in tensor.tolist())
+
     def sum_(self, tensor: torch.Tensor) -> torch.Tensor:
         """In-place sum over ranks (metrics: sums and counts add up to the global batch's means)."""
         if self.enabled:

@@ -299,10 +299,12 @@ class TrainLoop:
                         self.display.evaluation(step, self.state.last_val)
                     due = (t.ckpt_every and step % t.ckpt_every == 0) or step == t.max_steps
                     overdue = t.ckpt_minutes > 0 and time.perf_counter() - last_save >= 60 * t.ckpt_minutes
-                    if due or overdue or preemption.requested:
+                    # ranks see signals and clocks at different moments: they agree before acting
+                    stop, overdue = self.ctx.any(preemption.requested is not None, overdue)
+                    if due or overdue or stop:
                         self.save()
                         last_save = time.perf_counter()
-                    if preemption.requested:
+                    if stop:
                         return "preempted"
         finally:
             self.display.close()

@@ -3,9 +3,12 @@ global batch, writes one run directory and one set of checkpoints, and resumes b
 
 from __future__ import annotations
 
+import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -118,3 +121,21 @@ def test_fsdp_outside_torchrun_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.strip() == "lmpt: error: trainer.strategy=fsdp runs under torchrun: " \
         "torchrun --nproc_per_node=N -m lmpt ..."  # fmt: skip
+
+
+def test_sigterm_to_torchrun_stops_every_rank_at_the_same_step(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    args = [*PER_RANK, "trainer.max_steps=5000", "trainer.eval_every=0", "trainer.ckpt_every=0", f"hydra.run.dir={run}"]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lmpt",
+               *(a for a in args if not a.startswith("trainer.max_steps=8"))]  # fmt: skip
+    process = subprocess.Popen(command, cwd=tmp_path, env=lmpt_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    metrics = run / "metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (metrics.exists() and len(metrics.read_text().splitlines()) >= 3):
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=120)
+    (checkpoint,) = (run / "checkpoints").iterdir()  # one commit, both ranks stopped together
+    stopped = int(checkpoint.name.split("_")[1])
+    assert 3 <= stopped < 5000 and max(r["step"] for r in records(run)) == stopped
+    assert json.loads((run / "status.json").read_text())["status"] == "preempted"
