@@ -14,17 +14,26 @@ DATASHEET_BF16_PEAK = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
 
 @functools.cache
 def measured_matmul_peak(device_type: str, dtype: torch.dtype) -> float:
-    """FLOP/s of a large square matmul in the run's dtype: the CPU has no datasheet figure to trust."""
-    n = 1024
-    a = torch.randn(n, n, dtype=dtype, device=device_type)
-    b = torch.randn(n, n, dtype=dtype, device=device_type)
-    a @ b  # warm-up
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best
+    """FLOP/s of a large square matmul in the run's dtype: the CPU has no datasheet figure to trust. The size
+    grows while one product stays under 50 ms, so a slow dtype (fp16 on a CPU) costs well under a second.
+    Its own generator: measuring never moves the run's random streams."""
+    generator = torch.Generator(device=device_type).manual_seed(0)
+    best = 0.0
+    for n in (256, 512, 1024, 2048):
+        a = torch.randn(n, n, generator=generator, device=device_type).to(dtype)
+        b = torch.randn(n, n, generator=generator, device=device_type).to(dtype)
+        a @ b  # warm-up
+        seconds = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            a @ b
+            if device_type == "cuda":
+                torch.cuda.synchronize()
+            seconds = min(seconds, time.perf_counter() - start)
+        best = max(best, 2 * n**3 / seconds)
+        if seconds > 0.05:
+            break
+    return best
 
 
 def peak_flops(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:

@@ -23,6 +23,7 @@ def lmpt_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.pop("HYDRA_FULL_ERROR", None)
+    env.setdefault("OMP_NUM_THREADS", "1")  # tiny models: threads only fight over 2 shared cores
     return env
 
 

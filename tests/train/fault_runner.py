@@ -1,0 +1,262 @@
+"""`python tests/train/fault_runner.py <lmpt args>`: the real `lmpt` command with faults injected at
+deterministic points, chosen by environment variables (all optional; none set = plain `lmpt`):
+
+LMPT_TEST_KILL_AFTER_BACKWARD=N   SIGKILL this process right after its N-th `Tensor.backward` (with
+                                  trainer.grad_accum=A and N % A != 0 the kill lands between micro-steps)
+LMPT_TEST_KILL_AT_FAULT=K         SIGKILL at the K-th fault point inside `CheckpointStore.save` (counted
+                                  over the whole process): before/after each torch.save, fsync, json.dump,
+                                  rename and rmtree, and in the middle of a file or of a directory removal
+LMPT_TEST_FAULT_TRACE=path        append the label of every fault point passed to `path` (one per line)
+LMPT_TEST_DROP_STATE=piece        on resume, leave one piece of the checkpoint unrestored: model, optimizer,
+                                  scheduler, scaler, rng or data_position
+LMPT_TEST_NAN_AT_STEPS=3,4        make the training loss NaN at these (1-based) optimizer steps
+LMPT_TEST_TRACE_WINDOWS=path      append "step micro_step" to `path` for every training batch the sampler makes
+LMPT_TEST_FAST_PEAK=1             skip the CPU matmul peak measurement behind MFU (a constant instead): it
+                                  takes ~15 s in fp16 on one CPU thread and feeds no loss or weight
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import os
+import signal
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: import lmpt from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+def _die() -> None:
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _kill_after_backward(n: int) -> None:
+    import torch
+
+    real_backward = torch.Tensor.backward
+    calls = 0
+
+    def backward(self, *args, **kwargs):
+        nonlocal calls
+        real_backward(self, *args, **kwargs)
+        calls += 1
+        if calls == n:
+            _die()
+
+    torch.Tensor.backward = backward
+
+
+class _FaultPoints:
+    """Counts fault points while a checkpoint is being saved; dies at the chosen one."""
+
+    def __init__(self, kill_at: int | None, trace: str | None) -> None:
+        self.kill_at, self.trace = kill_at, trace
+        self.count, self.active = 0, False
+
+    def point(self, label: str) -> bool:
+        """Pass a fault point; True when this is the one to die at (the caller dies its own way)."""
+        if not self.active:
+            return False
+        self.count += 1
+        if self.trace:
+            with open(self.trace, "a") as f:
+                f.write(f"{self.count} {label}\n")
+        return self.count == self.kill_at
+
+    def install(self) -> None:
+        import json
+        import shutil
+
+        import torch
+
+        import lmpt.train.checkpoint as ckpt
+
+        faults = self
+        real_save, real_fsync, real_dump = torch.save, os.fsync, json.dump
+        real_rename, real_rmtree, real_store_save = os.rename, shutil.rmtree, ckpt.CheckpointStore.save
+
+        def store_save(store, *args, **kwargs):
+            faults.active = True
+            try:
+                return real_store_save(store, *args, **kwargs)
+            finally:
+                faults.active = False
+
+        def save(obj, f, *args, **kwargs):
+            if faults.point("before torch.save"):
+                _die()
+            if faults.active and faults.kill_at == faults.count + 1:  # mid-file: half the bytes, then die
+                faults.point("mid torch.save")
+                buffer = io.BytesIO()
+                real_save(obj, buffer, *args, **kwargs)
+                data = buffer.getvalue()
+                f.write(data[: len(data) // 2])
+                f.flush()
+                os.fsync(f.fileno())
+                _die()
+            faults.point("mid torch.save")
+            real_save(obj, f, *args, **kwargs)
+            if faults.point("after torch.save"):
+                _die()
+
+        def fsync(fd):
+            if faults.point("before fsync"):
+                _die()
+            real_fsync(fd)
+            if faults.point("after fsync"):
+                _die()
+
+        def dump(obj, f, *args, **kwargs):
+            if faults.point("before json.dump"):
+                _die()
+            if faults.point("mid json.dump"):
+                text = json.dumps(obj, *args, **kwargs)
+                f.write(text[: len(text) // 2])
+                f.flush()
+                _die()
+            real_dump(obj, f, *args, **kwargs)
+            if faults.point("after json.dump"):
+                _die()
+
+        def rename(src, dst, *args, **kwargs):
+            if faults.point(f"before rename {Path(src).name} -> {Path(dst).name}"):
+                _die()
+            real_rename(src, dst, *args, **kwargs)
+            if faults.point(f"after rename {Path(src).name} -> {Path(dst).name}"):
+                _die()
+
+        def rmtree(path, *args, **kwargs):
+            if faults.point(f"before rmtree {Path(path).name}"):
+                _die()
+            if faults.point(f"mid rmtree {Path(path).name}"):
+                if Path(path).is_dir():  # half the files gone, then death
+                    files = sorted(p for p in Path(path).iterdir() if p.is_file())
+                    for p in files[: max(1, len(files) // 2)]:
+                        p.unlink()
+                _die()
+            real_rmtree(path, *args, **kwargs)
+            if faults.point(f"after rmtree {Path(path).name}"):
+                _die()
+
+        ckpt.CheckpointStore.save = store_save
+        torch.save = save
+        os.fsync = fsync
+        json.dump = dump
+        os.rename = rename
+        shutil.rmtree = rmtree
+
+
+def _drop_state(piece: str) -> None:
+    """Resume as if `piece` had been left out of the checkpoint: whatever the fresh process had stays."""
+    import torch
+
+    import lmpt.train.run as run_module
+    from lmpt.train.batches import StepBatches
+    from lmpt.train.loop import TrainLoop
+
+    pieces = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position")
+    if piece not in pieces:
+        raise SystemExit(f"LMPT_TEST_DROP_STATE={piece}: expected one of {pieces}")
+    if piece == "data_position":
+
+        class FromTheStart(StepBatches):
+            def __init__(self, sampler, objective, seed, rank, grad_accum, start_step, max_steps):
+                super().__init__(sampler, objective, seed, rank, grad_accum, 0, max_steps - start_step)
+
+        run_module.StepBatches = FromTheStart
+        return
+
+    real_restore = TrainLoop.restore
+
+    def restore(loop, checkpoint):
+        fresh = {
+            "model": lambda: copy.deepcopy(loop.model.state_dict()),
+            "optimizer": lambda: copy.deepcopy(loop.optimizer.state_dict()),
+            "scheduler": lambda: copy.deepcopy(loop.scheduler.state_dict()),
+            "scaler": lambda: copy.deepcopy(loop.scaler.state_dict()),
+            "rng": torch.get_rng_state,
+        }[piece]()
+        real_restore(loop, checkpoint)
+        if piece == "model":
+            loop.model.load_state_dict(fresh)
+        elif piece == "optimizer":
+            loop.optimizer.load_state_dict(fresh)
+        elif piece == "scheduler":
+            loop.scheduler.load_state_dict(fresh)
+        elif piece == "scaler":
+            loop.scaler = loop.precision.grad_scaler()
+        else:
+            torch.set_rng_state(fresh)
+
+    TrainLoop.restore = restore
+
+
+def _nan_at_steps(steps: set[int]) -> None:
+    from lmpt.train.loop import TrainLoop
+
+    real_step = TrainLoop.train_step
+
+    def train_step(loop, micro_batches):
+        if loop.state.step + 1 not in steps:
+            return real_step(loop, micro_batches)
+        objective = loop.objective
+        real_loss = objective.loss
+
+        def nan_loss(out, batch):
+            loss, stats = real_loss(out, batch)
+            return loss * float("nan"), stats
+
+        objective.loss = nan_loss
+        try:
+            return real_step(loop, micro_batches)
+        finally:
+            del objective.loss  # back to the class's method
+
+    TrainLoop.train_step = train_step
+
+
+def _trace_windows(path: str) -> None:
+    from lmpt.data.sampler import WindowSampler
+
+    real_windows = WindowSampler.windows
+
+    def windows(sampler, step, micro_step=0):
+        with open(path, "a") as f:
+            f.write(f"{step} {micro_step}\n")
+        return real_windows(sampler, step, micro_step)
+
+    WindowSampler.windows = windows
+
+
+def _fast_peak() -> None:
+    import lmpt.train.efficiency as efficiency
+
+    efficiency.measured_matmul_peak = lambda device_type, dtype: 1e11
+
+
+def install_from_environment() -> None:
+    env = os.environ
+    if env.get("LMPT_TEST_FAST_PEAK"):
+        _fast_peak()
+    if env.get("LMPT_TEST_KILL_AFTER_BACKWARD"):
+        _kill_after_backward(int(env["LMPT_TEST_KILL_AFTER_BACKWARD"]))
+    if env.get("LMPT_TEST_KILL_AT_FAULT") or env.get("LMPT_TEST_FAULT_TRACE"):
+        kill_at = int(env["LMPT_TEST_KILL_AT_FAULT"]) if env.get("LMPT_TEST_KILL_AT_FAULT") else None
+        _FaultPoints(kill_at, env.get("LMPT_TEST_FAULT_TRACE")).install()
+    if env.get("LMPT_TEST_DROP_STATE"):
+        _drop_state(env["LMPT_TEST_DROP_STATE"])
+    if env.get("LMPT_TEST_NAN_AT_STEPS"):
+        _nan_at_steps({int(s) for s in env["LMPT_TEST_NAN_AT_STEPS"].split(",")})
+    if env.get("LMPT_TEST_TRACE_WINDOWS"):
+        _trace_windows(env["LMPT_TEST_TRACE_WINDOWS"])
+
+
+if __name__ == "__main__":
+    install_from_environment()
+    from lmpt.cli import main
+
+    sys.argv = ["lmpt", *sys.argv[1:]]
+    main()

@@ -1,0 +1,100 @@
+"""Bad input (issue #4, point 9): each case ends with exit code 2 and exactly one stderr line starting
+"lmpt: error:" that names the problem, leaves no run directory behind and changes nothing already written."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+from golden import BASE, describe, env, run
+from lmpt_cli import lmpt_command
+
+TEXT = "The quick brown fox jumps over the lazy dog near the riverbank at dawn.\n"
+
+
+def snapshot(directory: Path) -> dict[str, str]:
+    """lmpt's files of a run (Hydra rewrites its own .hydra/ record at every launch, refused ones included)."""
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and ".hydra" not in p.relative_to(directory).parts
+    }
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 2, describe(result)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lmpt: error: "), describe(result)
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A launch directory holding bad corpora and a finished run that no failure may touch."""
+    root = tmp_path_factory.mktemp("bad-input")
+    (root / "empty.txt").write_text("")
+    (root / "no-text").mkdir()
+    (root / "no-text" / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (root / "latin1.txt").write_bytes(TEXT.encode() * 20 + "caf\xe9 cr\xe8me\n".encode("latin-1"))
+    (root / "tiny.txt").write_text("a b\n\nc d\n\ne f\n\ng h\n")
+    (root / "small.txt").write_text(TEXT * 40 + "\n" + TEXT.upper() * 40)
+    (root / "a-file").write_text("not a directory\n")
+    existing = root / "existing"
+    result = run(existing, [*BASE, "trainer.max_steps=4"])
+    assert result.returncode == 0, describe(result)
+    return root
+
+
+CASES = {
+    "missing path": (["data=text", "data.paths=[no/such/corpus.txt]"], "no/such/corpus.txt"),
+    "empty file": (["data=text", "data.paths=[empty.txt]"], "empty"),
+    "directory without text": (["data=text", "data.paths=[no-text]"], "holds no text files"),
+    "invalid utf-8": (["data=text", "data.paths=[latin1.txt]"], "latin1.txt is not valid UTF-8"),
+    "corpus smaller than one window": (
+        [
+            "data=text",
+            "data.paths=[tiny.txt]",
+            "data.val_paths=[small.txt]",
+            "tokenizer.model_file=existing/tokenizer.model",
+        ],
+        "fewer than one window",
+    ),
+    "vocabulary larger than the corpus supports": (
+        ["data=text", "data.paths=[small.txt]"],
+        "tokenizer.vocab_size=1024 is larger than this corpus supports",
+    ),
+    "seq_len beyond max_seq_len": (["data.seq_len=600"], "model.max_seq_len"),
+    "unknown objective": (["objective=telepathy"], "telepathy"),
+    "unknown model": (["model=gigantic"], "gigantic"),
+    "cuda without a GPU": (["trainer.device=cuda"], "trainer.device=cuda"),
+    "output directory under a file": (["hydra.run.dir=a-file/run"], "a-file"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_one_line_exit_2_and_damages_nothing(case: str, workspace: Path) -> None:
+    overrides, fragment = CASES[case]
+    existing = workspace / "existing"
+    before = snapshot(existing)
+    launch = [p.name for p in workspace.iterdir()]
+    target = workspace / f"run-{case.replace(' ', '-')}"
+    args = [*BASE, *overrides]
+    if not any(o.startswith("hydra.run.dir=") for o in overrides):
+        args.append(f"hydra.run.dir={target}")
+    result = subprocess.run(lmpt_command(*args), cwd=workspace, env=env(), capture_output=True, text=True, timeout=300)
+    line = one_error_line(result)
+    assert fragment in line, line
+    assert snapshot(existing) == before
+    assert sorted(p.name for p in workspace.iterdir()) == sorted(launch)  # no run directory left behind
+    assert (workspace / "a-file").read_text() == "not a directory\n"
+
+
+def test_bad_input_against_an_existing_run_leaves_it_as_it_was(workspace: Path) -> None:
+    """Resuming a finished run on a machine without a GPU: refused, and the run's files are untouched."""
+    existing = workspace / "existing"
+    before = snapshot(existing)
+    line = one_error_line(run(existing, [*BASE, "trainer.max_steps=4", "trainer.device=cuda"]))
+    assert "no CUDA GPU" in line, line
+    assert snapshot(existing) == before
