@@ -139,6 +139,8 @@ class ModelConfig:
     """Base of the rotary position frequencies."""
     init_std: float = 0.02
     """Standard deviation of the weight initialisation."""
+    activation_checkpointing: bool = False
+    """Recompute each block's activations in backward instead of storing them (less memory, ~1/3 more compute)."""
 
 
 @dataclass

@@ -11,16 +11,17 @@ from lmpt.model.attention import Attention, Rope
 
 
 class SwiGLU(nn.Module):
-    """down(silu(gate(x)) * up(x)), no biases (Llama's MLP)."""
+    """down(silu(gate(x)) * up(x)), no biases (Llama's MLP). gate and up are one fused projection
+    (`gate_up`, gate rows first): Llama's gate_proj/up_proj are `gate_up.weight.chunk(2)`."""
 
     def __init__(self, d_model: int, ffn_dim: int) -> None:
         super().__init__()
-        self.gate = nn.Linear(d_model, ffn_dim, bias=False)
-        self.up = nn.Linear(d_model, ffn_dim, bias=False)
+        self.gate_up = nn.Linear(d_model, 2 * ffn_dim, bias=False)
         self.down = nn.Linear(ffn_dim, d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(F.silu(self.gate(x)) * self.up(x))
+        gate, up = self.gate_up(x).chunk(2, dim=-1)
+        return self.down(F.silu(gate) * up)
 
 
 class Block(nn.Module):
@@ -31,7 +32,7 @@ class Block(nn.Module):
         self.attn_norm = nn.RMSNorm(d_model, eps=norm_eps)
         self.attn = Attention(d_model, n_heads)
         self.cross_norm = nn.RMSNorm(d_model, eps=norm_eps) if cross else None
-        self.cross_attn = Attention(d_model, n_heads) if cross else None
+        self.cross_attn = Attention(d_model, n_heads, cross=True) if cross else None
         self.mlp_norm = nn.RMSNorm(d_model, eps=norm_eps)
         self.mlp = SwiGLU(d_model, ffn_dim)
         self.dropout = nn.Dropout(dropout)

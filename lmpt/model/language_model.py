@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from lmpt.batch import IGNORE, Batch
+from lmpt.batch import Batch
+from lmpt.model.head import token_losses
 from lmpt.model.output import ModelOutput
 from lmpt.model.stacks import Decoder, Encoder, EncoderDecoder, Stack
 
@@ -65,18 +65,14 @@ class LanguageModel(nn.Module):
         """Per-token float32 cross-entropy on positions whose label is not IGNORE. Labels are taken as
         given (already shifted by the objective); the head never sees the other positions."""
         hidden = self.hidden_states(batch)
-        selected = batch.labels != IGNORE
-        rows = selected.nonzero()[:, 0]
-        targets = batch.labels[selected]
-        logits = (hidden[selected] @ self.head_weight.t()).float()
-        token_loss = F.cross_entropy(logits, targets, reduction="none")
+        token_loss, token_correct, rows = token_losses(hidden, self.head_weight, batch.labels)
         sequence_logits = None
         if self.sequence_head is not None:
             # The encoder-decoder classifies from the decoder's first position, the others from the input's.
             sequence_logits = self.sequence_head(hidden[:, 0]).float()
         return ModelOutput(
             token_loss=token_loss,
-            token_correct=logits.argmax(dim=-1) == targets,
+            token_correct=token_correct,
             token_rows=rows,
             sequence_logits=sequence_logits,
         )
@@ -104,7 +100,7 @@ class LanguageModel(nn.Module):
         d, head = self.d_model, 6.0 * self.d_model * self.vocab_size * head_fraction
         if isinstance(self.body, EncoderDecoder):
             enc, dec = self.body.encoder, self.body.decoder
-            cross_kv = sum(b.cross_attn.k.weight.numel() + b.cross_attn.v.weight.numel() for b in dec.blocks)
+            cross_kv = sum(b.cross_attn.kv.weight.numel() for b in dec.blocks)
             encoder = seq_len * (6.0 * (matmul_parameters(enc) + cross_kv) + 12.0 * len(enc.blocks) * d * seq_len)
             dec_attention = 12.0 * len(dec.blocks) * d * (target_len + seq_len)
             decoder = target_len * (6.0 * (matmul_parameters(dec) - cross_kv) + dec_attention + head)

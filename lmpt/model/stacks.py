@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from lmpt.model.attention import rotary_tables
 from lmpt.model.block import Block
@@ -75,16 +76,19 @@ class Embedding(nn.Module):
 
 
 class Stack(nn.Module):
-    """n_layers blocks and a final RMSNorm; rotary tables are made per call (cheap, and meta-safe)."""
+    """n_layers blocks and a final RMSNorm. The rotary tables are made once for max_seq_len positions
+    (non-persistent buffers: they follow .to(device) and stay out of checkpoints)."""
 
     def __init__(self, cfg: Any, n_layers: int, cross: bool) -> None:
         super().__init__()
-        self.head_dim = cfg.d_model // cfg.n_heads
-        self.rope_theta = float(cfg.rope_theta)
         self.blocks = nn.ModuleList(
             Block(cfg.d_model, cfg.n_heads, cfg.ffn_dim, cfg.dropout, cfg.norm_eps, cross) for _ in range(n_layers)
         )
         self.norm = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
+        self.activation_checkpointing = bool(getattr(cfg, "activation_checkpointing", False))
+        cos, sin = rotary_tables(int(cfg.max_seq_len), cfg.d_model // cfg.n_heads, float(cfg.rope_theta))
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
         init_stack(self, cfg.init_std, n_layers)
 
     def forward(
@@ -95,9 +99,13 @@ class Stack(nn.Module):
         context: torch.Tensor | None = None,
         context_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        rope = rotary_tables(x.shape[1], self.head_dim, self.rope_theta, x.device)
+        rope = (self.rope_cos[: x.shape[1]], self.rope_sin[: x.shape[1]])
+        recompute = self.activation_checkpointing and self.training and torch.is_grad_enabled()
         for block in self.blocks:
-            x = block(x, rope, mask, is_causal, context, context_mask)
+            if recompute:  # keep only each block's input; its activations are recomputed in backward
+                x = checkpoint(block, x, rope, mask, is_causal, context, context_mask, use_reentrant=False)
+            else:
+                x = block(x, rope, mask, is_causal, context, context_mask)
         return self.norm(x)
 
 

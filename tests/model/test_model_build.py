@@ -63,7 +63,7 @@ def test_init_scales_output_projections() -> None:
     torch.manual_seed(0)
     model = build_model(tiny_config(d_model=256, n_heads=4, ffn_dim=512, n_layers=8), "decoder", VOCAB, PAD)
     block = model.body.stack.blocks[0]
-    assert abs(block.attn.q.weight.std().item() - 0.02) < 0.002
+    assert abs(block.attn.qkv.weight.std().item() - 0.02) < 0.002
     assert abs(block.attn.o.weight.std().item() - 0.02 / 4) < 0.0005
     assert abs(block.mlp.down.weight.std().item() - 0.02 / 4) < 0.0005
     assert torch.equal(block.attn_norm.weight, torch.ones(256))

@@ -1,0 +1,187 @@
+"""`lmpt-export RUN OUT_DIR`: a trained model as a Hugging Face directory (model.safetensors, config.json and
+the tokenizer as tokenizer.json, converted from lmpt's SentencePiece model) that transformers' Auto classes load
+offline. A decoder is exactly a `LlamaForCausalLM` with tied embeddings; an mlm encoder exactly a
+`EuroBertForMaskedLM` (same layers, bidirectional). nsp encoders (segment embeddings, pair head) and
+encoder-decoders have no exact transformers counterpart and are refused before anything is written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from lmpt.errors import LmptError
+from lmpt.inference.load import Trained, load_trained
+from lmpt.inference.options import parse_command, run_command
+from lmpt.model.stacks import Decoder
+from lmpt.tokenizer.special import BOS, EOS, MASK, PAD, UNK
+from lmpt.train.rundir import TOKENIZER_FILE
+
+PROG = "lmpt-export"
+SUMMARY = (
+    "Write a trained decoder as a Hugging Face LlamaForCausalLM, or an mlm encoder as a EuroBertForMaskedLM "
+    "(model.safetensors, config.json, tokenizer.json), that AutoModelForCausalLM / AutoModelForMaskedLM and "
+    "AutoTokenizer.from_pretrained(OUT_DIR) load offline. Needs transformers (for the tokenizer conversion)."
+)
+POSITIONALS = [
+    ("RUN", "a run directory (its model.pt, else its newest valid checkpoint) or a checkpoint directory"),
+    ("OUT_DIR", "the directory to write (created; must be empty or absent unless overwrite=true)"),
+]
+HF_CLASSES = {"decoder": ("LlamaForCausalLM", "llama"), "encoder": ("EuroBertForMaskedLM", "eurobert")}
+NO_COUNTERPART = {
+    "nsp": (
+        "its segment embeddings and next-sentence head have no place in EuroBertForMaskedLM (the exact match for "
+        "lmpt's mlm encoder: rotary positions, RMSNorm, SwiGLU, no biases), and BERT/ModernBERT differ in norms, "
+        "activations and positions"
+    ),
+    "encoder-decoder": (
+        "no transformers architecture matches lmpt's encoder-decoder exactly (rotary positions in both stacks, "
+        "RMSNorm, SwiGLU, one shared embedding): T5/UMT5 use relative position buckets and a gated-GELU MLP, "
+        "T5Gemma Gemma's extra post-norms and scaled embeddings, BART learned positions, LayerNorm and biases"
+    ),
+}
+
+
+@dataclass
+class ExportOptions:
+    overwrite: bool = False
+    """Replace the files of an OUT_DIR that already holds some."""
+    dtype: str = "float32"
+    """Weights dtype: float32, bfloat16 or float16."""
+
+
+def hf_config(trained: Trained) -> dict:
+    """config.json of the equivalent LlamaForCausalLM (decoder) or EuroBertForMaskedLM (encoder)."""
+    m, special = trained.config.model, trained.tokenizer.special
+    architecture, model_type = HF_CLASSES[trained.arch]
+    extra = {"mask_token_id": special.mask} if trained.arch == "encoder" else {}
+    return extra | {
+        "architectures": [architecture],
+        "model_type": model_type,
+        "vocab_size": trained.model.vocab_size,
+        "hidden_size": int(m.d_model),
+        "intermediate_size": int(m.ffn_dim),
+        "num_hidden_layers": int(m.n_layers),
+        "num_attention_heads": int(m.n_heads),
+        "num_key_value_heads": int(m.n_heads),
+        "head_dim": int(m.d_model) // int(m.n_heads),
+        "hidden_act": "silu",
+        "max_position_embeddings": int(m.max_seq_len),
+        "rms_norm_eps": float(m.norm_eps),
+        "rope_theta": float(m.rope_theta),
+        "rope_scaling": None,
+        "rope_parameters": {"rope_type": "default", "rope_theta": float(m.rope_theta)},
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "mlp_bias": False,
+        "tie_word_embeddings": True,
+        "initializer_range": float(m.init_std),
+        "pretraining_tp": 1,
+        "use_cache": True,
+        "bos_token_id": special.bos,
+        "eos_token_id": special.eos,
+        "pad_token_id": special.pad,
+        "torch_dtype": "float32",
+    }
+
+
+def hf_state_dict(trained: Trained, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """lmpt decoder or encoder weights under Llama's (and EuroBERT's) names; the tied lm_head is not stored."""
+    body = trained.model.body
+    assert isinstance(body, Decoder) and body.embed.segments is None
+    out = {"model.embed_tokens.weight": body.embed.tokens.weight, "model.norm.weight": body.stack.norm.weight}
+    for i, block in enumerate(body.stack.blocks):
+        prefix = f"model.layers.{i}"
+        for name, weight in block.attn.split_projections().items():
+            out[f"{prefix}.self_attn.{name}_proj.weight"] = weight
+        gate, up = block.mlp.gate_up.weight.chunk(2)
+        out[f"{prefix}.mlp.gate_proj.weight"] = gate
+        out[f"{prefix}.mlp.up_proj.weight"] = up
+        out[f"{prefix}.mlp.down_proj.weight"] = block.mlp.down.weight
+        out[f"{prefix}.input_layernorm.weight"] = block.attn_norm.weight
+        out[f"{prefix}.post_attention_layernorm.weight"] = block.mlp_norm.weight
+    return {k: v.detach().to("cpu", dtype).contiguous().clone() for k, v in out.items()}
+
+
+def tokenizer_json(model_file: Path) -> str:
+    """tokenizer.json of lmpt's SentencePiece model: its normaliser, unigram pieces and byte fallback, converted
+    by transformers' generic SentencePiece converter (the Llama one assumes BPE and skips the normaliser)."""
+    import types
+
+    from tokenizers import decoders
+    from transformers.convert_slow_tokenizer import SpmConverter
+
+    class LmptConverter(SpmConverter):
+        handle_byte_fallback = True
+
+        def decoder(self, replacement, add_prefix_space):  # byte pieces back to bytes, then the leading space off
+            return decoders.Sequence(
+                [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+            )
+
+    return LmptConverter(types.SimpleNamespace(vocab_file=str(model_file))).converted().to_str()
+
+
+def tokenizer_files(trained: Trained) -> dict[str, dict]:
+    """tokenizer_config.json and special_tokens_map.json. lmpt adds neither bos nor eos when encoding text."""
+    special = {"bos_token": BOS, "eos_token": EOS, "unk_token": UNK, "pad_token": PAD, "mask_token": MASK}
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        **special,
+        "add_bos_token": False,
+        "add_eos_token": False,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": int(trained.config.model.max_seq_len),
+    }
+    return {"tokenizer_config.json": config, "special_tokens_map.json": special}
+
+
+def write_export(trained: Trained, out_dir: Path, dtype: torch.dtype) -> None:
+    from safetensors.torch import save_file
+
+    converted = tokenizer_json(trained.tokenizer.path)  # first: a missing converter dependency writes nothing
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_file(hf_state_dict(trained, dtype), str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    (out_dir / "tokenizer.json").write_text(converted)
+    config = hf_config(trained) | {"torch_dtype": str(dtype).removeprefix("torch.")}
+    files = {"config.json": config, **tokenizer_files(trained)}
+    if trained.arch == "decoder":
+        files["generation_config.json"] = {k: config[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
+    for name, content in files.items():
+        (out_dir / name).write_text(json.dumps(content, indent=2) + "\n")
+    shutil.copyfile(trained.tokenizer.path, out_dir / TOKENIZER_FILE)
+
+
+def export(argv: list[str]) -> None:
+    (run, out), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, ExportOptions)
+    dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if o.dtype not in dtypes:
+        raise LmptError(f"dtype={o.dtype} is unknown: use {', '.join(dtypes)}")
+    out_dir = Path(out).expanduser()
+    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not o.overwrite)):
+        raise LmptError(f"{out_dir} exists and is not empty: pick a new OUT_DIR or pass overwrite=true")
+    trained = load_trained(run)
+    kind = "nsp" if trained.objective_name == "nsp" else trained.arch
+    if kind in NO_COUNTERPART:
+        raise LmptError(
+            f"cannot export {run} ({trained.objective_name} {trained.arch}) to transformers: {NO_COUNTERPART[kind]}; "
+            "nothing was written (decoders export as LlamaForCausalLM, mlm encoders as EuroBertForMaskedLM)"
+        )
+    try:
+        import safetensors  # noqa: F401
+        import transformers.convert_slow_tokenizer  # noqa: F401
+    except ImportError as exc:
+        raise LmptError(f"lmpt-export needs {exc.name}: pip install safetensors transformers protobuf") from None
+    write_export(trained, out_dir, dtypes[o.dtype])
+    print(f"wrote a {HF_CLASSES[trained.arch][0]} to {out_dir}")
+
+
+def main() -> None:
+    run_command(export)
+
+
+if __name__ == "__main__":
+    main()

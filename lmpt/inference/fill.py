@@ -1,0 +1,105 @@
+"""`lmpt-fill RUN text="The chef [MASK] a delicious meal."`: an encoder's top-k tokens for each [MASK]."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import torch
+from rich.markup import escape
+from rich.table import Table
+
+from lmpt.console import console
+from lmpt.errors import LmptError
+from lmpt.inference.load import Trained, load_trained
+from lmpt.inference.options import parse_command, require, run_command
+from lmpt.inference.prompts import MASK_MARKER, encode_marked
+from lmpt.tokenizer.special import MASK
+
+PROG = "lmpt-fill"
+SUMMARY = (
+    "List the most likely tokens for each [MASK] in a text, from a trained encoder (mlm or nsp). "
+    "Decoders and encoder-decoders generate instead: use lmpt-generate."
+)
+POSITIONALS = [("RUN", "a run directory (its model.pt, else its newest valid checkpoint) or a checkpoint directory")]
+
+
+@dataclass
+class FillOptions:
+    text: str
+    """Text with one or more [MASK] tokens, each standing for one token."""
+    top_k: int = 5
+    """Candidates listed per [MASK]."""
+    device: str = "cpu"
+    """cpu, cuda or auto."""
+    json: bool = False
+    """Print one JSON object (the text with the best candidates filled in, candidates per mask) instead of tables."""
+
+
+def predict_masks(trained: Trained, text: str, top_k: int) -> dict:
+    """Top-k (piece, text, probability) per [MASK] of `text`, and the text with each mask's best token.
+    Probabilities are over the ordinary pieces, the only tokens training ever asked the encoder to predict."""
+    tok, special, model = trained.tokenizer, trained.tokenizer.special, trained.model
+    ids = encode_marked(tok, text, MASK_MARKER)
+    if special.mask not in ids:
+        raise LmptError(f'text={text!r} has no {MASK} to fill: e.g. text="The chef {MASK} a delicious meal."')
+    segment_ids = None
+    if trained.objective_name == "nsp":  # trained on [CLS] A [SEP] B [SEP]: give it a one-segment pair
+        ids = [special.cls, *ids, special.sep]
+        segment_ids = torch.zeros(1, len(ids), dtype=torch.long, device=model.head_weight.device)
+    if len(ids) > model.max_seq_len:
+        raise LmptError(f"the text has {len(ids)} tokens; the model takes {model.max_seq_len}")
+    input_ids = torch.tensor([ids], device=model.head_weight.device)
+    hidden = model.body(input_ids, segment_ids=segment_ids)[0]
+    positions = [i for i, t in enumerate(ids) if t == special.mask]
+    logits = (hidden[positions] @ model.head_weight.t()).float()
+    logits[:, : special.first_ordinary] = float("-inf")  # mlm labels are ordinary pieces only
+    probs = logits.softmax(-1)
+    best = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
+    masks, filled = [], list(ids)
+    for n, position in enumerate(positions):
+        candidates = [
+            {"token": tok.id_to_piece(i), "text": tok.decode([i]), "probability": float(p)}
+            for p, i in zip(best.values[n].tolist(), best.indices[n].tolist(), strict=True)
+        ]
+        masks.append({"position": position, "candidates": candidates})
+        filled[position] = int(best.indices[n, 0])
+    reserved = {special.cls, special.sep}
+    return {"text": text, "filled": tok.decode(t for t in filled if t not in reserved), "masks": masks}
+
+
+def render(result: dict) -> None:
+    console.print(f"[bold]{escape(result['filled'])}[/]")
+    for n, mask in enumerate(result["masks"]):
+        table = Table(title=f"{MASK} {n + 1} of {len(result['masks'])}", title_justify="left")
+        table.add_column("rank", justify="right")
+        table.add_column("token")
+        table.add_column("probability", justify="right")
+        for rank, c in enumerate(mask["candidates"], start=1):
+            table.add_row(str(rank), escape(c["token"]), f"{c['probability']:.4f}")
+        console.print(table)
+
+
+def fill(argv: list[str]) -> None:
+    (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, FillOptions)
+    require(o.top_k >= 1, f"top_k={o.top_k} must be at least 1")
+    trained = load_trained(run, o.device)
+    if trained.arch != "encoder":
+        raise LmptError(
+            f"{run} is {'a decoder' if trained.arch == 'decoder' else 'an encoder-decoder'} "
+            f"({trained.objective_name}); lmpt-fill needs an encoder (mlm or nsp): use lmpt-generate {run} prompt=..."
+        )
+    with torch.inference_mode():
+        result = predict_masks(trained, o.text, o.top_k)
+    if o.json:
+        print(json.dumps(result))
+    else:
+        render(result)
+
+
+def main() -> None:
+    run_command(fill)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""`lmpt-generate RUN prompt="..." max_tokens=50`: positional paths, then key=value options parsed into a
+typed dataclass whose field docstrings are the `--help` text. Every mistake is one line and exit 2."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import sys
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+from lmpt.errors import LmptError
+
+T = TypeVar("T")
+_NONE_WORDS = ("none", "null")
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Field -> the string literal right under it in the class body."""
+    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for field, after in zip(body, body[1:], strict=False):
+        if isinstance(field, ast.AnnAssign) and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+            docs[field.target.id] = " ".join(str(after.value.value).split())  # type: ignore[attr-defined]
+    return docs
+
+
+def _convert(key: str, raw: str, kind: Any) -> Any:
+    """`raw` as the field's type: str, int, float, bool, list[str], or any of them | None."""
+    args = typing.get_args(kind)
+    if (typing.get_origin(kind) in (typing.Union, types.UnionType)) and type(None) in args:
+        if raw.strip().lower() in _NONE_WORDS:
+            return None
+        kind = next(a for a in args if a is not type(None))
+    try:
+        if kind is bool:
+            if raw.lower() in ("true", "yes", "1"):
+                return True
+            if raw.lower() in ("false", "no", "0"):
+                return False
+            raise ValueError
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+        if typing.get_origin(kind) is list:
+            inner = raw[1:-1] if raw.startswith("[") and raw.endswith("]") else raw
+            return [part.strip() for part in inner.split(",") if part.strip()]
+    except ValueError:
+        raise LmptError(f"{key}={raw!r} is not a valid {kind.__name__}") from None
+    return raw
+
+
+def usage(prog: str, summary: str, positionals: list[tuple[str, str]], cls: type) -> str:
+    """The --help text: what the command does, its arguments and every key with default and description."""
+    lines = [f"usage: {prog} {' '.join(name for name, _ in positionals)} [key=value ...]", "", summary, ""]
+    lines += [f"  {name:<16} {doc}" for name, doc in positionals]
+    lines += ["", "keys:"]
+    docs = field_docs(cls)
+    for field in dataclasses.fields(cls):
+        default = "required" if field.default is dataclasses.MISSING else f"default {field.default!r}"
+        lines.append(f"  {field.name + '=':<16} {docs.get(field.name, '')} ({default})")
+    return "\n".join(lines)
+
+
+def parse_command(
+    argv: list[str], prog: str, summary: str, positionals: list[tuple[str, str]], cls: type[T]
+) -> tuple[list[str], T]:
+    """(positional arguments, options) from `argv`; --help prints the usage and exits 0. A token
+    `key=value` whose key names no option, a missing or extra argument, or a bad value raises LmptError."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(usage(prog, summary, positionals, cls))
+        sys.exit(0)
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    given: dict[str, Any] = {}
+    args: list[str] = []
+    for token in argv:
+        key, sep, raw = token.partition("=")
+        if not sep or not key.isidentifier():
+            args.append(token)
+            continue
+        if key not in names:
+            raise LmptError(f"unknown key '{key}' for {prog}: use one of {', '.join(names)} (`{prog} --help`)")
+        given[key] = _convert(key, raw, hints[key])
+    if len(args) != len(positionals):
+        wanted = " ".join(name for name, _ in positionals)
+        raise LmptError(f"{prog} takes {wanted}, got {len(args)} argument(s) {args}: see `{prog} --help`")
+    missing = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING and f.name not in given]
+    if missing:
+        raise LmptError(f"{prog} needs {', '.join(f'{m}=...' for m in missing)}: see `{prog} --help`")
+    return args, cls(**given)
+
+
+def run_command(body: Callable[[list[str]], None]) -> NoReturn:
+    """Run `body(argv)`; an LmptError or OSError ends as `lmpt: error: ...` on one line and exit 2."""
+    try:
+        body(sys.argv[1:])
+    except LmptError as exc:
+        print(f"lmpt: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"lmpt: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("lmpt: aborted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(0)
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise LmptError(message) unless `condition`."""
+    if not condition:
+        raise LmptError(message)
