@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -137,6 +138,21 @@ def _run(trained: Trained, batches: list[Batch], sizes: torch.Tensor | None, sco
         score.bytes += int(sizes[targets].sum())
 
 
+def _score_in_batches(
+    trained: Trained, batches: Iterable[Batch], batch_size: int, sizes: torch.Tensor | None, score: Score, device
+) -> Score:
+    """Run single-example batches through the model `batch_size` at a time, adding each group to `score`."""
+    pending: list[Batch] = []
+    for batch in batches:
+        pending.append(batch)
+        if len(pending) == batch_size:
+            _run(trained, pending, sizes, score, device)
+            pending = []
+    if pending:
+        _run(trained, pending, sizes, score, device)
+    return score
+
+
 def decoder_windows(n_tokens: int, seq_len: int, stride: int) -> list[tuple[int, int, int]]:
     """(begin, end, first_target) over a stream of `n_tokens` whose token 0 is context only: the window's
     inputs are tokens [begin, end-1), its targets [begin+1, end), and it scores targets from first_target on.
@@ -155,22 +171,17 @@ def score_decoder(trained: Trained, text: Text, seq_len: int, stride: int, batch
     special = trained.tokenizer.special
     stream = torch.tensor([special.eos, *text.tokens])
     score = Score(0.0, 0, 0, text.bytes, 0)
-    pending: list[Batch] = []
-    for begin, end, first in decoder_windows(stream.numel(), seq_len, stride):
-        labels = stream[begin + 1 : end].clone()
-        labels[: first - begin - 1] = IGNORE
-        pending.append(
-            Batch(
+
+    def batches() -> Iterator[Batch]:
+        for begin, end, first in decoder_windows(stream.numel(), seq_len, stride):
+            labels = stream[begin + 1 : end].clone()
+            labels[: first - begin - 1] = IGNORE
+            yield Batch(
                 input_ids=pad_rows([stream[begin : end - 1]], seq_len, special.pad),
                 labels=pad_rows([labels], seq_len, IGNORE),
             )
-        )
-        if len(pending) == batch_size:
-            _run(trained, pending, None, score, device)
-            pending = []
-    if pending:
-        _run(trained, pending, None, score, device)
-    return score
+
+    return _score_in_batches(trained, batches(), batch_size, None, score, device)
 
 
 def score_encoder(trained: Trained, text: Text, seq_len: int, batch_size: int, seed: int, device) -> Score:
@@ -186,30 +197,25 @@ def score_encoder(trained: Trained, text: Text, seq_len: int, batch_size: int, s
     sizes = piece_bytes(tok)
     word_starts = tok.word_starts() if cfg.get("whole_word", False) else None
     score = Score(0.0, 0, 0, 0, 0)
-    pending: list[Batch] = []
-    for k, start in enumerate(range(0, stream.numel(), body)):
-        row = stream[start : start + body]
-        if nsp:
-            row = torch.cat([torch.tensor([special.cls]), row, torch.tensor([special.sep])])
-        inputs, labels = mask_tokens(
-            row[None], generator(seed, "eval", k), special=special, vocab_size=tok.vocab_size,
-            mask_prob=float(cfg.mask_prob), mask_token_frac=float(cfg.mask_token_frac),
-            random_token_frac=float(cfg.random_token_frac), word_starts=word_starts,
-        )  # fmt: skip
-        pending.append(
-            Batch(
+
+    def batches() -> Iterator[Batch]:
+        for k, start in enumerate(range(0, stream.numel(), body)):
+            row = stream[start : start + body]
+            if nsp:
+                row = torch.cat([torch.tensor([special.cls]), row, torch.tensor([special.sep])])
+            inputs, labels = mask_tokens(
+                row[None], generator(seed, "eval", k), special=special, vocab_size=tok.vocab_size,
+                mask_prob=float(cfg.mask_prob), mask_token_frac=float(cfg.mask_token_frac),
+                random_token_frac=float(cfg.random_token_frac), word_starts=word_starts,
+            )  # fmt: skip
+            yield Batch(
                 input_ids=pad_rows([inputs[0]], seq_len, special.pad),
                 labels=pad_rows([labels[0]], seq_len, IGNORE),
                 attention="bidirectional",
                 segment_ids=torch.zeros(1, seq_len, dtype=torch.long) if nsp else None,
             )
-        )
-        if len(pending) == batch_size:
-            _run(trained, pending, sizes, score, device)
-            pending = []
-    if pending:
-        _run(trained, pending, sizes, score, device)
-    return score
+
+    return _score_in_batches(trained, batches(), batch_size, sizes, score, device)
 
 
 def score_encoder_decoder(trained: Trained, text: Text, seq_len: int, batch_size: int, seed: int, device) -> Score:
@@ -230,18 +236,14 @@ def score_encoder_decoder(trained: Trained, text: Text, seq_len: int, batch_size
     )
     sizes = piece_bytes(tok)
     score = Score(0.0, 0, 0, 0, 0)
-    pending: list[Batch] = []
-    for k in range(n_windows):
-        windows = Windows(
-            tokens=stream[k * width : (k + 1) * width][None], starts=torch.tensor([k * width]), corpus=None
-        )  # type: ignore[arg-type]
-        pending.append(objective.make_batch(windows, generator(seed, "eval", k)))
-        if len(pending) == batch_size:
-            _run(trained, pending, sizes, score, device)
-            pending = []
-    if pending:
-        _run(trained, pending, sizes, score, device)
-    return score
+
+    def batches() -> Iterator[Batch]:
+        for k in range(n_windows):
+            window = stream[k * width : (k + 1) * width][None]
+            windows = Windows(tokens=window, starts=torch.tensor([k * width]), corpus=None)  # type: ignore[arg-type]
+            yield objective.make_batch(windows, generator(seed, "eval", k))
+
+    return _score_in_batches(trained, batches(), batch_size, sizes, score, device)
 
 
 def evaluate_text(trained: Trained, o: EvalOptions) -> dict:

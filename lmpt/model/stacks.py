@@ -62,11 +62,14 @@ def self_attention_mask(
 class Embedding(nn.Module):
     """Token embedding (its weight is also the output head) plus an optional segment embedding."""
 
-    def __init__(self, vocab_size: int, d_model: int, n_segments: int, dropout: float) -> None:
+    def __init__(self, vocab_size: int, d_model: int, n_segments: int, dropout: float, init_std: float) -> None:
         super().__init__()
         self.tokens = nn.Embedding(vocab_size, d_model)
         self.segments = nn.Embedding(n_segments, d_model) if n_segments > 0 else None
         self.dropout = nn.Dropout(dropout)
+        for table in (self.tokens, self.segments):
+            if table is not None:
+                nn.init.normal_(table.weight, mean=0.0, std=init_std)
 
     def forward(self, ids: torch.Tensor, segment_ids: torch.Tensor | None = None) -> torch.Tensor:
         x = self.tokens(ids)
@@ -125,10 +128,7 @@ class Decoder(nn.Module):
     def __init__(self, cfg: Any, vocab_size: int, pad_id: int, n_segments: int = 0) -> None:
         super().__init__()
         self.pad_id = pad_id
-        self.embed = Embedding(vocab_size, cfg.d_model, n_segments, cfg.dropout)
-        nn.init.normal_(self.embed.tokens.weight, mean=0.0, std=cfg.init_std)
-        if self.embed.segments is not None:
-            nn.init.normal_(self.embed.segments.weight, mean=0.0, std=cfg.init_std)
+        self.embed = Embedding(vocab_size, cfg.d_model, n_segments, cfg.dropout, cfg.init_std)
         self.stack = Stack(cfg, cfg.n_layers, cross=False)
 
     def forward(
@@ -167,10 +167,7 @@ class EncoderDecoder(nn.Module):
     def __init__(self, cfg: Any, vocab_size: int, pad_id: int, n_segments: int = 0) -> None:
         super().__init__()
         self.pad_id = pad_id
-        self.embed = Embedding(vocab_size, cfg.d_model, n_segments, cfg.dropout)
-        nn.init.normal_(self.embed.tokens.weight, mean=0.0, std=cfg.init_std)
-        if self.embed.segments is not None:
-            nn.init.normal_(self.embed.segments.weight, mean=0.0, std=cfg.init_std)
+        self.embed = Embedding(vocab_size, cfg.d_model, n_segments, cfg.dropout, cfg.init_std)
         self.encoder = Stack(cfg, cfg.n_layers, cross=False)
         n_decoder_layers = cfg.n_decoder_layers if cfg.n_decoder_layers is not None else cfg.n_layers
         self.decoder = Stack(cfg, n_decoder_layers, cross=True)
