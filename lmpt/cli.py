@@ -20,6 +20,8 @@ from lmpt.config.errors import USER_ERRORS, describe
 from lmpt.config.resolvers import register_resolvers
 from lmpt.config.store import conf_dir, register_schemas
 
+register_resolvers()  # also in launcher worker processes, which import this module to run the task
+
 
 def train(cfg: DictConfig) -> float | None:
     from lmpt.train.run import run_training  # heavy imports only once the config is valid

@@ -48,7 +48,16 @@ def help_groups() -> str:
     return "\n".join(f"  {g.name}: {', '.join(sorted(f.stem for f in g.glob('*.yaml')))}" for g in groups)
 
 
+def gpu_count() -> int:
+    """Sweep jobs at once for hydra/launcher=parallel: one per GPU, or one at a time without GPUs."""
+    import torch
+
+    return max(1, torch.cuda.device_count())
+
+
 def register_resolvers() -> None:
+    if not OmegaConf.has_resolver("lmpt.gpu_count"):
+        OmegaConf.register_new_resolver("lmpt.gpu_count", gpu_count)
     if not OmegaConf.has_resolver("lmpt.groups"):
         OmegaConf.register_new_resolver("lmpt.groups", help_groups)
     if not OmegaConf.has_resolver("lmpt.unique_dir"):

@@ -251,6 +251,12 @@ class TrainerConfig:
     """auto: continue from the run directory's newest checkpoint; never; or a run directory / checkpoint path."""
     progress: str = "auto"
     """Console output: auto (live display on a terminal, plain lines otherwise), rich, plain or tqdm."""
+    tensorboard: bool = False
+    """Also log metrics to TensorBoard (run_dir/tensorboard; needs the tensorboard package)."""
+    wandb: bool = False
+    """Also log metrics to Weights & Biases (needs the wandb package); a resumed run continues the same W&B run."""
+    wandb_project: str = "lmpt"
+    """W&B project of the run."""
     dry_run: bool = False
     """Print the plan (config tree, parameters, tokens, FLOPs, estimated time) and exit without training."""
     sample_tokens: int = 48

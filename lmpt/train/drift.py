@@ -14,8 +14,8 @@ from lmpt.errors import LmptError
 MAY_CHANGE = {
     "trainer.max_steps", "trainer.log_every", "trainer.eval_every", "trainer.eval_batches", "trainer.ckpt_every",
     "trainer.ckpt_minutes", "trainer.keep_last", "trainer.resume", "trainer.progress", "trainer.device",
-    "trainer.sample_tokens", "trainer.dry_run", "trainer.max_nonfinite_steps", "data.num_workers",
-    "data.tokenize_workers", "data.cache_dir",
+    "trainer.sample_tokens", "trainer.dry_run", "trainer.max_nonfinite_steps", "trainer.tensorboard",
+    "trainer.wandb", "trainer.wandb_project", "data.num_workers", "data.tokenize_workers", "data.cache_dir",
 }  # fmt: skip
 
 

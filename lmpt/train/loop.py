@@ -22,6 +22,7 @@ from lmpt.train.checkpoint import CheckpointStore, load_parts
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
 from lmpt.train.efficiency import peak_flops, peak_memory_mb
+from lmpt.train.loggers import new_wandb_id, open_sinks
 from lmpt.train.metrics import MetricsLog, RunningStats, perplexity
 from lmpt.train.precision import Precision
 from lmpt.train.preemption import PreemptionFlag
@@ -35,6 +36,7 @@ class LoopState:
     tokens_seen: int = 0
     nonfinite_in_row: int = 0
     last_val: dict = field(default_factory=dict)
+    wandb_id: str = field(default_factory=new_wandb_id)
 
 
 def _count_tokens(batch: Batch, pad_id: int) -> torch.Tensor:
@@ -103,6 +105,7 @@ class TrainLoop:
                 "tokens_seen": self.state.tokens_seen,
                 "nonfinite_in_row": self.state.nonfinite_in_row,
                 "last_val": self.state.last_val,
+                "wandb_id": self.state.wandb_id,
                 "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict(),
                 "ranks": self.ctx.all_gather_object(self._rank_state()),
@@ -160,6 +163,7 @@ class TrainLoop:
             tokens_seen=trainer["tokens_seen"],
             nonfinite_in_row=trainer["nonfinite_in_row"],
             last_val=trainer["last_val"],
+            wandb_id=trainer.get("wandb_id", self.state.wandb_id),
         )
         if self.ctx.is_main:
             self.metrics.truncate_after(self.state.step)
@@ -281,6 +285,7 @@ class TrainLoop:
         torch.set_rng_state(rng)
         self.display.start(self.state.step)
         self.interval_started = last_save = time.perf_counter()
+        self.sinks = open_sinks(self.cfg, self.metrics.path.parent, self.state.wandb_id) if self.ctx.is_main else []
         try:
             with PreemptionFlag() as preemption:
                 for micro_batches in steps:
@@ -289,13 +294,11 @@ class TrainLoop:
                     self.display.advance(step)
                     if step % t.log_every == 0 or step == t.max_steps:
                         record = self.log_record(grad_norm)
-                        if self.ctx.is_main:
-                            self.metrics.write(record)
+                        self.emit(record)
                         self.display.log(step, record)
                     if (t.eval_every and step % t.eval_every == 0) or step == t.max_steps:
                         self.state.last_val = self.evaluate(val_batches)
-                        if self.ctx.is_main:
-                            self.metrics.write({"step": step, **self.state.last_val})
+                        self.emit({"step": step, **self.state.last_val})
                         self.display.evaluation(step, self.state.last_val)
                     due = (t.ckpt_every and step % t.ckpt_every == 0) or step == t.max_steps
                     overdue = t.ckpt_minutes > 0 and time.perf_counter() - last_save >= 60 * t.ckpt_minutes
@@ -308,4 +311,13 @@ class TrainLoop:
                         return "preempted"
         finally:
             self.display.close()
+            for sink in self.sinks:
+                sink.close()
         return "completed"
+
+    def emit(self, record: dict) -> None:
+        """A logged step or evaluation: metrics.jsonl, then any TensorBoard / W&B sink (rank 0 only)."""
+        if self.ctx.is_main:
+            self.metrics.write(record)
+            for sink in self.sinks:
+                sink.write(record)

@@ -36,6 +36,7 @@ from lmpt.train.drift import refuse_drift
 from lmpt.train.loop import TrainLoop
 from lmpt.train.metrics import MetricsLog
 from lmpt.train.optim import build_optimizer, build_scheduler
+from lmpt.train.placement import claim_free_gpu, release_gpus, sweeping_in_parallel
 from lmpt.train.plan import print_plan
 from lmpt.train.precision import pick_device, pick_precision
 from lmpt.train.preemption import EXIT_PREEMPTED
@@ -60,6 +61,8 @@ def run_training(cfg: DictConfig) -> float:
         if ctx.is_main and HydraConfig.get().mode != RunMode.MULTIRUN:  # a sweep keeps the failed job's folder
             discard_if_fresh(hydra_dir)
         raise
+    finally:
+        release_gpus()
     ctx.close()
     return result
 
@@ -83,6 +86,11 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     t = cfg.trainer
     validate_config(cfg)
     device = rank_device(pick_device(t.device), ctx)
+    if device.type == "cuda" and not ctx.enabled and sweeping_in_parallel():
+        index = claim_free_gpu()  # jobs running side by side each take a GPU of their own
+        if index is not None:
+            device = torch.device("cuda", index)
+            torch.cuda.set_device(device)
     precision = pick_precision(t, device)
     torch.use_deterministic_algorithms(t.deterministic, warn_only=False)
     preflight_objective(cfg.objective, cfg.tokenizer, cfg.data.seq_len, cfg.model.arch)
