@@ -41,11 +41,13 @@ def help_reference() -> str:
 
 
 def help_groups() -> str:
-    """`group: option, ...` for every folder of conf/ (the schema groups stay internal)."""
+    """`group: option, ...` for every folder of conf/ holding options, nested ones by path (hydra/launcher)."""
     from lmpt.config.store import conf_dir
 
-    groups = sorted(p for p in conf_dir().iterdir() if p.is_dir())
-    return "\n".join(f"  {g.name}: {', '.join(sorted(f.stem for f in g.glob('*.yaml')))}" for g in groups)
+    root = conf_dir()
+    groups = sorted(p for p in root.rglob("*") if p.is_dir() and any(p.glob("*.yaml")))
+    lines = [f"  {g.relative_to(root)}: {', '.join(sorted(f.stem for f in g.glob('*.yaml')))}" for g in groups]
+    return "\n".join(lines)
 
 
 def gpu_count() -> int:
