@@ -85,5 +85,20 @@ def run_hydra_app(task, config_name: str = "config") -> None:
         sys.exit(2 if all(_failed_jobs) else 1)
 
 
+def exit_process(code: int | str | None) -> NoReturn:
+    """Leave with `code`. A torchrun worker skips the interpreter's teardown, where gloo's worker threads can
+    abort the process (pytorch/pytorch#190489) and turn a clean exit, or the requeue code 75, into SIGABRT;
+    everything lmpt writes is flushed and committed before this point."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+    sys.exit(code)
+
+
 def main() -> None:
-    run_hydra_app(train)
+    try:
+        run_hydra_app(train)
+    except SystemExit as exc:
+        exit_process(exc.code)
+    exit_process(0)
