@@ -28,17 +28,16 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
-def drifted_keys(saved: dict, current: dict) -> list[str]:
-    """Keys whose values differ (or exist on one side only), except those that may change on resume."""
-    old, new = _flatten(saved), _flatten(current)
+def drifted_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Flattened keys whose values differ (or exist on one side only), except those that may change on resume."""
     return sorted(k for k in old.keys() | new.keys() if k not in MAY_CHANGE and old.get(k) != new.get(k))
 
 
 def refuse_drift(checkpoint: Path, cfg: DictConfig) -> None:
     saved = torch.load(checkpoint / "trainer.pt", map_location="cpu", weights_only=False)["config"]
-    keys = drifted_keys(saved, OmegaConf.to_container(cfg, resolve=True))
+    old, new = _flatten(saved), _flatten(OmegaConf.to_container(cfg, resolve=True))
+    keys = drifted_keys(old, new)
     if keys:
-        old, new = _flatten(saved), _flatten(OmegaConf.to_container(cfg, resolve=True))
         changes = ", ".join(f"{k} ({old.get(k)!r} -> {new.get(k)!r})" for k in keys[:6])
         more = f" and {len(keys) - 6} more" if len(keys) > 6 else ""
         raise LmptError(

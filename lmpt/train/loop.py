@@ -165,8 +165,6 @@ class TrainLoop:
             last_val=trainer["last_val"],
             wandb_id=trainer.get("wandb_id", self.state.wandb_id),
         )
-        if self.ctx.is_main:
-            self.metrics.truncate_after(self.state.step)
 
     def _load_shards(self, checkpoint: Path) -> None:
         import torch.distributed.checkpoint as dcp
@@ -279,7 +277,8 @@ class TrainLoop:
     def run(self, loader, val_batches: list[Batch]) -> str:
         """Train to `trainer.max_steps`; returns "completed", or "preempted" after a stop signal (checkpointed)."""
         t = self.t
-        self.metrics.truncate_after(self.state.step)  # lines of a run killed before its first checkpoint
+        if self.ctx.is_main:  # drop lines written after the checkpoint this run starts from (or before any)
+            self.metrics.truncate_after(self.state.step)
         rng = torch.get_rng_state()
         steps = iter(loader)  # a DataLoader draws its base seed from the global RNG: keep dropout's stream intact
         torch.set_rng_state(rng)
