@@ -39,7 +39,7 @@ class StepBatches(Dataset):
 
 
 def _ignore_stop_signals(worker_id: int) -> None:
-    """Workers leave SIGTERM/SIGINT/SIGUSR1 to the main process, which stops gracefully and then ends them."""
+    """Workers leave the stop signals to the main process, which stops gracefully and then ends them."""
     for sig in SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
 

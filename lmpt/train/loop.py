@@ -71,6 +71,7 @@ class TrainLoop:
         self.store, self.metrics, self.display = store, metrics, display
         self.ctx = ctx or Distributed()
         self.state = LoopState()
+        self.preemption = PreemptionFlag()
         self.stats = RunningStats()
         self.pad_id = objective.special.pad
         self.interval_tokens = torch.zeros((), dtype=torch.long, device=self.device)
@@ -286,7 +287,7 @@ class TrainLoop:
         self.interval_started = last_save = time.perf_counter()
         self.sinks = open_sinks(self.cfg, self.metrics.path.parent, self.state.wandb_id) if self.ctx.is_main else []
         try:
-            with PreemptionFlag() as preemption:
+            with self.preemption as preemption:
                 for micro_batches in steps:
                     grad_norm = self.train_step(micro_batches)
                     step = self.state.step

@@ -1,6 +1,10 @@
-"""Graceful preemption: SIGTERM, SIGINT and SIGUSR1 only raise a flag; the loop finishes the optimizer step,
-commits a checkpoint and exits with EXIT_PREEMPTED so a scheduler can requeue the job. A second Ctrl-C
-aborts at once."""
+"""Graceful preemption: SIGTERM, SIGINT, SIGUSR1 and SIGUSR2 only raise a flag; the loop finishes the optimizer
+step, commits a checkpoint and exits with EXIT_PREEMPTED so a scheduler can requeue the job. A second Ctrl-C
+aborts at once.
+
+Under submitit (`hydra/launcher=slurm`) the job's own handler for SIGUSR2, the signal SLURM sends ahead of the time
+limit or on preemption, requeues the job. lmpt's flag sits in front of it while training; once the checkpoint is
+committed the signal is handed over, and submitit requeues the job into the same run directory."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from lmpt.console import console
 EXIT_PREEMPTED = 75
 """Exit code after a graceful stop (EX_TEMPFAIL: "try again later"); requeue the job and it resumes."""
 
-SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
 
 
 class PreemptionFlag:
@@ -21,13 +25,14 @@ class PreemptionFlag:
 
     def __init__(self) -> None:
         self.requested: str | None = None
+        self._signum: int | None = None
         self._previous: dict[int, object] = {}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt  # the second Ctrl-C: abort now
-        self.requested = name
+        self.requested, self._signum = name, signum
         console.print(f"[bold yellow]{name}: finishing this step, saving a checkpoint, then exiting[/]")
 
     def __enter__(self) -> PreemptionFlag:
@@ -39,3 +44,14 @@ class PreemptionFlag:
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+
+    def hand_over(self) -> bool:
+        """Pass the stop signal on to the handler lmpt's stood in front of, if the process had one of its own
+        (submitit's requeue: it exits). Returns False when there was none, or when it returned."""
+        previous = self._previous.get(self._signum) if self._signum is not None else None
+        if not callable(previous) or previous is signal.default_int_handler:
+            return False
+        owner = getattr(previous, "__qualname__", repr(previous))
+        console.print(f"handing {self.requested} to the job's own handler ({owner})")
+        previous(self._signum, None)
+        return True

@@ -155,10 +155,9 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         return float(loop.state.last_val.get("val_loss", float("nan")))
     write_status(run.path, status, step=loop.state.step, wall_s=round(wall, 3))
     if status == "preempted":
-        console.print(
-            f"stopped at step {loop.state.step} with a committed checkpoint; run the same command to resume "
-            f"(exit code {EXIT_PREEMPTED})"
-        )
+        console.print(f"stopped at step {loop.state.step} with a committed checkpoint")
+        loop.preemption.hand_over()  # under submitit: its handler requeues the job and exits
+        console.print(f"run the same command to resume (exit code {EXIT_PREEMPTED})")
         sys.exit(EXIT_PREEMPTED)
 
     torch.save(

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
-from lmpt_cli import SMALL, lmpt_env, run_lmpt
+from lmpt_cli import SMALL, lmpt_command, lmpt_env, run_lmpt, train_losses
 
 from lmpt.config.resolvers import gpu_count
 from lmpt.train import placement
@@ -55,3 +58,51 @@ def test_slurm_launcher_composes(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "SlurmLauncher" in result.stdout and "gpus_per_node: 1" in result.stdout
     assert "max_num_timeout: 20" in result.stdout
+
+
+def _submitit_task(folder: Path) -> int:
+    """The pid of the submitit task process (`python -m submitit.core._submit FOLDER/...`) working under `folder`."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"submitit.core._submit" in argv and any(str(folder).encode() in a for a in argv):
+            return int(cmdline.parent.name)
+    raise AssertionError("no submitit task process")
+
+
+def test_submitit_requeues_a_preempted_job_into_its_own_run_directory(tmp_path: Path) -> None:
+    """SLURM's warning signal (SIGUSR2) mid-run: lmpt commits a checkpoint and hands the signal to submitit, which
+    requeues the job; the requeued job resumes in the same directory and ends as a run that was never stopped.
+    submitit's local executor stands in for slurmctld: the same handler, checkpoint and requeue code."""
+    args = [*SMALL, "trainer.max_steps=300", "trainer.log_every=1", "trainer.eval_every=0", "trainer.sample_tokens=0",
+            "trainer.ckpt_every=1000", "model.n_layers=2"]  # fmt: skip
+    golden = run_lmpt(*args, f"hydra.run.dir={tmp_path / 'golden'}", cwd=tmp_path)
+    assert golden.returncode == 0, golden.stderr
+
+    sweep = tmp_path / "sweep"
+    launcher = subprocess.Popen(
+        lmpt_command("-m", "hydra/launcher=submitit_local", *args, f"hydra.sweep.dir={sweep}"),
+        cwd=tmp_path, env=lmpt_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    metrics, deadline = sweep / "0" / "metrics.jsonl", time.time() + 120
+    while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 5) and time.time() < deadline:
+        time.sleep(0.05)
+    first_task = _submitit_task(sweep)
+    os.kill(first_task, signal.SIGUSR2)
+    out, err = launcher.communicate(timeout=300)
+    assert launcher.returncode == 0, err
+
+    (job_log,) = (sweep / ".submitit").glob("*/*_0_log.out")
+    log = job_log.read_text() + job_log.with_suffix(".err").read_text()
+    assert "SIGUSR2: finishing this step" in log and "Requeued job" in log
+    stopped_at = int(log.split("stopped at step ")[1].split()[0])
+    assert 5 <= stopped_at < 300 and f"resuming {sweep / '0'} from step_{stopped_at:08d}" in log
+    assert sorted(p.name for p in sweep.iterdir() if not p.name.startswith(".")) == [
+        "0", "multirun.yaml", "summary.csv", "summary.md", "val_loss.png"]  # fmt: skip
+    assert json.loads((sweep / "0" / "status.json").read_text())["status"] == "completed"
+    assert train_losses(sweep / "0") == train_losses(tmp_path / "golden")  # every step once, bit for bit
+    requeued = torch.load(sweep / "0" / "model.pt")["model"]
+    for name, tensor in torch.load(tmp_path / "golden" / "model.pt")["model"].items():
+        assert torch.equal(tensor, requeued[name]), name

@@ -1,4 +1,4 @@
-"""Graceful stops (SIGTERM, SIGINT, SIGUSR1), the second Ctrl-C, time-based checkpoints, drift refusal."""
+"""Graceful stops (SIGTERM, SIGINT, SIGUSR1, SIGUSR2), the second Ctrl-C, time-based checkpoints, drift refusal."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def wait_for_step(run: Path, step: int, timeout: float = 120) -> None:
     raise AssertionError(f"no step {step} within {timeout}s")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGUSR1])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2])
 def test_stop_signal_commits_a_checkpoint_and_exits_for_requeue(tmp_path: Path, sig: signal.Signals) -> None:
     run = tmp_path / "run"
     process = start(run)
