@@ -7,13 +7,16 @@ The figure is the ratio of median tokens/s (docs/benchmarks.md; method in the BE
 
     pip install -e ".[bench]"
     python scripts/bench.py --objectives clm,mlm,span --precisions fp32,bf16 --json bench.json
-    python scripts/bench.py --device cuda --preset gpt2-124m --objectives clm --precisions bf16 --compile
+    python scripts/bench.py --systems lmpt,lmpt-compiled,hf,hf-compiled --json bench.json
+    python scripts/bench.py --device cuda --preset gpt2-124m --objectives clm --precisions bf16 \
+        --systems lmpt-compiled,lmpt,hf
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import statistics
 import sys
@@ -58,6 +61,8 @@ class System:
     """One model under test: a step function over a batch and its model FLOPs per example."""
 
     name: str
+    """"lmpt" or "hf"."""
+    compiled: bool
     model: nn.Module
     step: Callable[[Batch], None]
     flops_per_example: float
@@ -75,8 +80,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=3, help="runs per system (alternating A B A B ...)")
     p.add_argument("--batch", type=int, default=None, help="override the preset's batch size")
     p.add_argument("--seq-len", type=int, default=None, help="override the preset's sequence length")
-    p.add_argument("--compile", action="store_true", help="torch.compile both systems' models")
-    p.add_argument("--systems", default="lmpt,hf", help="comma-separated: lmpt, hf")
+    p.add_argument("--systems", default="lmpt,hf",
+                   help="comma-separated, run in this order: lmpt, lmpt-compiled (trainer.compile=true), hf, "
+                        "hf-compiled (torch.compile on the whole reference model)")  # fmt: skip
     p.add_argument("--cache-dir", default=None, help="token cache root (default: a fresh temporary directory)")
     p.add_argument("--json", default=None, help="write the records as a JSON list to this path")
     return p.parse_args(argv)
@@ -214,27 +220,37 @@ def make_step(
 
 
 def build_systems(
-    name: str, wanted: list[str], shape: dict, objective: Objective, vocab: int, device: torch.device, args
+    name: str, wanted: list[str], shape: dict, objective: Objective, vocab: int, device: torch.device
 ) -> dict[str, Callable[[torch.dtype | None], System]]:
-    """Factories (per precision) of the systems under test; models are built once per objective."""
+    """Factories (per precision) of the systems under test, keyed by label; each model is built once per
+    objective from seed 0. lmpt compiles as `trainer.compile=true` does (`compile_parts`: the stack and the
+    sparse head); the reference compiles whole, as a user of transformers would."""
     s, t = objective.seq_len, objective.target_length
     systems: dict[str, Callable[[torch.dtype | None], System]] = {}
-    if "lmpt" in wanted:
+    for label in wanted:
+        system, compiled = label.removesuffix("-compiled"), label.endswith("-compiled")
         torch.manual_seed(0)
-        lm = build_lmpt(shape, objective, vocab).to(device).train()
-        fwd = torch.compile(lm) if args.compile else lm
-        head_fraction = float(objective.cfg.mask_prob) if name == "mlm" else 1.0
-        lm_flops = lm.flops_per_example(s, t, head_fraction)
-        lm_loss = lambda b: objective.loss(fwd(b), b)[0]
-        systems["lmpt"] = lambda dtype: System("lmpt", lm, make_step(lm, lm_loss, device, dtype), lm_flops)
-    if "hf" in wanted:
-        torch.manual_seed(0)
-        hf = build_hf(name, shape, objective, vocab).to(device).train()
-        hf_fwd = torch.compile(hf) if args.compile else hf
-        hf_flops = hf_flops_per_example(name, hf, shape, vocab, s, t)
-        pad = objective.special.pad
-        hf_loss = lambda b: hf_fwd(**hf_inputs(name, b, pad)).loss
-        systems["hf"] = lambda dtype: System("hf", hf, make_step(hf, hf_loss, device, dtype), hf_flops)
+        if system == "lmpt":
+            model = build_lmpt(shape, objective, vocab).to(device).train()
+            if compiled:
+                model.compile_parts()
+            head_fraction = float(objective.cfg.mask_prob) if name == "mlm" else 1.0
+            flops = model.flops_per_example(s, t, head_fraction)
+            loss_of = functools.partial(lambda m, b: objective.loss(m(b), b)[0], model)
+        elif system == "hf":
+            model = build_hf(name, shape, objective, vocab).to(device).train()
+            forward = torch.compile(model) if compiled else model
+            flops = hf_flops_per_example(name, model, shape, vocab, s, t)
+            pad = objective.special.pad
+            loss_of = functools.partial(lambda f, pad, b: f(**hf_inputs(name, b, pad)).loss, forward, pad)
+        else:
+            raise SystemExit(f"bench: unknown system {label!r}; choose from lmpt, lmpt-compiled, hf, hf-compiled")
+        systems[label] = functools.partial(
+            lambda system, compiled, model, loss_of, flops, dtype: System(
+                system, compiled, model, make_step(model, loss_of, device, dtype), flops
+            ),
+            system, compiled, model, loss_of, flops,
+        )  # fmt: skip
     return systems
 
 
@@ -292,58 +308,71 @@ def bench_objective(name: str, args, shape: dict, data, device: torch.device, co
     counts = [count_tokens(b, pad) for b in batches]
     tokens, loss_tokens = (sum(c[i] for c in counts) / len(counts) for i in (0, 1))
     data_s = data_path_seconds(objective, sampler)
-    factories = build_systems(name, args.systems.split(","), shape, objective, vocab, device, args)
+    torch._dynamo.reset()  # each objective's models compile afresh, never against another's cache limit
+    factories = build_systems(name, args.systems.split(","), shape, objective, vocab, device)
     records = []
     for precision in args.precisions.split(","):
         dtype = {"fp32": None, "bf16": torch.bfloat16}[precision]
-        systems = [make(dtype) for make in factories.values()]
+        systems = {label: make(dtype) for label, make in factories.items()}
         peaks = []
         for repeat in range(args.repeats):
             peak, peak_source = peak_of(device, dtype or torch.float32)
             peaks.append(peak)
-            for system in systems:  # A B A B ...: both see the same machine load
+            for label, system in systems.items():  # A B A B ...: all see the same machine load
                 system.runs.append(timed_run(system, batches, args.warmup, args.steps, device))
-                console.log(f"{name} {precision} {system.name} run {repeat + 1}: {system.runs[-1] * 1e3:.0f} ms/step")
+                console.log(f"{name} {precision} {label} run {repeat + 1}: {system.runs[-1] * 1e3:.0f} ms/step")
         peak = statistics.median(peaks)
-        for system in systems:
+        rows = {}
+        for label, system in systems.items():
             step_s = statistics.median(system.runs)
-            records.append(
-                dict(
-                    system=system.name, objective=name, precision=precision, preset=args.preset,
-                    reference=REFERENCE[name] if system.name == "hf" else "lmpt",
-                    device=describe_device(device), compile=args.compile, batch=batch_size, seq_len=seq_len,
-                    target_len=objective.target_length, vocab=vocab,
-                    parameters=sum(p.numel() for p in system.model.parameters()),
-                    tokens_per_step=tokens, loss_tokens_per_step=loss_tokens, step_ms=step_s * 1e3,
-                    tokens_per_s=tokens / step_s, loss_tokens_per_s=loss_tokens / step_s,
-                    runs_tokens_per_s=[tokens / r for r in system.runs],
-                    mfu=system.flops_per_example * batch_size / step_s / peak, peak_flops=peak, peak_source=peak_source,
-                    data_path_ms=data_s * 1e3, data_path_share=data_s / (step_s + data_s),
-                )
+            rows[label] = dict(
+                system=system.name, compiled=system.compiled, objective=name, precision=precision,
+                preset=args.preset, reference=REFERENCE[name] if system.name == "hf" else "lmpt",
+                device=describe_device(device), batch=batch_size, seq_len=seq_len,
+                target_len=objective.target_length, vocab=vocab,
+                parameters=sum(p.numel() for p in system.model.parameters()),
+                tokens_per_step=tokens, loss_tokens_per_step=loss_tokens, step_ms=step_s * 1e3,
+                tokens_per_s=tokens / step_s, loss_tokens_per_s=loss_tokens / step_s,
+                runs_tokens_per_s=[tokens / r for r in system.runs],
+                mfu=system.flops_per_example * batch_size / step_s / peak, peak_flops=peak, peak_source=peak_source,
+                data_path_ms=data_s * 1e3, data_path_share=data_s / (step_s + data_s),
             )  # fmt: skip
-        by_system = {r["system"]: r for r in records if r["objective"] == name and r["precision"] == precision}
-        if "lmpt" in by_system and "hf" in by_system:
-            lm, hf = by_system["lmpt"], by_system["hf"]
-            lm["ratio"] = lm["tokens_per_s"] / hf["tokens_per_s"]
-            # adjacent runs share the machine's load: the median of their ratios resists load drifts
-            pairs = zip(systems[0].runs, systems[1].runs, strict=True)
-            lm["ratio_of_adjacent_runs"] = statistics.median(h / m for m, h in pairs)
+        runs = {label: system.runs for label, system in systems.items()}
+        for label in rows:
+            if label.startswith("lmpt"):
+                add_ratios(rows[label], runs[label], rows, runs)
+        records += rows.values()
     return records
+
+
+def add_ratios(lm: dict, lm_runs: list[float], rows: dict[str, dict], runs: dict[str, list[float]]) -> None:
+    """`ratio`: lmpt over the reference in a plain PyTorch loop (eager); `ratio_vs_compiled_hf`: over the
+    compiled reference, when it ran. With each, the median of the ratios of adjacent runs, which share the
+    machine's load and so resist drifts in it."""
+    for key, hf in (("ratio", "hf"), ("ratio_vs_compiled_hf", "hf-compiled")):
+        if hf in rows:
+            lm[key] = lm["tokens_per_s"] / rows[hf]["tokens_per_s"]
+            lm[f"{key}_of_adjacent_runs"] = statistics.median(h / m for m, h in zip(lm_runs, runs[hf], strict=True))
 
 
 def render(records: list[dict], console: Console) -> None:
     table = Table(title="lmpt vs Hugging Face transformers: medians of alternating runs")
     for column in ("objective", "precision", "system", "params", "tokens/s", "loss tok/s", "ms/step", "MFU"):
         table.add_column(column, justify="right" if column not in ("objective", "system") else "left")
-    table.add_column("lmpt/hf", justify="right", style="bold")
+    table.add_column("vs HF eager", justify="right", style="bold")
+    table.add_column("vs HF compiled", justify="right")
     table.add_column("data path", justify="right")
+
+    def ratio(r: dict, key: str) -> str:
+        return f"{r[key]:.2f}x (pairs {r[key + '_of_adjacent_runs']:.2f}x)" if key in r else ""
+
     for r in records:
-        ratio = f"{r['ratio']:.2f}x (pairs {r['ratio_of_adjacent_runs']:.2f}x)" if r.get("ratio") else ""
-        data = f"{r['data_path_share']:.1%}" if r["system"] == "lmpt" else ""
+        label = (r["system"] if r["system"] == "lmpt" else r["reference"]) + (" compiled" if r["compiled"] else "")
         table.add_row(
-            r["objective"], r["precision"], r["system"] if r["system"] == "lmpt" else r["reference"],
+            r["objective"], r["precision"], label,
             f"{r['parameters'] / 1e6:.1f}M", f"{r['tokens_per_s']:,.0f}", f"{r['loss_tokens_per_s']:,.0f}",
-            f"{r['step_ms']:.0f}", f"{r['mfu']:.1%}", ratio, data,
+            f"{r['step_ms']:.0f}", f"{r['mfu']:.1%}", ratio(r, "ratio"), ratio(r, "ratio_vs_compiled_hf"),
+            f"{r['data_path_share']:.1%}" if r["system"] == "lmpt" else "",
         )  # fmt: skip
     console.print(table)
 

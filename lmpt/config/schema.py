@@ -226,7 +226,7 @@ class TrainerConfig:
     strategy: str = "ddp"
     """Under torchrun: ddp (replicate the model) or fsdp (shard parameters, gradients and optimizer state)."""
     compile: bool = False
-    """Compile the model with torch.compile."""
+    """torch.compile the model's stack and its sparse output head (the first steps are slow while it compiles)."""
     deterministic: bool = False
     """Use deterministic kernels (bitwise reproducible on CUDA, slower)."""
     seed: int = 1337

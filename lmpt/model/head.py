@@ -1,46 +1,49 @@
 """The tied output head and its float32 cross-entropy, evaluated only on loss-bearing positions.
 
-Eager: the selected rows are gathered first, so the head's matmul and softmax run on N rows instead of
-B*S (an MLM batch selects 15%). Under torch.compile the head runs on every position with static shapes
-and `ignore_index`, and only the final selection (a data-dependent shape) is left to eager code, so
-batches with different numbers of targets share one graph instead of recompiling."""
+The selected rows are gathered first, so the head's matmul and softmax run on N rows instead of B*S (an
+MLM batch selects 15%). A compiled model (`LanguageModel.compile_parts`) keeps this: the gather stays
+eager and the head is compiled with the row count N dynamic, so batches with different numbers of targets
+share one graph instead of recompiling, and the head does no work on the other positions."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
 from lmpt.batch import IGNORE
 
+RowsLoss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
-def _loss_and_correct(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-row float32 cross-entropy and whether the target has the top logit (amax is a cheaper pass
-    than argmax; they differ only on exact ties)."""
-    logits = logits.float()
-    loss = F.cross_entropy(logits, targets, ignore_index=IGNORE, reduction="none")
+
+def rows_loss(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-row float32 cross-entropy of the head `weight` [V, d] on `hidden` [N, d] against `targets` [N], and
+    whether the target has the top logit (amax is a cheaper pass than argmax; they differ only on exact ties)."""
+    logits = (hidden @ weight.t()).float()
+    loss = F.cross_entropy(logits, targets, reduction="none")
     with torch.no_grad():
-        target_logit = logits.gather(1, targets.clamp(min=0)[:, None])[:, 0]
-        correct = (target_logit >= logits.amax(dim=-1)) & (targets != IGNORE)
+        correct = logits.gather(1, targets[:, None])[:, 0] >= logits.amax(dim=-1)
     return loss, correct
 
 
-@torch.compiler.disable
-def _keep_selected(
-    loss: torch.Tensor, correct: torch.Tensor, selected: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The data-dependent end of the compiled head: per-position values at the selected positions only."""
-    flat = selected.reshape(-1)
-    return loss[flat], correct[flat], selected.nonzero()[:, 0]
+def compiled_rows_loss(backend: str = "inductor") -> RowsLoss:
+    """`rows_loss` under torch.compile with the number of rows dynamic from the first call (no recompiles)."""
+    compiled = torch.compile(rows_loss, backend=backend)
+
+    def run(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        torch._dynamo.maybe_mark_dynamic(hidden, 0)
+        torch._dynamo.maybe_mark_dynamic(targets, 0)
+        return compiled(hidden, weight, targets)
+
+    return run
 
 
 def token_losses(
-    hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor
+    hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, loss_of_rows: RowsLoss = rows_loss
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss [N] float32, correct [N] bool, batch row [N]) at the N positions of `labels` [B, S] that are
     not IGNORE, in row-major order; `hidden` [B, S, d], `weight` [V, d] the tied head."""
     selected = labels != IGNORE
-    if torch.compiler.is_compiling():
-        loss, correct = _loss_and_correct(hidden.reshape(-1, hidden.shape[-1]) @ weight.t(), labels.reshape(-1))
-        return _keep_selected(loss, correct, selected)
-    loss, correct = _loss_and_correct(hidden[selected] @ weight.t(), labels[selected])
+    loss, correct = loss_of_rows(hidden[selected], weight, labels[selected])
     return loss, correct, selected.nonzero()[:, 0]

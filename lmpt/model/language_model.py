@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from lmpt.batch import Batch
-from lmpt.model.head import token_losses
+from lmpt.model.head import RowsLoss, compiled_rows_loss, rows_loss, token_losses
 from lmpt.model.output import ModelOutput
 from lmpt.model.stacks import Decoder, Encoder, EncoderDecoder, Stack
 
@@ -34,6 +34,7 @@ class LanguageModel(nn.Module):
         bodies = {"decoder": Decoder, "encoder": Encoder, "encoder-decoder": EncoderDecoder}
         self.body: Decoder | EncoderDecoder = bodies[arch](cfg, vocab_size, pad_id, n_segments)
         self.sequence_head: nn.Sequential | None = None
+        self.loss_of_rows: RowsLoss = rows_loss
         if n_sequence_classes > 0:
             self.sequence_head = nn.Sequential(
                 nn.Linear(cfg.d_model, cfg.d_model), nn.Tanh(), nn.Linear(cfg.d_model, n_sequence_classes)
@@ -41,6 +42,12 @@ class LanguageModel(nn.Module):
             for layer in (self.sequence_head[0], self.sequence_head[2]):
                 nn.init.normal_(layer.weight, mean=0.0, std=cfg.init_std)
                 nn.init.zeros_(layer.bias)
+
+    def compile_parts(self, backend: str = "inductor") -> None:
+        """torch.compile the stack in place (parameter names unchanged) and the head with a dynamic row count;
+        the gather of loss-bearing rows between them stays eager, so the head stays sparse."""
+        self.body.compile(backend=backend)
+        self.loss_of_rows = compiled_rows_loss(backend)
 
     @property
     def head_weight(self) -> torch.Tensor:
@@ -65,7 +72,7 @@ class LanguageModel(nn.Module):
         """Per-token float32 cross-entropy on positions whose label is not IGNORE. Labels are taken as
         given (already shifted by the objective); the head never sees the other positions."""
         hidden = self.hidden_states(batch)
-        token_loss, token_correct, rows = token_losses(hidden, self.head_weight, batch.labels)
+        token_loss, token_correct, rows = token_losses(hidden, self.head_weight, batch.labels, self.loss_of_rows)
         sequence_logits = None
         if self.sequence_head is not None:
             # The encoder-decoder classifies from the decoder's first position, the others from the input's.

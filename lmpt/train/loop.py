@@ -63,7 +63,7 @@ class TrainLoop:
     ) -> None:
         self.cfg, self.t = cfg, cfg.trainer
         self.model, self.objective = model, objective
-        # torch.compile's wrapper when compiling; state dicts always come from `model` (no _orig_mod. prefix)
+        # the DDP/FSDP wrapper when distributed; state dicts always come from `model` (no `module.` prefix)
         self.forward = model if forward is None else forward
         self.optimizer, self.scheduler = optimizer, scheduler
         self.precision, self.device = precision, precision.device

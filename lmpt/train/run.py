@@ -122,12 +122,14 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         n_segments=objective.n_segments, n_sequence_classes=objective.n_sequence_classes,
     ).to(device)  # fmt: skip
     forward = parallelize(model, ctx, device, t.strategy, precision.name)
+    if t.compile:
+        model.compile_parts()
     optimizer = build_optimizer(cfg.optimizer, model, device)
     scheduler = build_scheduler(cfg.scheduler, optimizer, t.max_steps)
     loop = TrainLoop(
         cfg, model, objective, optimizer, scheduler, precision,
         CheckpointStore(run.checkpoints, t.keep_last), MetricsLog(run.path / METRICS_FILE),
-        make_display(t.progress, t.max_steps), forward=torch.compile(forward) if t.compile else forward, ctx=ctx,
+        make_display(t.progress, t.max_steps), forward=forward, ctx=ctx,
     )  # fmt: skip
     if ctx.is_main:
         loop.store.remove_leftovers()
