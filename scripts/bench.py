@@ -245,13 +245,16 @@ def build_systems(
             loss_of = functools.partial(lambda f, pad, b: f(**hf_inputs(name, b, pad)).loss, forward, pad)
         else:
             raise SystemExit(f"bench: unknown system {label!r}; choose from lmpt, lmpt-compiled, hf, hf-compiled")
-        systems[label] = functools.partial(
-            lambda system, compiled, model, loss_of, flops, dtype: System(
-                system, compiled, model, make_step(model, loss_of, device, dtype), flops
-            ),
-            system, compiled, model, loss_of, flops,
-        )  # fmt: skip
+        systems[label] = functools.partial(make_system, system, compiled, model, loss_of, flops, device)
     return systems
+
+
+def make_system(
+    name: str, compiled: bool, model: nn.Module, loss_of: Callable[[Batch], torch.Tensor], flops: float,
+    device: torch.device, dtype: torch.dtype | None,
+) -> System:  # fmt: skip
+    """One system at one precision, with an optimizer of its own."""
+    return System(name, compiled, model, make_step(model, loss_of, device, dtype), flops)
 
 
 # -- timing -------------------------------------------------------------------------------------------

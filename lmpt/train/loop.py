@@ -303,7 +303,7 @@ class TrainLoop:
                     due = (t.ckpt_every and step % t.ckpt_every == 0) or step == t.max_steps
                     overdue = t.ckpt_minutes > 0 and time.perf_counter() - last_save >= 60 * t.ckpt_minutes
                     # ranks see signals and clocks at different moments: they agree before acting
-                    stop, overdue = self.ctx.any(preemption.requested is not None, overdue)
+                    stop, overdue = self.ctx.any(preemption.requested, overdue)
                     if due or overdue or stop:
                         self.save()
                         last_save = time.perf_counter()

@@ -24,16 +24,19 @@ class PreemptionFlag:
     """Installed for the duration of training; `requested` is checked after every optimizer step."""
 
     def __init__(self) -> None:
-        self.requested: str | None = None
-        self._signum: int | None = None
+        self.signal: signal.Signals | None = None
+        """The stop signal received, if any."""
         self._previous: dict[int, object] = {}
 
+    @property
+    def requested(self) -> bool:
+        return self.signal is not None
+
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
         if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt  # the second Ctrl-C: abort now
-        self.requested, self._signum = name, signum
-        console.print(f"[bold yellow]{name}: finishing this step, saving a checkpoint, then exiting[/]")
+        self.signal = signal.Signals(signum)
+        console.print(f"[bold yellow]{self.signal.name}: finishing this step, saving a checkpoint, then exiting[/]")
 
     def __enter__(self) -> PreemptionFlag:
         if threading.current_thread() is threading.main_thread():  # signals can only be handled there
@@ -45,13 +48,12 @@ class PreemptionFlag:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
 
-    def hand_over(self) -> bool:
+    def hand_over(self) -> None:
         """Pass the stop signal on to the handler lmpt's stood in front of, if the process had one of its own
-        (submitit's requeue: it exits). Returns False when there was none, or when it returned."""
-        previous = self._previous.get(self._signum) if self._signum is not None else None
+        (submitit's, which requeues the job and exits); otherwise do nothing."""
+        previous = self._previous.get(self.signal) if self.signal is not None else None
         if not callable(previous) or previous is signal.default_int_handler:
-            return False
+            return
         owner = getattr(previous, "__qualname__", repr(previous))
-        console.print(f"handing {self.requested} to the job's own handler ({owner})")
-        previous(self._signum, None)
-        return True
+        console.print(f"handing {self.signal.name} to the job's own handler ({owner})")
+        previous(self.signal, None)

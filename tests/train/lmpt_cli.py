@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,3 +46,14 @@ def train_losses(run_dir: Path) -> dict[int, float]:
 
 def val_losses(run_dir: Path) -> dict[int, float]:
     return {r["step"]: r["val_loss"] for r in records(run_dir) if "val_loss" in r}
+
+
+def wait_for_step(run_dir: Path, step: int, timeout: float = 120) -> None:
+    """Until `run_dir`'s metrics.jsonl has `step` lines (with trainer.log_every=1 and no evaluation: step `step`)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        metrics = run_dir / "metrics.jsonl"
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= step:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no step {step} within {timeout}s")

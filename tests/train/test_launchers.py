@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
-from lmpt_cli import SMALL, lmpt_command, lmpt_env, run_lmpt, train_losses
+from golden import assert_same
+from lmpt_cli import SMALL, lmpt_command, lmpt_env, run_lmpt, wait_for_step
 
 from lmpt.config.resolvers import gpu_count
 from lmpt.train import placement
@@ -86,9 +86,7 @@ def test_submitit_requeues_a_preempted_job_into_its_own_run_directory(tmp_path: 
         lmpt_command("-m", "hydra/launcher=submitit_local", *args, f"hydra.sweep.dir={sweep}"),
         cwd=tmp_path, env=lmpt_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    metrics, deadline = sweep / "0" / "metrics.jsonl", time.time() + 120
-    while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 5) and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for_step(sweep / "0", 5)
     first_task = _submitit_task(sweep)
     os.kill(first_task, signal.SIGUSR2)
     out, err = launcher.communicate(timeout=300)
@@ -102,7 +100,4 @@ def test_submitit_requeues_a_preempted_job_into_its_own_run_directory(tmp_path: 
     assert sorted(p.name for p in sweep.iterdir() if not p.name.startswith(".")) == [
         "0", "multirun.yaml", "summary.csv", "summary.md", "val_loss.png"]  # fmt: skip
     assert json.loads((sweep / "0" / "status.json").read_text())["status"] == "completed"
-    assert train_losses(sweep / "0") == train_losses(tmp_path / "golden")  # every step once, bit for bit
-    requeued = torch.load(sweep / "0" / "model.pt")["model"]
-    for name, tensor in torch.load(tmp_path / "golden" / "model.pt")["model"].items():
-        assert torch.equal(tensor, requeued[name]), name
+    assert_same(tmp_path / "golden", sweep / "0", "requeued by submitit")  # every step once, bit for bit

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import torch
-from lmpt_cli import SMALL, lmpt_command, lmpt_env, run_lmpt, train_losses
+from lmpt_cli import SMALL, lmpt_command, lmpt_env, run_lmpt, train_losses, wait_for_step
 
 ARGS = [*SMALL, "trainer.max_steps=400", "trainer.ckpt_every=1000", "trainer.log_every=1", "trainer.eval_every=0"]
 
@@ -17,16 +16,6 @@ ARGS = [*SMALL, "trainer.max_steps=400", "trainer.ckpt_every=1000", "trainer.log
 def start(run: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(lmpt_command(*ARGS, *extra, f"hydra.run.dir={run}"), cwd=run.parent, env=lmpt_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-
-
-def wait_for_step(run: Path, step: int, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        metrics = run / "metrics.jsonl"
-        if metrics.exists() and len(metrics.read_text().splitlines()) >= step:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no step {step} within {timeout}s")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2])
