@@ -40,9 +40,15 @@ def largest_raw_length(fits: Callable[[int], bool]) -> int:
 
 
 def raw_length_for(input_length: int, r: float, mu: float) -> int:
-    """The largest raw window whose corrupted input (eos included) fits `input_length` tokens
-    (T5: 512 -> 568 at r=0.15, mu=3)."""
-    return largest_raw_length(lambda raw: span_lengths(raw, r, mu)[2] <= input_length)
+    """T5's random_spans_helper: the largest raw window whose corrupted input (eos included) fits
+    `input_length` tokens (512 -> 568 at r=0.15, mu=3); at r = 0.5 exactly, one token less when the targets
+    would be longer than the inputs, so they never exceed the input length (512 -> 766, targets 512, at mu=3)."""
+    raw = largest_raw_length(lambda raw: span_lengths(raw, r, mu)[2] <= input_length)
+    if r == 0.5 and raw > 2:
+        _, _, inputs, targets = span_lengths(raw, r, mu)
+        if targets > inputs:
+            raw -= 1
+    return raw
 
 
 def decoder_raw_length_for(seq_len: int, r: float, mu: float, extra: int = 0) -> int:

@@ -23,16 +23,40 @@ from lmpt.rng import generator
 SETTINGS = [(0.15, 3.0), (0.5, 8.0), (0.15, 64.0), (0.3, 1.0)]
 
 
+# T5's random_spans_helper at inputs_length 512 for UL2's six span settings and one more length:
+# (inputs_length, noise_density, mean_noise_span_length) -> (raw tokens_length, targets_length)
+T5_LENGTHS = [
+    ((512, 0.15, 3.0), (568, 114)),
+    ((512, 0.15, 8.0), (588, 100)),
+    ((512, 0.15, 64.0), (600, 92)),
+    ((512, 0.5, 3.0), (766, 512)),
+    ((512, 0.5, 8.0), (908, 512)),
+    ((512, 0.5, 64.0), (1006, 512)),
+    ((128, 0.5, 3.0), (190, 128)),
+]
+
+
 def test_t5_lengths() -> None:
     assert span_lengths(568, 0.15, 3.0) == (85, 28, 512, 114)
     assert raw_length_for(512, 0.15, 3.0) == 568
 
 
+@pytest.mark.parametrize("setting, lengths", T5_LENGTHS)
+def test_raw_and_target_lengths_are_t5s(setting: tuple[int, float, float], lengths: tuple[int, int]) -> None:
+    input_length, r, mu = setting
+    cfg = SpanConfig(noise_density=r, mean_span_length=mu)
+    span = build_objective(cfg, FakeTokenizer(1024, num_sentinels=200), input_length, "auto")
+    assert (span.window_length, span.target_length) == lengths
+    assert span.input_len <= input_length and span.target_length <= input_length
+
+
 @pytest.mark.parametrize("r, mu", SETTINGS)
 @pytest.mark.parametrize("input_length", [16, 128, 512])
 def test_raw_length_is_the_largest_that_fits(input_length: int, r: float, mu: float) -> None:
-    raw = raw_length_for(input_length, r, mu)
-    assert span_lengths(raw, r, mu)[2] <= input_length < span_lengths(raw + 1, r, mu)[2]
+    """The largest raw window whose input fits; at r = 0.5 one less if its targets would outgrow the inputs."""
+    fits = max(raw for raw in range(2, 4 * input_length) if span_lengths(raw, r, mu)[2] <= input_length)
+    _, _, inputs, targets = span_lengths(fits, r, mu)
+    assert raw_length_for(input_length, r, mu) == (fits - 1 if r == 0.5 and targets > inputs else fits)
 
 
 def test_random_segmentation_is_uniform_over_compositions() -> None:
