@@ -127,6 +127,8 @@ class ModelConfig:
     """Blocks in the decoder of an encoder-decoder; null = n_layers."""
     n_heads: int = 4
     """Attention heads per block."""
+    n_kv_heads: int | None = None
+    """Key/value heads (grouped-query attention: each serves n_heads/n_kv_heads query heads); null = n_heads."""
     ffn_dim: int = 384
     """Hidden width of the SwiGLU feed-forward."""
     max_seq_len: int = 1024

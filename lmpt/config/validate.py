@@ -60,6 +60,12 @@ def validate_config(cfg: DictConfig) -> None:
         m.n_decoder_layers,
         "> 0",
     )
+    _require(
+        m.n_kv_heads is None or (m.n_kv_heads > 0 and m.n_heads % m.n_kv_heads == 0),
+        "model.n_kv_heads",
+        m.n_kv_heads,
+        f"null or a positive divisor of model.n_heads={m.n_heads}",
+    )
     _require(0 <= m.dropout < 1, "model.dropout", m.dropout, "in [0, 1)")
 
     _positive(o, "optimizer", "lr")

@@ -16,6 +16,7 @@ import torch
 from lmpt.errors import LmptError
 from lmpt.inference.load import Trained, load_trained
 from lmpt.inference.options import parse_command, run_command
+from lmpt.model.block import kv_heads
 from lmpt.model.stacks import Decoder
 from lmpt.tokenizer.special import BOS, EOS, MASK, PAD, UNK
 from lmpt.train.rundir import TOKENIZER_FILE
@@ -66,7 +67,7 @@ def hf_config(trained: Trained) -> dict:
         "intermediate_size": int(m.ffn_dim),
         "num_hidden_layers": int(m.n_layers),
         "num_attention_heads": int(m.n_heads),
-        "num_key_value_heads": int(m.n_heads),
+        "num_key_value_heads": kv_heads(m),
         "head_dim": int(m.d_model) // int(m.n_heads),
         "hidden_act": "silu",
         "max_position_embeddings": int(m.max_seq_len),

@@ -34,38 +34,75 @@ def apply_rotary(x: torch.Tensor, rope: Rope) -> torch.Tensor:
 
 
 class Attention(nn.Module):
-    """Multi-head attention without biases. Self-attention rotates q and k; cross-attention
-    (keys and values from `context`) uses no rotary embedding.
+    """Multi-head attention without biases, grouped-query when `n_kv_heads` < `n_heads` (each key/value head
+    serves n_heads / n_kv_heads consecutive query heads, as in Llama). Self-attention rotates q and k;
+    cross-attention (keys and values from `context`) uses no rotary embedding.
 
     q, k and v come from one fused projection (`qkv`, or `q` and `kv` for cross-attention): one large
     matmul instead of three small ones. The rows are q, then k, then v, so an exported Llama's
-    q_proj/k_proj/v_proj are `qkv.weight.chunk(3)` (`split_projections`)."""
+    q_proj/k_proj/v_proj are the row blocks `split_projections` returns. `scale` is the factor on q.k
+    (None = 1/sqrt(head_dim); T5 folds it into its initialisation and uses 1)."""
 
-    def __init__(self, d_model: int, n_heads: int, cross: bool = False) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, n_kv_heads: int | None = None, cross: bool = False, scale: float | None = None
+    ) -> None:
         super().__init__()
         self.n_heads = n_heads
+        self.n_kv_heads = n_kv_heads or n_heads
         self.head_dim = d_model // n_heads
+        self.kv_dim = self.n_kv_heads * self.head_dim
         self.cross = cross
+        self.scale = scale
         if cross:
             self.q = nn.Linear(d_model, d_model, bias=False)
-            self.kv = nn.Linear(d_model, 2 * d_model, bias=False)
+            self.kv = nn.Linear(d_model, 2 * self.kv_dim, bias=False)
         else:
-            self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+            self.qkv = nn.Linear(d_model, d_model + 2 * self.kv_dim, bias=False)
         self.o = nn.Linear(d_model, d_model, bias=False)
 
     def split_projections(self) -> dict[str, torch.Tensor]:
-        """{"q", "k", "v", "o"} -> [d, d] weight, the unfused layout (Llama's q_proj, k_proj, v_proj, o_proj)."""
+        """{"q", "k", "v", "o"} -> weight, the unfused layout (Llama's q_proj, k_proj, v_proj, o_proj):
+        q and o [d, d], k and v [n_kv_heads * head_dim, d]."""
         if self.cross:
-            k, v = self.kv.weight.chunk(2)
+            k, v = self.kv.weight.split(self.kv_dim)
             q = self.q.weight
         else:
-            q, k, v = self.qkv.weight.chunk(3)
+            q, k, v = self.qkv.weight.split([self.o.in_features, self.kv_dim, self.kv_dim])
         return {"q": q, "k": k, "v": v, "o": self.o.weight}
 
-    def _heads(self, x: torch.Tensor, n: int) -> tuple[torch.Tensor, ...]:
-        """[B, S, n*d] -> n tensors [B, H, S, hd] (views: no copy before the attention kernel)."""
+    def load_projections(self, weights: dict[str, torch.Tensor]) -> None:
+        """Copy unfused {"q", "k", "v", "o"} weights (the layout `split_projections` returns) into place."""
+        with torch.no_grad():
+            if self.cross:
+                self.q.weight.copy_(weights["q"])
+                self.kv.weight.copy_(torch.cat([weights["k"], weights["v"]]))
+            else:
+                self.qkv.weight.copy_(torch.cat([weights["q"], weights["k"], weights["v"]]))
+            self.o.weight.copy_(weights["o"])
+
+    def _heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
+        """[B, S, n_heads*hd] -> [B, n_heads, S, hd] (a view: no copy before the attention kernel)."""
         b, s, _ = x.shape
-        return x.view(b, s, n, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        return x.view(b, s, n_heads, self.head_dim).transpose(1, 2)
+
+    def _project(self, x: torch.Tensor, context: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        """q [B, H, Sq, hd] and k, v [B, Hkv, Sk, hd]."""
+        if self.cross:
+            assert context is not None, "cross-attention needs a context"
+            k, v = self.kv(context).split(self.kv_dim, dim=-1)
+            q = self.q(x)
+        else:
+            q, k, v = self.qkv(x).split([self.o.in_features, self.kv_dim, self.kv_dim], dim=-1)
+        return self._heads(q, self.n_heads), self._heads(k, self.n_kv_heads), self._heads(v, self.n_kv_heads)
+
+    def _attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, is_causal: bool
+    ) -> torch.Tensor:
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=is_causal, scale=self.scale, enable_gqa=self.n_kv_heads != self.n_heads
+        )
+        b, _, s, _ = out.shape
+        return self.o(out.transpose(1, 2).reshape(b, s, -1))
 
     def forward(
         self,
@@ -75,36 +112,32 @@ class Attention(nn.Module):
         is_causal: bool = False,
         context: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """x [B, Sq, d] -> [B, Sq, d]. `mask` [B|1, 1, Sq, Sk] bool (True = may attend) or None;
-        `is_causal` only with mask None (the fused causal kernel)."""
-        if self.cross:
-            assert context is not None, "cross-attention needs a context"
-            (q,) = self._heads(self.q(x), 1)
-            k, v = self._heads(self.kv(context), 2)
-        else:
-            q, k, v = self._heads(self.qkv(x), 3)
+        """x [B, Sq, d] -> [B, Sq, d]. `mask` [B|1, 1|H, Sq, Sk] bool (True = may attend), float (added to the
+        scores) or None; `is_causal` only with mask None (the fused causal kernel)."""
+        q, k, v = self._project(x, context)
         if rope is not None:
             q, k = apply_rotary(q, rope), apply_rotary(k, rope)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal and mask is None)
-        b, _, s, _ = out.shape
-        return self.o(out.transpose(1, 2).reshape(b, s, -1))
+        return self._attend(q, k, v, mask, is_causal and mask is None)
 
     def forward_cached(
-        self, x: torch.Tensor, rope: Rope, past: tuple[torch.Tensor, torch.Tensor] | None
+        self,
+        x: torch.Tensor,
+        rope: Rope | None,
+        past: tuple[torch.Tensor, torch.Tensor] | None,
+        bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """Causal self-attention of new positions x [B, S, d] (rotated by `rope`, their own positions) over
-        the cached keys/values `past` ([B, H, P, hd] each, or None) and themselves: (output [B, S, d],
-        keys/values [B, H, P+S, hd] for the next call). Inference only (KV-cache generation)."""
-        q, k, v = self._heads(self.qkv(x), 3)
-        q, k = apply_rotary(q, rope), apply_rotary(k, rope)
-        mask = None
+        the cached keys/values `past` ([B, Hkv, P, hd] each, or None) and themselves: (output [B, S, d],
+        keys/values [B, Hkv, P+S, hd] for the next call). `bias` [1, H, S, P+S]: a float position bias that
+        already holds the causal mask (T5), instead of rotary positions. Inference only (KV-cache generation)."""
+        q, k, v = self._project(x, None)
+        if rope is not None:
+            q, k = apply_rotary(q, rope), apply_rotary(k, rope)
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-            if x.shape[1] > 1:  # several new positions: each sees the past and the new ones up to itself
-                mask = torch.ones(x.shape[1], k.shape[2], dtype=torch.bool, device=x.device).tril(
-                    k.shape[2] - x.shape[1]
-                )
-        is_causal = past is None and x.shape[1] > 1
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
-        b, _, s, _ = out.shape
-        return self.o(out.transpose(1, 2).reshape(b, s, -1)), (k, v)
+        mask = bias
+        if mask is None and past is not None and x.shape[1] > 1:
+            # several new positions: each sees the past and the new ones up to itself
+            mask = torch.ones(x.shape[1], k.shape[2], dtype=torch.bool, device=x.device).tril(k.shape[2] - x.shape[1])
+        is_causal = mask is None and past is None and x.shape[1] > 1
+        return self._attend(q, k, v, mask, is_causal), (k, v)

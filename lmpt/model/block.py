@@ -3,11 +3,19 @@ cross-attention, SwiGLU MLP."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from lmpt.model.attention import Attention, Rope
+
+
+def kv_heads(cfg: Any) -> int:
+    """model.n_kv_heads, or n_heads when it is null (or absent: a config saved before grouped-query attention)."""
+    value = getattr(cfg, "n_kv_heads", None)
+    return int(cfg.n_heads) if value is None else int(value)
 
 
 class SwiGLU(nn.Module):
@@ -27,15 +35,16 @@ class SwiGLU(nn.Module):
 class Block(nn.Module):
     """x + attn(norm(x)) [+ cross(norm(x), context)] + mlp(norm(x)), dropout on each residual branch."""
 
-    def __init__(self, d_model: int, n_heads: int, ffn_dim: int, dropout: float, norm_eps: float, cross: bool) -> None:
+    def __init__(self, cfg: Any, cross: bool) -> None:
         super().__init__()
-        self.attn_norm = nn.RMSNorm(d_model, eps=norm_eps)
-        self.attn = Attention(d_model, n_heads)
-        self.cross_norm = nn.RMSNorm(d_model, eps=norm_eps) if cross else None
-        self.cross_attn = Attention(d_model, n_heads, cross=True) if cross else None
-        self.mlp_norm = nn.RMSNorm(d_model, eps=norm_eps)
-        self.mlp = SwiGLU(d_model, ffn_dim)
-        self.dropout = nn.Dropout(dropout)
+        d_model, n_heads, n_kv_heads, eps = int(cfg.d_model), int(cfg.n_heads), kv_heads(cfg), float(cfg.norm_eps)
+        self.attn_norm = nn.RMSNorm(d_model, eps=eps)
+        self.attn = Attention(d_model, n_heads, n_kv_heads)
+        self.cross_norm = nn.RMSNorm(d_model, eps=eps) if cross else None
+        self.cross_attn = Attention(d_model, n_heads, n_kv_heads, cross=True) if cross else None
+        self.mlp_norm = nn.RMSNorm(d_model, eps=eps)
+        self.mlp = SwiGLU(d_model, int(cfg.ffn_dim))
+        self.dropout = nn.Dropout(float(cfg.dropout))
 
     def forward(
         self,

@@ -24,6 +24,12 @@ def check_model_config(cfg: Any, arch: str, vocab_size: int) -> None:
         raise LmptError(f"model.n_decoder_layers={cfg.n_decoder_layers} must be positive or null")
     if cfg.d_model % cfg.n_heads != 0:
         raise LmptError(f"model.n_heads={cfg.n_heads} does not divide model.d_model={cfg.d_model}")
+    n_kv_heads = getattr(cfg, "n_kv_heads", None)
+    if n_kv_heads is not None and (int(n_kv_heads) <= 0 or cfg.n_heads % int(n_kv_heads) != 0):
+        raise LmptError(
+            f"model.n_kv_heads={n_kv_heads} must be positive and divide model.n_heads={cfg.n_heads} "
+            "(each key/value head serves a whole group of query heads)"
+        )
     if (cfg.d_model // cfg.n_heads) % 2 != 0:
         raise LmptError(
             f"model.d_model/model.n_heads={cfg.d_model // cfg.n_heads} must be even (rotary embeddings rotate pairs)"

@@ -13,7 +13,7 @@ KeyValues = tuple[torch.Tensor, torch.Tensor]
 
 
 class KVCache:
-    """Keys and values [B, H, P, hd] of each self-attention layer of one stack, for positions 0..P-1."""
+    """Keys and values [B, n_kv_heads, P, hd] of each self-attention layer of one stack, for positions 0..P-1."""
 
     def __init__(self, n_layers: int) -> None:
         self.layers: list[KeyValues | None] = [None] * n_layers

@@ -84,9 +84,7 @@ class Stack(nn.Module):
 
     def __init__(self, cfg: Any, n_layers: int, cross: bool) -> None:
         super().__init__()
-        self.blocks = nn.ModuleList(
-            Block(cfg.d_model, cfg.n_heads, cfg.ffn_dim, cfg.dropout, cfg.norm_eps, cross) for _ in range(n_layers)
-        )
+        self.blocks = nn.ModuleList(Block(cfg, cross) for _ in range(n_layers))
         self.norm = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
         self.activation_checkpointing = bool(getattr(cfg, "activation_checkpointing", False))
         cos, sin = rotary_tables(int(cfg.max_seq_len), cfg.d_model // cfg.n_heads, float(cfg.rope_theta))
