@@ -42,13 +42,14 @@ def prefix_lm_batch(
     prefixes: list[torch.Tensor], targets: list[torch.Tensor], seq_len: int, special: SpecialTokens
 ) -> Batch:
     """Decoder-only prefix-LM form of (prefix, target) pairs: input = (prefix + target)[:-1], labels the
-    next token, shifted once here. prefix_len = len(prefix); labels IGNORE at positions < prefix_len (so
-    the first target token is context, not a target), padding to `seq_len` with pad / IGNORE."""
+    next token, shifted once here. prefix_len = len(prefix); labels IGNORE at positions < prefix_len - 1, so
+    every target token is a label: the first is predicted from the last prefix position, which sees only the
+    prefix (as T5's prefix_lm and seqio's decoder-only converter do). Padding to `seq_len` with pad / IGNORE."""
     rows, label_rows = [], []
     for prefix, target in zip(prefixes, targets, strict=True):
         sequence = torch.cat([prefix, target])
         labels = sequence[1:].clone()
-        labels[: prefix.numel()] = IGNORE
+        labels[: max(prefix.numel() - 1, 0)] = IGNORE
         rows.append(sequence[:-1])
         label_rows.append(labels)
     return Batch(

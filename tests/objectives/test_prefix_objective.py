@@ -35,9 +35,21 @@ def test_labels_only_on_the_suffix(shakespeare) -> None:
         assert batch.attention == "prefix" and batch.input_ids.shape == batch.labels.shape == (32, SEQ_LEN)
         assert torch.equal(batch.input_ids, w.tokens[:, :-1])
         positions = torch.arange(SEQ_LEN)[None]
-        suffix = positions >= batch.prefix_len[:, None]
-        assert ((batch.labels != IGNORE) == suffix).all()
-        assert torch.equal(batch.labels[suffix], w.tokens[:, 1:][suffix])
+        # the last prefix position, which sees only the prefix, predicts the first suffix token
+        predicts_suffix = positions >= batch.prefix_len[:, None] - 1
+        assert ((batch.labels != IGNORE) == predicts_suffix).all()
+        assert torch.equal(batch.labels[predicts_suffix], w.tokens[:, 1:][predicts_suffix])
+
+
+def test_prefix_and_labels_rebuild_the_window(shakespeare) -> None:
+    """Every suffix token is a target: an (L+1-k)-token suffix gives L+1-k labels, none skipped."""
+    prefix = build_objective(PrefixConfig(), shakespeare.tokenizer, SEQ_LEN, "auto")
+    for w, batch in batches(prefix, shakespeare.train, 64, 4):
+        for row in range(64):
+            k = int(batch.prefix_len[row])
+            labels = batch.labels[row][batch.labels[row] != IGNORE]
+            assert labels.numel() == SEQ_LEN + 1 - k
+            assert batch.input_ids[row, :k].tolist() + labels.tolist() == w.tokens[row].tolist()
 
 
 def test_same_seed_same_batch(shakespeare) -> None:

@@ -132,13 +132,12 @@ def test_decoder_only_form(shakespeare, r: float, mu: float) -> None:
         for row in range(8):
             ids, labels = batch.input_ids[row], batch.labels[row]
             carries = (labels != IGNORE).nonzero().flatten()
-            # labels only on the target part, each the next input token (shifted once)
-            assert carries.tolist() == list(range(input_len, input_len + target_len - 1))
+            # every target token is a label, the first predicted from the last input position; shifted once
+            assert carries.tolist() == list(range(input_len - 1, input_len + target_len - 1))
             assert torch.equal(labels[carries[:-1]], ids[carries[:-1] + 1])
             # the input holds all but the final eos of the target, which is only a label
-            inputs, targets = ids[:input_len].tolist(), ids[input_len : input_len + target_len - 1].tolist()
-            assert labels[carries[-1]] == special.eos
-            targets.append(special.eos)
+            inputs, targets = ids[:input_len].tolist(), labels[carries].tolist()
+            assert targets[0] == special.sentinel(0) and targets[-1] == special.eos
             assert uncorrupt_spans(inputs, targets, special) == w.tokens[row].tolist()
 
 

@@ -87,18 +87,17 @@ def test_every_row_is_its_denoisers_corruption_of_the_window(shakespeare, arch: 
             else:
                 prefix_len = int(batch.prefix_len[row])
                 positions = carries.nonzero().flatten()
-                assert positions[0] == prefix_len and torch.equal(
-                    positions, torch.arange(prefix_len, positions[-1] + 1)
-                )
+                # every target token is a label, the first predicted from the last prefix position
+                assert torch.equal(positions, torch.arange(prefix_len - 1, positions[-1] + 1))
                 assert torch.equal(labels[positions[:-1]], ids[positions[:-1] + 1])  # shifted once
-                sequence = ids[: positions[-1] + 1].tolist() + [int(labels[positions[-1]])]
+                context, targets = ids[1:prefix_len].tolist(), labels[positions].tolist()
                 if d.kind == "S":
-                    assert sequence[1:] == raw
-                    s_fractions.append((len(raw) - (prefix_len - 1)) / len(raw))
+                    assert context + targets == raw
+                    s_fractions.append(len(targets) / len(raw))
                 else:
-                    _, _, input_len, _ = span_lengths(d.raw_length, d.noise_density, d.mean_span_length)
-                    assert prefix_len == 1 + input_len
-                    assert uncorrupt_spans(sequence[1:prefix_len], sequence[prefix_len:], SPECIAL) == raw
+                    _, _, input_len, target_len = span_lengths(d.raw_length, d.noise_density, d.mean_span_length)
+                    assert prefix_len == 1 + input_len and len(targets) == target_len
+                    assert uncorrupt_spans(context, targets, SPECIAL) == raw
     # S: the target fraction is uniform on a range centred on 0.25 of the window
     s = ul2.denoisers[2]
     low, high = s_target_range(s.raw_length, 0.25)

@@ -135,7 +135,8 @@ def check_prefix(document: dict) -> None:
     for example in document["examples"]:
         k, n = example["prefix_len"], len(example["input_ids"])
         assert 1 <= k < n
-        assert example["loss_positions"] == list(range(k, n))  # the first suffix token is context
+        assert example["loss_positions"] == list(range(k - 1, n))  # the last prefix position predicts the suffix
+        assert example["input_ids"][:k] + example["target_ids"] == example["original_ids"]
         assert example["input_ids"] == example["original_ids"][:-1]
 
 
