@@ -25,6 +25,10 @@ class TokenizerConfig:
     """Span sentinels <extra_id_0> ... reserved for span corruption."""
     max_sentences: int = 2000000
     """Most sentences sampled from the corpus to train the tokenizer."""
+    seed: int = 0
+    """Seed of the sentence sample the tokenizer is trained on (the same corpus and settings give the same file)."""
+    threads: int = 4
+    """Threads that train the tokenizer; part of its identity (SentencePiece's result depends on the count)."""
 
 
 @dataclass

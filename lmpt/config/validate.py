@@ -84,7 +84,8 @@ def validate_config(cfg: DictConfig) -> None:
     _require(0 <= s.decay_fraction <= 1, "scheduler.decay_fraction", s.decay_fraction, "in [0, 1]")
 
     _choice(tok.model_type, "tokenizer.model_type", ("unigram", "bpe"))
-    _positive(tok, "tokenizer", "num_sentinels", allow_zero=True)
+    _positive(tok, "tokenizer", "num_sentinels", "seed", allow_zero=True)
+    _positive(tok, "tokenizer", "max_sentences", "threads")
     reserved = 10 + tok.num_sentinels
     _require(
         tok.vocab_size > reserved + 256,

@@ -125,17 +125,27 @@ def _build(directory: Path, items: Items, tokenizer: Tokenizer, workers: int, to
     return {"dtype": dtype.name, "eos_id": tokenizer.special.eos, "splits": counts}
 
 
-def _read_meta(directory: Path) -> dict | None:
+def _read_meta(directory: Path, tokenizer: Tokenizer | None = None) -> dict | None:
+    """The cache's meta.json when the cache is complete (and, given `tokenizer`, was made with it)."""
     try:
         meta = json.loads((directory / META_NAME).read_text())
     except (OSError, ValueError):
         return None
+    if tokenizer is not None and meta.get("tokenizer_fingerprint") != tokenizer.fingerprint:
+        return None  # made with another tokenizer: never used, rebuilt
     return meta if meta.get("complete") else None
 
 
-def prepare_corpora(cfg: DataConfig, tokenizer_cfg: TokenizerConfig, base_dir: Path, cache_root: Path) -> PreparedData:
-    """Resolve the text, train or reuse the tokenizer (training text only), and build or reuse the
-    token cache under `cache_root/tokens/<key>/`."""
+def prepare_corpora(
+    cfg: DataConfig,
+    tokenizer_cfg: TokenizerConfig,
+    base_dir: Path,
+    cache_root: Path,
+    tokenizer: Tokenizer | None = None,
+) -> PreparedData:
+    """Resolve the text, train or reuse the tokenizer (training text only) unless `tokenizer` is given (a
+    resumed run's own), and build or reuse the token cache of that tokenizer under `cache_root/tokens/<key>/`
+    (the key holds the tokenizer's fingerprint: a cache made with another tokenizer is never used)."""
     train_paths = resolve_paths(list(cfg.paths), base_dir)
     val_paths = resolve_paths(list(cfg.val_paths), base_dir) if cfg.val_paths else []
     overlap = set(train_paths) & set(val_paths)
@@ -143,12 +153,13 @@ def prepare_corpora(cfg: DataConfig, tokenizer_cfg: TokenizerConfig, base_dir: P
         raise LmptError(f"{sorted(overlap)[0]} is in both data.paths and data.val_paths: list it in one only")
     fingerprint = corpus_fingerprint(cfg, train_paths, val_paths)
     items = _split_items(cfg, train_paths, val_paths)
-    tokenizer = prepare_tokenizer(tokenizer_cfg, train_only(items), fingerprint, cache_root)
+    if tokenizer is None:
+        tokenizer = prepare_tokenizer(tokenizer_cfg, train_only(items), fingerprint, cache_root)
 
     key_settings = [fingerprint, tokenizer.fingerprint, cfg.documents, cfg.text_field, cfg.val_fraction]
     key = hashlib.sha256(json.dumps([_CACHE_VERSION, *key_settings]).encode()).hexdigest()[:32]
     cache_dir = Path(cache_root) / "tokens" / key
-    meta = _read_meta(cache_dir)
+    meta = _read_meta(cache_dir, tokenizer)
     reused = meta is not None
     if meta is None:
         meta = _build_cache(cache_dir, items, tokenizer, cfg, train_paths + val_paths)
@@ -188,12 +199,12 @@ def _build_cache(cache_dir: Path, items: Items, tokenizer: Tokenizer, cfg: DataC
         build_seconds=round(seconds, 3),
     )
     (tmp_dir / META_NAME).write_text(json.dumps(meta, indent=2) + "\n")
-    if cache_dir.exists() and _read_meta(cache_dir) is None:
-        shutil.rmtree(cache_dir, ignore_errors=True)  # a damaged cache with no complete meta.json
+    if cache_dir.exists() and _read_meta(cache_dir, tokenizer) is None:
+        shutil.rmtree(cache_dir, ignore_errors=True)  # damaged (no complete meta.json) or another tokenizer's
     try:
         os.rename(tmp_dir, cache_dir)
     except OSError:
-        if _read_meta(cache_dir) is None:
+        if _read_meta(cache_dir, tokenizer) is None:
             raise
         shutil.rmtree(tmp_dir, ignore_errors=True)  # another process committed the same cache first
     counts = meta["splits"]

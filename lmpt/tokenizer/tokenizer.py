@@ -65,6 +65,11 @@ class Tokenizer:
             ) from None
         return cls(path, data)
 
+    @property
+    def model_bytes(self) -> bytes:
+        """The serialized model: what `fingerprint` hashes and what a run directory stores."""
+        return self._model_bytes
+
     def __getstate__(self) -> dict:
         return {"path": self.path, "model_bytes": self._model_bytes}
 

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import random
 import re
 import shutil
 import tempfile
@@ -23,7 +24,7 @@ from lmpt.tokenizer.special import SpecialTokens
 from lmpt.tokenizer.tokenizer import Tokenizer
 
 MODEL_NAME = "tokenizer.model"
-_CACHE_VERSION = 1  # bump when training changes so old cached tokenizers are not reused
+_CACHE_VERSION = 2  # bump when training changes so old cached tokenizers are not reused
 _TOO_LARGE = re.compile(r"value <= (\d+)")
 
 
@@ -39,6 +40,22 @@ def _sentences(documents: Callable[[], Iterator[list[str]]]) -> Iterator[str]:
         yield from doc
 
 
+def sample_sentences(sentences: Iterator[str], limit: int, seed: int) -> list[str]:
+    """Up to `limit` sentences drawn uniformly (reservoir sampling, corpus order kept) by a generator seeded
+    with `seed`: the same corpus and seed give the same sample in any process. SentencePiece's own sampling
+    is unseeded, so it never samples."""
+    rng = random.Random(seed)
+    kept: list[tuple[int, str]] = []
+    for i, sentence in enumerate(sentences):
+        if i < limit:
+            kept.append((i, sentence))
+        else:
+            j = rng.randrange(i + 1)
+            if j < limit:
+                kept[j] = (i, sentence)
+    return [sentence for _, sentence in sorted(kept)]
+
+
 def train_model(cfg: TokenizerConfig, documents: Callable[[], Iterator[list[str]]]) -> bytes:
     """The serialized SentencePiece model trained on the sentences of `documents`."""
     if cfg.model_type not in ("unigram", "bpe"):
@@ -51,7 +68,7 @@ def train_model(cfg: TokenizerConfig, documents: Callable[[], Iterator[list[str]
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=_sentences(documents),
+            sentence_iterator=iter(sample_sentences(_sentences(documents), cfg.max_sentences, cfg.seed)),
             model_writer=model,
             vocab_size=cfg.vocab_size,
             model_type=cfg.model_type,
@@ -62,9 +79,9 @@ def train_model(cfg: TokenizerConfig, documents: Callable[[], Iterator[list[str]
             bos_id=2,
             eos_id=3,
             user_defined_symbols=SpecialTokens.user_defined_pieces(cfg.num_sentinels),
-            input_sentence_size=cfg.max_sentences,
-            shuffle_input_sentence=True,
-            num_threads=os.cpu_count() or 1,
+            input_sentence_size=0,  # sampled above, with a seed
+            shuffle_input_sentence=False,
+            num_threads=cfg.threads,  # part of the settings: the trained model depends on the thread count
             minloglevel=2,
         )
     except RuntimeError as e:

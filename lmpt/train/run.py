@@ -21,6 +21,7 @@ from lmpt.model import build_model
 from lmpt.model.generate import sample
 from lmpt.objectives.registry import build_objective, preflight_objective
 from lmpt.rng import derive_seed, generator
+from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.batches import StepBatches, step_loader, validation_batches
 from lmpt.train.checkpoint import CheckpointStore
 from lmpt.train.display import make_display, summary_table
@@ -43,9 +44,10 @@ from lmpt.train.preemption import EXIT_PREEMPTED
 from lmpt.train.rundir import (
     FINAL_MODEL,
     METRICS_FILE,
-    TOKENIZER_FILE,
     discard_if_fresh,
+    load_run_tokenizer,
     locate_run,
+    save_run_tokenizer,
     write_run_config,
     write_status,
 )
@@ -67,10 +69,12 @@ def run_training(cfg: DictConfig) -> float:
     return result
 
 
-def _prepare(cfg: DictConfig):
-    """Tokenizer, token cache and objective: refusals here come before any model is built."""
+def _prepare(cfg: DictConfig, run_tokenizer: Tokenizer | None):
+    """Tokenizer, token cache and objective: refusals here come before any model is built. `run_tokenizer`:
+    a resumed run's own tokenizer, used instead of the cached or configured one."""
     data_cfg, tokenizer_cfg = OmegaConf.to_object(cfg.data), OmegaConf.to_object(cfg.tokenizer)
-    data = prepare_corpora(data_cfg, tokenizer_cfg, Path.cwd(), default_cache_root(cfg.data.cache_dir))
+    cache_root = default_cache_root(cfg.data.cache_dir)
+    data = prepare_corpora(data_cfg, tokenizer_cfg, Path.cwd(), cache_root, tokenizer=run_tokenizer)
     objective = build_objective(cfg.objective, data.tokenizer, cfg.data.seq_len, cfg.model.arch)
     objective.check_corpus(data.train)
     longest = max(cfg.data.seq_len, objective.target_length)
@@ -106,7 +110,8 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     if run.resume_from is not None:
         refuse_drift(run.resume_from, cfg)
 
-    data, objective = ctx.main_first(lambda: _prepare(cfg))  # rank 0 builds the caches, the others reuse them
+    run_tokenizer = load_run_tokenizer(run)
+    data, objective = ctx.main_first(lambda: _prepare(cfg, run_tokenizer))  # rank 0 builds caches, others reuse
     tokenizer = data.tokenizer
     sampler = WindowSampler(data.train, objective.window_length, t.batch_size, t.seed, ctx.rank, ctx.world_size,
                             t.grad_accum)  # fmt: skip
@@ -114,7 +119,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     val_windows = ValidationWindows(data.val, objective.window_length, t.batch_size, n_val)
     if ctx.is_main:
         write_run_config(run, cfg)
-        shutil.copyfile(tokenizer.path, run.path / TOKENIZER_FILE)
+        save_run_tokenizer(run, tokenizer)
 
     torch.manual_seed(derive_seed(t.seed, "init"))  # the same initial weights on every rank
     model = build_model(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -10,7 +11,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from lmpt.console import info
 from lmpt.errors import LmptError
+from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.checkpoint import MANIFEST, CheckpointStore
 
 CONFIG_FILE = "config.yaml"
@@ -85,3 +88,25 @@ def write_status(run_dir: Path, status: str, **fields: object) -> None:
     """`status.json`: completed, preempted or failed (with the error), for reports and sweep summaries."""
     if run_dir.is_dir():
         (run_dir / STATUS_FILE).write_text(json.dumps({"status": status, **fields}) + "\n")
+
+
+def save_run_tokenizer(run: RunDir, tokenizer: Tokenizer) -> None:
+    """Write the run's tokenizer (a temporary file renamed into place: it is whole or absent). A resumed run
+    keeps the one it has: that file, not the cache, decides its token ids."""
+    path = run.path / TOKENIZER_FILE
+    if run.resume_from is not None and path.is_file():
+        return
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(tokenizer.model_bytes)
+    os.replace(tmp, path)
+
+
+def load_run_tokenizer(run: RunDir) -> Tokenizer | None:
+    """The tokenizer a resumed run was trained with (None for a new run, or an old run that lacks the file):
+    it is the authority on resume, whatever the cache or tokenizer.model_file hold now."""
+    path = run.path / TOKENIZER_FILE
+    if run.resume_from is None or not path.is_file():
+        return None
+    tokenizer = Tokenizer.load(path)
+    info(f"resuming with the run's own tokenizer {path}")
+    return tokenizer
