@@ -196,13 +196,14 @@ class SchedulerConfig:
 @dataclass
 class DataConfig:
     paths: list[str] = field(default_factory=lambda: ["bundled:tinyshakespeare.txt"])
-    """Training text: files, directories, globs, .jsonl files; `bundled:NAME` for a shipped corpus."""
+    """Training text: files, directories, globs (.txt/.md/.text, .jsonl, each also .gz/.zst, .parquet, a Hugging Face
+    save_to_disk folder's .arrow); `bundled:NAME` for a shipped corpus."""
     val_paths: list[str] = field(default_factory=list)
     """Held-out text; empty = hold out `val_fraction` of the training documents."""
     val_fraction: float = 0.05
     """Share of documents held out for validation when `val_paths` is empty."""
     text_field: str = "text"
-    """Field holding the text in .jsonl records."""
+    """Field (JSONL) or column (parquet, arrow) holding each record's text."""
     documents: str = "auto"
     """How text splits into documents: auto, blank_line, wikitext, line or file (jsonl: one per record)."""
     seq_len: int = 256

@@ -8,13 +8,13 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from lmpt.data.readers.text import DOCUMENT_MODES
 from lmpt.errors import LmptError
 
 ARCHS = ("auto", "decoder", "encoder", "encoder-decoder")
 PRECISIONS = (None, "fp32", "bf16", "fp16")
 PROGRESS = ("auto", "rich", "plain", "tqdm")
 SCHEDULES = ("cosine", "linear", "constant", "inverse_sqrt", "wsd")
-DOCUMENT_MODES = ("auto", "blank_line", "wikitext", "line", "file")
 
 
 def _require(ok: bool, key: str, value: Any, rule: str) -> None:

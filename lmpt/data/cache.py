@@ -20,6 +20,7 @@ from lmpt.config.schema import DataConfig, TokenizerConfig
 from lmpt.console import console, info, is_main_process
 from lmpt.data.corpus import META_NAME, TokenCorpus, token_dtype
 from lmpt.data.corpus_writer import CorpusWriter
+from lmpt.data.readers import format_of
 from lmpt.data.sources import iter_documents, resolve_paths
 from lmpt.data.split import choose_unit, split_stream, train_only
 from lmpt.data.tokenize_worker import encode_chunk, init_worker
@@ -55,7 +56,7 @@ def default_cache_root(cfg_cache_dir: str | None) -> Path:
 def _hash_files(h: hashlib._Hash, label: str, paths: list[Path]) -> None:
     h.update(f"{label}:{len(paths)}\n".encode())
     for path in paths:
-        h.update(f"{path.suffix.lower()}:{path.stat().st_size}\n".encode())  # suffix decides jsonl parsing
+        h.update(f"{format_of(path)}:{path.stat().st_size}\n".encode())  # the format decides the parsing
         with open(path, "rb") as f:
             while block := f.read(_HASH_BLOCK):
                 h.update(block)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lmpt.data.sources import bundled_dir, iter_documents, resolve_paths, split_sentences
+from lmpt.data.readers.text import split_sentences
+from lmpt.data.sources import bundled_dir, iter_documents, resolve_paths
 from lmpt.errors import LmptError
 
 
@@ -110,7 +111,7 @@ def test_jsonl_records(tmp_path: Path) -> None:
 
 def test_invalid_utf8_names_file_and_byte(tmp_path: Path) -> None:
     f = _write(tmp_path / "latin1.txt", b"good line\ncaf\xe9 au lait\n")
-    with pytest.raises(LmptError, match=r"latin1.txt is not valid UTF-8 at byte 13: convert it to UTF-8"):
+    with pytest.raises(LmptError, match=r"latin1.txt is not valid UTF-8 at byte 13 \(line 2\): convert it to UTF-8"):
         list(iter_documents([f], "blank_line", "text"))
 
 

@@ -7,6 +7,8 @@ import hashlib
 import subprocess
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from golden import BASE, describe, env, run
 from lmpt_cli import lmpt_command
@@ -41,6 +43,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "tiny.txt").write_text("a b\n\nc d\n\ne f\n\ng h\n")
     (root / "small.txt").write_text(TEXT * 40 + "\n" + TEXT.upper() * 40)
     (root / "a-file").write_text("not a directory\n")
+    pq.write_table(pa.table({"url": ["u"], "content": ["c"]}), root / "web.parquet")
     existing = root / "existing"
     result = run(existing, [*BASE, "trainer.max_steps=4"])
     assert result.returncode == 0, describe(result)
@@ -52,6 +55,10 @@ CASES = {
     "empty file": (["data=text", "data.paths=[empty.txt]"], "empty"),
     "directory without text": (["data=text", "data.paths=[no-text]"], "holds no text files"),
     "invalid utf-8": (["data=text", "data.paths=[latin1.txt]"], "latin1.txt is not valid UTF-8"),
+    "parquet without the text column": (
+        ["data=text", "data.paths=[web.parquet]"],
+        "web.parquet has no column 'text' (its columns: url, content): set data.text_field",
+    ),
     "corpus smaller than one window": (
         [
             "data=text",

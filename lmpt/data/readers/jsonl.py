@@ -1,0 +1,29 @@
+"""JSON Lines (.jsonl, .jsonl.gz, .jsonl.zst): one document per record's text field, streamed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from lmpt.data.readers.streams import iter_lines
+from lmpt.data.readers.text import record_document
+from lmpt.errors import LmptError
+
+
+def jsonl_documents(path: Path, text_field: str) -> Iterator[list[str]]:
+    """The sentences of each record's `text_field`; a line that is not JSON is refused with its number."""
+    for line, lineno, _ in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise LmptError(f"{path}:{lineno} is not valid JSON ({e.msg}): fix or remove that line") from None
+        if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+            raise LmptError(
+                f"{path}:{lineno} has no string field '{text_field}': set data.text_field to the field holding the text"
+            )
+        doc = record_document(record[text_field])
+        if doc:
+            yield doc
