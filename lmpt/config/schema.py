@@ -147,6 +147,12 @@ class ModelConfig:
     """Standard deviation of the weight initialisation."""
     activation_checkpointing: bool = False
     """Recompute each block's activations in backward instead of storing them (less memory, ~1/3 more compute)."""
+    init_from: str | None = None
+    """Start a new stage from these weights: an lmpt run directory or checkpoint, or a local Hugging Face
+    LlamaForCausalLM / EuroBertForMaskedLM directory. Its architecture keys are adopted unless set explicitly;
+    optimizer and schedule start fresh; data and objective may change."""
+    stage: int = 1
+    """Training stage of this run, recorded by lmpt: 1 from scratch, the source's stage + 1 with init_from."""
 
 
 @dataclass

@@ -14,10 +14,10 @@ from pathlib import Path
 import torch
 
 from lmpt.errors import LmptError
+from lmpt.inference.hf_names import llama_layout, to_hf
 from lmpt.inference.load import Trained, load_trained
 from lmpt.inference.options import parse_command, run_command
 from lmpt.model.block import kv_heads
-from lmpt.model.stacks import Decoder
 from lmpt.tokenizer.special import BOS, EOS, MASK, PAD, UNK
 from lmpt.train.rundir import TOKENIZER_FILE
 
@@ -91,20 +91,7 @@ def hf_config(trained: Trained) -> dict:
 
 def hf_state_dict(trained: Trained, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """lmpt decoder or encoder weights under Llama's (and EuroBERT's) names; the tied lm_head is not stored."""
-    body = trained.model.body
-    assert isinstance(body, Decoder) and body.embed.segments is None
-    out = {"model.embed_tokens.weight": body.embed.tokens.weight, "model.norm.weight": body.stack.norm.weight}
-    for i, block in enumerate(body.stack.blocks):
-        prefix = f"model.layers.{i}"
-        for name, weight in block.attn.split_projections().items():
-            out[f"{prefix}.self_attn.{name}_proj.weight"] = weight
-        gate, up = block.mlp.gate_up.weight.chunk(2)
-        out[f"{prefix}.mlp.gate_proj.weight"] = gate
-        out[f"{prefix}.mlp.up_proj.weight"] = up
-        out[f"{prefix}.mlp.down_proj.weight"] = block.mlp.down.weight
-        out[f"{prefix}.input_layernorm.weight"] = block.attn_norm.weight
-        out[f"{prefix}.post_attention_layernorm.weight"] = block.mlp_norm.weight
-    return {k: v.detach().to("cpu", dtype).contiguous().clone() for k, v in out.items()}
+    return to_hf(llama_layout(trained.model), trained.model.state_dict(), dtype)
 
 
 def tokenizer_json(model_file: Path) -> str:

@@ -34,6 +34,7 @@ from lmpt.train.distributed import (
     rank_device,
 )
 from lmpt.train.drift import refuse_drift
+from lmpt.train.init_from import Origin, adopt_origin, check_tokenizer, load_origin, read_origin, stage_record
 from lmpt.train.loop import TrainLoop
 from lmpt.train.metrics import MetricsLog
 from lmpt.train.optim import build_optimizer, build_scheduler
@@ -86,6 +87,16 @@ def _prepare(cfg: DictConfig, run_tokenizer: Tokenizer | None):
     return data, objective
 
 
+def _adopt_origin(cfg: DictConfig) -> Origin | None:
+    """model.init_from: read the source and take its architecture (keys not set on the command line)."""
+    if not cfg.model.init_from:
+        return None
+    origin = read_origin(cfg.model.init_from)
+    given = {o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task}
+    adopt_origin(cfg, origin, given)
+    return origin
+
+
 def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     t = cfg.trainer
     validate_config(cfg)
@@ -97,6 +108,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
             torch.cuda.set_device(device)
     precision = pick_precision(t, device)
     torch.use_deterministic_algorithms(t.deterministic, warn_only=False)
+    origin = _adopt_origin(cfg)
     preflight_objective(cfg.objective, cfg.tokenizer, cfg.data.seq_len, cfg.model.arch)
     if t.dry_run:
         if ctx.is_main:
@@ -113,19 +125,23 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     run_tokenizer = load_run_tokenizer(run)
     data, objective = ctx.main_first(lambda: _prepare(cfg, run_tokenizer))  # rank 0 builds caches, others reuse
     tokenizer = data.tokenizer
+    if origin is not None:
+        check_tokenizer(origin, tokenizer)
     sampler = WindowSampler(data.train, objective.window_length, t.batch_size, t.seed, ctx.rank, ctx.world_size,
                             t.grad_accum)  # fmt: skip
     n_val = t.eval_batches * ctx.world_size  # the same held-out windows whatever the world size, shared out
     val_windows = ValidationWindows(data.val, objective.window_length, t.batch_size, n_val)
-    if ctx.is_main:
-        write_run_config(run, cfg)
-        save_run_tokenizer(run, tokenizer)
-
     torch.manual_seed(derive_seed(t.seed, "init"))  # the same initial weights on every rank
     model = build_model(
         cfg.model, objective.arch, tokenizer.vocab_size, tokenizer.special.pad,
         n_segments=objective.n_segments, n_sequence_classes=objective.n_sequence_classes,
-    ).to(device)  # fmt: skip
+    )  # fmt: skip
+    if origin is not None and run.resume_from is None:  # a resumed stage takes its weights from the checkpoint
+        load_origin(model, origin)
+    model = model.to(device)
+    if ctx.is_main:  # once the weights fit: a refused run leaves nothing behind
+        write_run_config(run, cfg)
+        save_run_tokenizer(run, tokenizer)
     forward = parallelize(model, ctx, device, t.strategy, precision.name)
     if t.compile:
         model.compile_parts()
@@ -143,6 +159,9 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         info(f"resuming [bold]{run.path}[/] from {run.resume_from.name} (step {loop.state.step})")
     else:
         torch.manual_seed(derive_seed(t.seed, "dropout", ctx.rank))
+        if origin is not None and ctx.is_main:
+            loop.metrics.write(stage_record(origin, cfg.model.stage))
+            info(f"stage {cfg.model.stage}: starting from {origin.kind} weights in [bold]{origin.path}[/]")
     info(
         f"{objective.name} on {'an' if objective.arch[0] == 'e' else 'a'} {objective.arch} "
         f"({model.num_parameters() / 1e6:.2f}M parameters), {precision.name} on {device}"

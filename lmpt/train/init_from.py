@@ -1,0 +1,193 @@
+"""`model.init_from=PATH`: start a new training stage from existing weights. PATH is an lmpt run directory or
+checkpoint, or a local Hugging Face directory holding a LlamaForCausalLM (decoder) or a EuroBertForMaskedLM
+(encoder: the family lmpt exports mlm encoders as). The source's architecture keys become the run's (those
+not set on the command line), its weights replace the fresh initialisation, and everything else (optimizer,
+schedule, data, objective) starts anew."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from lmpt.errors import LmptError
+from lmpt.inference.hf_names import from_hf, llama_layout
+from lmpt.model.language_model import LanguageModel
+from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.train.rundir import CONFIG_FILE, STATUS_FILE, TOKENIZER_FILE
+
+ARCH_KEYS = ("d_model", "n_layers", "n_decoder_layers", "n_heads", "n_kv_heads", "ffn_dim", "norm_eps", "rope_theta")
+"""model.* keys that shape the weights (or their meaning): taken from the source unless given explicitly."""
+HF_ARCHITECTURES = {"LlamaForCausalLM": "decoder", "EuroBertForMaskedLM": "encoder"}
+IGNORED_HF_TENSORS = re.compile(r".*rotary_emb\.inv_freq$")
+"""Buffers some older checkpoints saved: recomputed, never weights."""
+
+
+@dataclass
+class Origin:
+    """Where a stage's starting weights come from."""
+
+    path: Path
+    kind: str
+    """"lmpt" or the Hugging Face class name."""
+    arch: str
+    model_keys: dict[str, Any]
+    """The source's values of ARCH_KEYS."""
+    state: dict[str, torch.Tensor] = field(repr=False)
+    """lmpt state dict (lmpt source) or Hugging Face tensors by name."""
+    stage: int
+    """The source's own stage (a released model counts as stage 1)."""
+    step: int | None
+    """The source's training step, where known."""
+    tokenizer_file: Path | None
+    """An lmpt SentencePiece model that belongs to these weights (an lmpt run's, or an lmpt export's)."""
+
+
+def _lmpt_step(path: Path) -> int | None:
+    match = re.fullmatch(r"step_(\d+)", path.name)
+    if match:
+        return int(match.group(1))
+    status = path / STATUS_FILE
+    return json.loads(status.read_text()).get("step") if status.is_file() else None
+
+
+def _read_lmpt(path: Path) -> Origin:
+    from lmpt.inference.load import load_trained  # the one loader of lmpt weights
+
+    trained = load_trained(path)
+    m = trained.config.model
+    keys = {k: m.get(k) for k in ARCH_KEYS}
+    state = {k: v.detach().clone() for k, v in trained.model.state_dict().items()}
+    stage = int(m.get("stage", 1) or 1)
+    return Origin(path, "lmpt", trained.arch, keys, state, stage, _lmpt_step(path), trained.tokenizer.path)
+
+
+def _hf_weights(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    elif (path / "model.safetensors").is_file():
+        shards = ["model.safetensors"]
+    else:
+        raise LmptError(f"{path} holds no model.safetensors: lmpt reads safetensors weights only (never pickles)")
+    weights: dict[str, torch.Tensor] = {}
+    for shard in shards:
+        weights.update(load_file(str(path / shard)))
+    return {k: v for k, v in weights.items() if not IGNORED_HF_TENSORS.match(k)}
+
+
+def _check_hf_config(path: Path, c: dict) -> None:
+    """Settings that keep the shapes but change the function: lmpt's model could not reproduce the logits."""
+    rope = c.get("rope_scaling") or {}
+    rope_type = rope.get("rope_type", rope.get("type", "default")) if rope else "default"
+    rope_type = (c.get("rope_parameters") or {}).get("rope_type", rope_type)
+    problems = {
+        f"rope type {rope_type}": rope_type != "default",
+        f"hidden_act={c.get('hidden_act')}": c.get("hidden_act", "silu") != "silu",
+        "attention biases": bool(c.get("attention_bias")),
+        "MLP biases": bool(c.get("mlp_bias")),
+        f"head_dim={c.get('head_dim')}": c.get("head_dim") not in (None, c["hidden_size"] // c["num_attention_heads"]),
+        "an untied output head": c.get("tie_word_embeddings", True) is False,
+    }
+    for problem, present in problems.items():
+        if present:
+            raise LmptError(f"{path} uses {problem}, which lmpt's model does not have: it cannot start from it")
+
+
+def _read_hf(path: Path) -> Origin:
+    c = json.loads((path / "config.json").read_text())
+    name = next(iter(c.get("architectures") or []), None)
+    if name not in HF_ARCHITECTURES:
+        raise LmptError(
+            f"{path} holds a {name or 'model without architectures'}: model.init_from reads "
+            f"{' or '.join(HF_ARCHITECTURES)} directories (or lmpt runs)"
+        )
+    _check_hf_config(path, c)
+    rope_theta = (c.get("rope_parameters") or {}).get("rope_theta", c.get("rope_theta", 10000.0))
+    keys = {
+        "d_model": c["hidden_size"], "n_layers": c["num_hidden_layers"], "n_decoder_layers": None,
+        "n_heads": c["num_attention_heads"], "n_kv_heads": c.get("num_key_value_heads", c["num_attention_heads"]),
+        "ffn_dim": c["intermediate_size"], "norm_eps": float(c.get("rms_norm_eps", 1e-6)),
+        "rope_theta": float(rope_theta),
+    }  # fmt: skip
+    tokenizer = path / TOKENIZER_FILE
+    return Origin(path, name, HF_ARCHITECTURES[name], keys, _hf_weights(path), 1, None,
+                  tokenizer if tokenizer.is_file() else None)  # fmt: skip
+
+
+def read_origin(spec: str) -> Origin:
+    """The source named by model.init_from, weights loaded on the CPU."""
+    path = Path(spec).expanduser().resolve()
+    if not path.exists():
+        raise LmptError(f"model.init_from={spec}: {path} does not exist")
+    if (path / "config.json").is_file() and not (path / CONFIG_FILE).is_file():
+        return _read_hf(path)
+    return _read_lmpt(path)
+
+
+def adopt_origin(cfg: DictConfig, origin: Origin, given: set[str]) -> None:
+    """Write the source's architecture into `cfg.model` (keys in `given`, set on the command line, stay as
+    the user set them: the weights must then fit them), the stage number, and the source's tokenizer when
+    none was chosen."""
+    for key, value in origin.model_keys.items():
+        if f"model.{key}" not in given and key in cfg.model:
+            cfg.model[key] = value
+    cfg.model.init_from = str(origin.path)
+    cfg.model.stage = origin.stage + 1
+    if origin.tokenizer_file is not None and not cfg.tokenizer.model_file and "tokenizer.model_file" not in given:
+        cfg.tokenizer.model_file = str(origin.tokenizer_file)
+
+
+def check_tokenizer(origin: Origin, tokenizer: Tokenizer) -> None:
+    """The run's tokenizer must be the one the source's embedding rows were trained with."""
+    if origin.tokenizer_file is not None and tokenizer.model_bytes != origin.tokenizer_file.read_bytes():
+        raise LmptError(
+            f"the run's tokenizer ({tokenizer.path}) is not the one {origin.path} was trained with "
+            f"({origin.tokenizer_file}): its embedding rows would mean other pieces; drop tokenizer.model_file"
+        )
+
+
+def _load_lmpt_state(model: LanguageModel, origin: Origin) -> None:
+    ours = model.state_dict()
+    for name, tensor in ours.items():
+        if name not in origin.state:
+            raise LmptError(f"{origin.path} has no tensor {name} ({list(tensor.shape)}) for lmpt's {model.arch}")
+        if origin.state[name].shape != tensor.shape:
+            raise LmptError(
+                f"{origin.path}: {name} has shape {list(origin.state[name].shape)}, this run's model needs "
+                f"{list(tensor.shape)}: the sizes do not fit"
+            )
+    extra = [name for name in origin.state if name not in ours]
+    if extra:
+        raise LmptError(f"{origin.path}: {extra[0]} has no place in this run's {model.arch} model")
+    model.load_state_dict(origin.state)
+
+
+def _load_hf_state(model: LanguageModel, origin: Origin) -> None:
+    try:
+        layout = llama_layout(model)
+    except ValueError:
+        first = next(iter(model.state_dict()))
+        raise LmptError(f"{origin.path} ({origin.kind}) has no tensor for lmpt's {model.arch} weight {first}") from None
+    used = {entry.hf_name for entry in layout}
+    extra = [name for name in origin.state if name not in used]
+    if extra:
+        raise LmptError(f"{origin.path}: {extra[0]} has no place in lmpt's {model.arch} (tied head, no biases)")
+    from_hf(layout, model.state_dict(), origin.state, str(origin.path))  # the state dict shares the parameters
+
+
+def load_origin(model: LanguageModel, origin: Origin) -> None:
+    """Replace `model`'s weights with the source's; the first tensor that does not fit is named (LmptError)."""
+    (_load_lmpt_state if origin.kind == "lmpt" else _load_hf_state)(model, origin)
+
+
+def stage_record(origin: Origin, stage: int) -> dict:
+    """The metrics.jsonl line that opens a stage."""
+    return {"step": 0, "stage": stage, "init_from": str(origin.path), "origin": origin.kind, "origin_step": origin.step}
