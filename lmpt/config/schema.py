@@ -220,6 +220,9 @@ class DataConfig:
     """Processes tokenising the corpus into the cache; 0 = every core."""
     cache_dir: str | None = None
     """Where tokenizers and token caches live; null = $LMPT_CACHE_DIR or ~/.cache/lmpt."""
+    verify: str = "stat"
+    """stat: a file whose path, size and modification time are unchanged keeps its recorded content hash (a warm
+    launch reads no text); full: hash every byte again (a changed file gets a new cache)."""
 
 
 @dataclass

@@ -49,6 +49,7 @@ def validate_config(cfg: DictConfig) -> None:
     _require(d.seq_len >= 4, "data.seq_len", d.seq_len, ">= 4")
     _positive(d, "data", "num_workers", "tokenize_workers", allow_zero=True)
     _choice(d.documents, "data.documents", DOCUMENT_MODES)
+    _choice(d.verify, "data.verify", ("stat", "full"))
     if not d.val_paths:
         _require(0 < d.val_fraction < 1, "data.val_fraction", d.val_fraction, "in (0, 1) (or set data.val_paths)")
 

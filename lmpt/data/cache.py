@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -20,7 +21,7 @@ from lmpt.config.schema import DataConfig, TokenizerConfig
 from lmpt.console import console, info, is_main_process
 from lmpt.data.corpus import META_NAME, TokenCorpus, token_dtype
 from lmpt.data.corpus_writer import CorpusWriter
-from lmpt.data.readers import format_of
+from lmpt.data.fingerprint import corpus_fingerprint
 from lmpt.data.sources import iter_documents, resolve_paths
 from lmpt.data.split import choose_unit, split_stream, train_only
 from lmpt.data.tokenize_worker import encode_chunk, init_worker
@@ -30,7 +31,6 @@ from lmpt.tokenizer.train import prepare_tokenizer
 
 _CACHE_VERSION = 1  # bump when the cache layout changes so old caches are rebuilt
 _CHUNK_DOCS = 256
-_HASH_BLOCK = 1 << 20
 _POOL_MIN_BYTES = 8_000_000
 
 Items = Callable[[], Iterator[tuple[str, list[str]]]]
@@ -53,29 +53,18 @@ def default_cache_root(cfg_cache_dir: str | None) -> Path:
     return Path(chosen).expanduser()
 
 
-def _hash_files(h: hashlib._Hash, label: str, paths: list[Path]) -> None:
-    h.update(f"{label}:{len(paths)}\n".encode())
-    for path in paths:
-        h.update(f"{format_of(path)}:{path.stat().st_size}\n".encode())  # the format decides the parsing
-        with open(path, "rb") as f:
-            while block := f.read(_HASH_BLOCK):
-                h.update(block)
-
-
-def corpus_fingerprint(cfg: DataConfig, train_paths: list[Path], val_paths: list[Path]) -> str:
-    """sha256 of the text's bytes and of every setting that changes how it splits into documents."""
-    h = hashlib.sha256()
-    settings = {"v": _CACHE_VERSION, "documents": cfg.documents, "text_field": cfg.text_field}
-    if not val_paths:
-        settings["val_fraction"] = cfg.val_fraction
-    h.update(json.dumps(settings, sort_keys=True).encode())
-    _hash_files(h, "train", train_paths)
-    _hash_files(h, "val", val_paths)
-    return h.hexdigest()
-
-
 def _split_items(cfg: DataConfig, train_paths: list[Path], val_paths: list[Path]) -> Items:
-    """A re-iterable stream of ("train" | "val", document) in a fixed order."""
+    """A re-iterable stream of ("train" | "val", document) in a fixed order. The checks that read text run
+    on the first call only: a launch that finds its tokenizer and cache never makes one."""
+    return _first_use(lambda: _split_plan(cfg, train_paths, val_paths))
+
+
+def _first_use(make: Callable[[], Items]) -> Items:
+    plan = functools.cache(make)
+    return lambda: plan()()
+
+
+def _split_plan(cfg: DataConfig, train_paths: list[Path], val_paths: list[Path]) -> Items:
     train_docs = lambda: iter_documents(train_paths, cfg.documents, cfg.text_field)
     if val_paths:
         val_docs = lambda: iter_documents(val_paths, cfg.documents, cfg.text_field)
@@ -152,7 +141,7 @@ def prepare_corpora(
     overlap = set(train_paths) & set(val_paths)
     if overlap:
         raise LmptError(f"{sorted(overlap)[0]} is in both data.paths and data.val_paths: list it in one only")
-    fingerprint = corpus_fingerprint(cfg, train_paths, val_paths)
+    fingerprint = corpus_fingerprint(cfg, train_paths, val_paths, Path(cache_root) / "fingerprints")
     items = _split_items(cfg, train_paths, val_paths)
     if tokenizer is None:
         tokenizer = prepare_tokenizer(tokenizer_cfg, train_only(items), fingerprint, cache_root)

@@ -7,8 +7,9 @@ import torch
 
 from lmpt.batch import Windows
 from lmpt.data.corpus import TokenCorpus
+from lmpt.data.permutation import FeistelPermutation
 from lmpt.errors import LmptError
-from lmpt.rng import generator
+from lmpt.rng import derive_seed
 
 
 def _check_fits(corpus: TokenCorpus, window_length: int, what: str) -> None:
@@ -33,7 +34,8 @@ def gather_windows(corpus: TokenCorpus, starts: np.ndarray, window_length: int) 
 
 class WindowSampler:
     """Training windows by epochs: each epoch visits every one of `n_windows` non-overlapping windows
-    once in a seeded random order, all shifted by a seeded offset so epochs see different cuts.
+    once in a seeded pseudo-random order (a Feistel permutation computed per window: O(1) memory), all
+    shifted by a seeded offset so epochs see different cuts.
     Sample g of the run is ((step*grad_accum + micro_step)*world_size + rank)*batch_size + i."""
 
     def __init__(
@@ -58,17 +60,11 @@ class WindowSampler:
         self.n_windows = max(1, (n - (w - 1)) // w)
         # shifts stay below w and keep the last window inside the corpus
         self.max_shift = min(w, n - self.n_windows * w + 1)
-        self._epochs: dict[int, tuple[torch.Tensor, int]] = {}
 
-    def _epoch(self, epoch: int) -> tuple[torch.Tensor, int]:
-        """(permutation of window indices, shift) of `epoch`; the last two epochs are kept."""
-        if epoch not in self._epochs:
-            perm = torch.randperm(self.n_windows, generator=generator(self.seed, "epoch", epoch))
-            shift = int(torch.randint(self.max_shift, (1,), generator=generator(self.seed, "shift", epoch)))
-            if len(self._epochs) >= 2:
-                self._epochs.pop(min(self._epochs))
-            self._epochs[epoch] = (perm, shift)
-        return self._epochs[epoch]
+    def _epoch(self, epoch: int) -> tuple[FeistelPermutation, int]:
+        """(order of the window indices, shift) of `epoch`: a few integers, whatever the corpus size."""
+        order = FeistelPermutation(self.n_windows, derive_seed(self.seed, "epoch", epoch))
+        return order, derive_seed(self.seed, "shift", epoch) % self.max_shift
 
     def sample_index(self, step: int, micro_step: int) -> int:
         """Global index of the first sample of this rank's micro-batch."""
@@ -80,12 +76,13 @@ class WindowSampler:
 
     def starts(self, step: int, micro_step: int = 0) -> np.ndarray:
         """Corpus offsets of the windows of (step, micro_step) for this rank."""
-        first = self.sample_index(step, micro_step)
+        samples = self.sample_index(step, micro_step) + np.arange(self.batch_size, dtype=np.int64)
+        epochs, positions = np.divmod(samples, self.n_windows)
         out = np.empty(self.batch_size, dtype=np.int64)
-        for i in range(self.batch_size):
-            epoch, j = divmod(first + i, self.n_windows)
-            perm, shift = self._epoch(epoch)
-            out[i] = int(perm[j]) * self.window_length + shift
+        for epoch in np.unique(epochs).tolist():  # a batch spans at most a few epochs
+            order, shift = self._epoch(epoch)
+            here = epochs == epoch
+            out[here] = order(positions[here]) * self.window_length + shift
         return out
 
     def windows(self, step: int, micro_step: int = 0) -> Windows:

@@ -16,6 +16,7 @@ MAY_CHANGE = {
     "trainer.ckpt_minutes", "trainer.keep_last", "trainer.resume", "trainer.progress", "trainer.device",
     "trainer.sample_tokens", "trainer.dry_run", "trainer.max_nonfinite_steps", "trainer.tensorboard",
     "trainer.wandb", "trainer.wandb_project", "data.num_workers", "data.tokenize_workers", "data.cache_dir",
+    "data.verify",
 }  # fmt: skip
 
 

@@ -12,6 +12,7 @@ import torch
 import lmpt.data.sampler as sampler_module
 import lmpt.train.batches as batches_module
 from lmpt.config.schema import ClmConfig, SpanConfig
+from lmpt.data.permutation import FeistelPermutation
 from lmpt.data.sampler import WindowSampler
 from lmpt.objectives.registry import build_objective
 from lmpt.train.batches import StepBatches, step_loader
@@ -24,23 +25,24 @@ BATCH, SEQ_LEN, ACCUM = 8, 64, 3
 def draws(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     """Every seeded generator the data path asks for, by its coordinates (seed, purpose, ...)."""
     seen: list[tuple] = []
-    for module in (sampler_module, batches_module):
-        real = module.generator
-        monkeypatch.setattr(module, "generator", lambda *c, real=real: seen.append(c) or real(*c))
+    for module, name in ((sampler_module, "derive_seed"), (batches_module, "generator")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *c, real=real: seen.append(c) or real(*c))
     return seen
 
 
 def test_sampler_seeks_to_a_far_step_computing_only_its_own_windows(shakespeare, draws, monkeypatch) -> None:
     sampler = WindowSampler(shakespeare.train, SEQ_LEN + 1, BATCH, seed=1337, grad_accum=ACCUM)
-    permutations = Counter()
-    real_randperm = torch.randperm
-    monkeypatch.setattr(torch, "randperm", lambda n, **kw: permutations.update([n]) or real_randperm(n, **kw))
+    permuted = Counter()
+    real_permute = FeistelPermutation.__call__
+    monkeypatch.setattr(FeistelPermutation, "__call__", lambda p, i: permuted.update([len(i)]) or real_permute(p, i))
 
     windows = sampler.windows(FAR, 2)
     first = sampler.sample_index(FAR, 2)
     epochs = {(first + i) // sampler.n_windows for i in range(BATCH)}
     assert {c[2] for c in draws if c[1] == "epoch"} == epochs  # only the epoch(s) holding this batch's samples
-    assert len(draws) == 2 * len(epochs) and sum(permutations.values()) == len(epochs)
+    assert len(draws) == 2 * len(epochs)  # each epoch's key and shift
+    assert sum(n * k for n, k in permuted.items()) == BATCH  # only this batch's windows are permuted
     assert min(epochs) > 10**6  # far beyond epoch 0: nothing before it was touched
     assert windows.tokens.shape == (BATCH, SEQ_LEN + 1)
 
