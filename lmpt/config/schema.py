@@ -64,6 +64,8 @@ class NspConfig(MlmConfig):
     """nsp: B is the next segment or one from another document; sop: B follows A or the two are swapped."""
     random_pair_prob: float = 0.5
     """Probability that a pair is negative (random document for nsp, swapped order for sop)."""
+    short_seq_prob: float = 0.1
+    """Probability that a pair is cut to a random shorter length, uniform on [2, seq_len - 3] (BERT; 0: never)."""
     mlm_weight: float = 1.0
     """Weight of the masked-LM loss trained jointly with the pair loss (0 trains the pair head only)."""
 

@@ -55,8 +55,9 @@ class Objective(ABC):
     def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
         """Turn windows into a batch; every random draw comes from `gen` (seeded by (seed, step, ...))."""
 
-    def check_corpus(self, corpus: TokenCorpus) -> None:  # noqa: B027 (optional hook)
-        """Refuse a corpus this objective cannot use (raise LmptError); most objectives take any."""
+    def check_corpus(self, corpus: TokenCorpus, text: str) -> None:  # noqa: B027 (optional hook)
+        """Refuse a corpus this objective cannot use: one LmptError line naming `text` (which split, from which
+        files: "the validation text (data.val_paths=[...])") and what to do. Most objectives take any."""
 
     def loss(self, out: ModelOutput, batch: Batch) -> tuple[torch.Tensor, Stats]:
         """Mean cross-entropy over loss-bearing tokens, with token accuracy."""

@@ -40,6 +40,17 @@ def read(corpus: TokenCorpus, start: int, end: int) -> torch.Tensor:
     return torch.from_numpy(np.asarray(corpus.window(int(start), int(end - start)), dtype=np.int64))
 
 
+def pair_document(corpus: TokenCorpus, doc: int) -> int:
+    """`doc`, or if it holds fewer than two tokens (too few for two non-empty segments) the next document
+    that holds two, wrapping round; check_corpus makes sure there is one."""
+    for k in range(corpus.n_docs):
+        candidate = (doc + k) % corpus.n_docs
+        start, end = corpus.doc_span(candidate)
+        if end - start >= 2:
+            return candidate
+    raise ValueError("no document holds two tokens")
+
+
 def chunk_end(bounds: np.ndarray, first: int, budget: int) -> int:
     """Index (into `bounds`) where a chunk of whole sentences from sentence `first` reaches `budget` tokens
     or the document ends."""
@@ -82,6 +93,7 @@ class NextSentencePrediction(Objective):
         if cfg.variant not in ("nsp", "sop"):
             raise LmptError(f"objective.variant={cfg.variant} is unknown: use nsp or sop")
         self.random_pair_prob = require_fraction(cfg.random_pair_prob, "objective.random_pair_prob")
+        self.short_seq_prob = require_fraction(cfg.short_seq_prob, "objective.short_seq_prob")
         self.mlm_weight = require_at_least(cfg.mlm_weight, "objective.mlm_weight", 0.0)
         if seq_len < 5:
             raise LmptError(f"data.seq_len={seq_len} is too short for nsp ([CLS] A [SEP] B [SEP]): use at least 5")
@@ -95,43 +107,58 @@ class NextSentencePrediction(Objective):
     def describe_attention(self) -> str:
         return "bidirectional: every position sees every position (segment 0 = [CLS] A [SEP], 1 = B [SEP])"
 
-    def check_corpus(self, corpus: TokenCorpus) -> None:
-        if self.cfg.variant == "nsp" and corpus.n_docs < 2:
+    def check_corpus(self, corpus: TokenCorpus, text: str) -> None:
+        variant = self.cfg.variant
+        if variant == "nsp" and corpus.n_docs < 2:
             raise LmptError(
-                f"nsp needs at least two documents; the training text has {corpus.n_docs}: split it into documents "
+                f"nsp needs at least two documents; {text} has {corpus.n_docs}: split it into documents "
                 "(use data.documents=blank_line or data.documents=line, or give several files) or use "
                 "objective.variant=sop, which needs only one"
             )
+        if not (np.diff(np.asarray(corpus.doc_offsets)) > 2).any():  # a document's tokens and its eos
+            raise LmptError(
+                f"{variant} cuts both segments of a pair from one document, but no document of {text} holds two "
+                "tokens: give it longer documents (data.documents=blank_line or data.documents=file joins lines)"
+            )
+
+    def pair_length(self, gen: torch.Generator) -> int:
+        """Tokens A and B may hold together: the whole window, or with probability short_seq_prob a length
+        uniform on [2, window] (BERT's short sequences)."""
+        short = bool(torch.rand(1, generator=gen) < self.short_seq_prob)
+        return 2 + _randint(self.budget - 1, gen) if short else self.budget
 
     def make_pair(
         self, corpus: TokenCorpus, offset: int, gen: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor, int]:
-        """(A, B, label) from the document holding corpus `offset`, starting at the sentence holding it."""
-        doc = corpus.doc_of(offset)
+        """(A, B, label), both segments non-empty, from the document holding corpus `offset` (starting at the
+        sentence holding it) or, if that document is a single token, from the next one that is longer."""
+        here = corpus.doc_of(offset)
+        doc = pair_document(corpus, here)
         bounds = sentence_bounds(corpus, doc)
         n_sent = len(bounds) - 1
-        first = max(0, min(int(np.searchsorted(bounds, offset, side="right")) - 1, max(n_sent - 2, 0)))
-        end = chunk_end(bounds, first, self.budget)
+        first = int(np.searchsorted(bounds, offset, side="right")) - 1 if doc == here else 0
+        first = max(0, min(first, n_sent - 2))
         negative = bool(torch.rand(1, generator=gen) < self.random_pair_prob)
+        budget = self.pair_length(gen)
+        end = chunk_end(bounds, first, budget)
         if end - first >= 2:
             split = int(bounds[first + 1 + _randint(end - first - 1, gen)])
-        else:  # one sentence: split it between tokens
-            length = int(bounds[end] - bounds[first])
-            split = int(bounds[first]) + 1 + _randint(length - 1, gen) if length > 1 else int(bounds[end])
+        else:  # one sentence (of two tokens or more): split it between tokens
+            split = int(bounds[first]) + 1 + _randint(int(bounds[end] - bounds[first]) - 1, gen)
         a = read(corpus, bounds[first], split)
         if self.cfg.variant == "sop":
             b = read(corpus, split, bounds[end])
-            a, b = truncate_pair(a, b, self.budget, gen)
+            a, b = truncate_pair(a, b, budget, gen)
             return (b, a, 1) if negative else (a, b, 0)
         if negative:
             other = (doc + 1 + _randint(corpus.n_docs - 1, gen)) % corpus.n_docs
             other_bounds = sentence_bounds(corpus, other)
             start = _randint(len(other_bounds) - 1, gen)
-            b_end = chunk_end(other_bounds, start, self.budget - a.numel())
+            b_end = chunk_end(other_bounds, start, budget - a.numel())
             b = read(corpus, other_bounds[start], other_bounds[b_end])
         else:
             b = read(corpus, split, bounds[end])
-        a, b = truncate_pair(a, b, self.budget, gen)
+        a, b = truncate_pair(a, b, budget, gen)
         return a, b, int(negative)
 
     def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:

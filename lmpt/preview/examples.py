@@ -20,6 +20,7 @@ from lmpt.data.corpus import TokenCorpus
 from lmpt.data.sampler import WindowSampler, gather_windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
+from lmpt.objectives.corpus_checks import split_text
 from lmpt.objectives.registry import build_objective, preflight_objective
 from lmpt.preview.config import check_preview_config
 from lmpt.rng import generator
@@ -87,7 +88,7 @@ def build_preview(cfg: DictConfig) -> Preview:
     objective = build_objective(cfg.objective, data.tokenizer, cfg.data.seq_len, cfg.model.arch)
     seed = int(cfg.trainer.seed)
     corpus = data.val if options.split == "val" else data.train
-    objective.check_corpus(corpus)
+    objective.check_corpus(corpus, split_text(data_cfg, options.split))
     windows = preview_windows(corpus, options.split, objective.window_length, options.examples, seed, options.step)
     batch = objective.make_batch(windows, generator(seed, "objective", options.step, 0, 0))
     examples = [read_example(objective, batch, windows, i) for i in range(options.examples)]

@@ -19,6 +19,7 @@ from lmpt.data.sampler import ValidationWindows, WindowSampler
 from lmpt.errors import LmptError
 from lmpt.model import build_model
 from lmpt.model.generate import sample
+from lmpt.objectives.corpus_checks import check_splits
 from lmpt.objectives.registry import build_objective, preflight_objective
 from lmpt.rng import derive_seed, generator
 from lmpt.tokenizer.tokenizer import Tokenizer
@@ -77,7 +78,7 @@ def _prepare(cfg: DictConfig, run_tokenizer: Tokenizer | None):
     cache_root = default_cache_root(cfg.data.cache_dir)
     data = prepare_corpora(data_cfg, tokenizer_cfg, Path.cwd(), cache_root, tokenizer=run_tokenizer)
     objective = build_objective(cfg.objective, data.tokenizer, cfg.data.seq_len, cfg.model.arch)
-    objective.check_corpus(data.train)
+    check_splits(objective, data, data_cfg)
     longest = max(cfg.data.seq_len, objective.target_length)
     if longest > cfg.model.max_seq_len:
         raise LmptError(

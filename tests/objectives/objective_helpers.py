@@ -102,3 +102,42 @@ def uncorrupt_spans(inputs: list[int], targets: list[int], special: SpecialToken
 
 def loss_positions(labels: torch.Tensor) -> torch.Tensor:
     return labels != IGNORE
+
+
+def occurrences(tokens: np.ndarray, needle: list[int]) -> np.ndarray:
+    """Offsets where `needle` occurs in `tokens`."""
+    found = np.flatnonzero(tokens[: len(tokens) - len(needle) + 1] == needle[0])
+    for k, token in enumerate(needle[1:], start=1):
+        found = found[tokens[found + k] == token]
+    return found
+
+
+def batch_pairs(nsp, w: Windows, batch: Batch):
+    """(document of the window start, A, B, label) of every row of `batch`, with the mlm corruption undone."""
+    special = nsp.special
+    batch_size, seq_len = batch.input_ids.shape
+    assert_int64(batch)
+    assert batch.labels.shape == batch.segment_ids.shape == (batch_size, seq_len)
+    original = torch.where(batch.labels != IGNORE, batch.labels, batch.input_ids)
+    for row in range(batch_size):
+        ids = original[row].tolist()
+        seps = [i for i, t in enumerate(ids) if t == special.sep]
+        assert ids[0] == special.cls and len(seps) == 2
+        first, second = seps
+        assert all(t == special.pad for t in ids[second + 1 :])
+        expected = [0] * (first + 1) + [1] * (second - first) + [0] * (seq_len - second - 1)
+        assert batch.segment_ids[row].tolist() == expected
+        special_positions = torch.tensor([t < special.first_ordinary for t in ids])
+        assert (batch.labels[row][special_positions] == IGNORE).all()  # mlm only on the pair's tokens
+        yield (
+            w.corpus.doc_of(int(w.starts[row])),
+            ids[1:first],
+            ids[first + 1 : second],
+            int(batch.sequence_labels[row]),
+        )
+
+
+def pairs(nsp, corpus, n_steps: int, batch_size: int = 32):
+    """`batch_pairs` of the sampler's batches of steps 0..n_steps-1."""
+    for w, batch in batches(nsp, corpus, batch_size, n_steps):
+        yield from batch_pairs(nsp, w, batch)

@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from objective_helpers import FakeTokenizer, assert_int64, assert_same_batch, batches, fake_corpus, five_sigma, windows
+from objective_helpers import (
+    FakeTokenizer,
+    assert_same_batch,
+    fake_corpus,
+    five_sigma,
+    occurrences,
+    pairs,
+    windows,
+)
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import NspConfig
@@ -19,46 +27,13 @@ from lmpt.rng import generator
 SEQ_LEN = 64
 
 
-def occurrences(tokens: np.ndarray, needle: list[int]) -> np.ndarray:
-    """Offsets where `needle` occurs in `tokens`."""
-    found = np.flatnonzero(tokens[: len(tokens) - len(needle) + 1] == needle[0])
-    for k, token in enumerate(needle[1:], start=1):
-        found = found[tokens[found + k] == token]
-    return found
-
-
-def pairs(nsp, corpus, n_steps: int, batch_size: int = 32):
-    """(document of the window start, A, B, label) of every example, with the mlm corruption undone."""
-    special = nsp.special
-    for w, batch in batches(nsp, corpus, batch_size, n_steps):
-        assert_int64(batch)
-        assert batch.input_ids.shape == batch.labels.shape == batch.segment_ids.shape == (batch_size, SEQ_LEN)
-        original = torch.where(batch.labels != IGNORE, batch.labels, batch.input_ids)
-        for row in range(batch_size):
-            ids = original[row].tolist()
-            seps = [i for i, t in enumerate(ids) if t == special.sep]
-            assert ids[0] == special.cls and len(seps) == 2
-            first, second = seps
-            assert all(t == special.pad for t in ids[second + 1 :])
-            expected = [0] * (first + 1) + [1] * (second - first) + [0] * (SEQ_LEN - second - 1)
-            assert batch.segment_ids[row].tolist() == expected
-            special_positions = torch.tensor([t < special.first_ordinary for t in ids])
-            assert (batch.labels[row][special_positions] == IGNORE).all()  # mlm only on the pair's tokens
-            yield (
-                corpus.doc_of(int(w.starts[row])),
-                ids[1:first],
-                ids[first + 1 : second],
-                int(batch.sequence_labels[row]),
-            )
-
-
 @pytest.mark.parametrize("text", ["shakespeare", "wikitext"])
 def test_nsp_pairs(request, text: str) -> None:
     data = request.getfixturevalue(text)
     corpus = data.train
     tokens = np.asarray(corpus.window(0, corpus.n_tokens))
     nsp = build_objective(NspConfig(), data.tokenizer, SEQ_LEN, "auto")
-    nsp.check_corpus(corpus)
+    nsp.check_corpus(corpus, "the training text")
     labels = []
     for doc, a, b, label in pairs(nsp, corpus, 8):
         labels.append(label)
@@ -108,8 +83,8 @@ def test_one_document_is_refused_for_nsp_but_not_sop() -> None:
     corpus = fake_corpus([[[20, 21, 22], [23, 24]]])
     nsp = build_objective(NspConfig(), tokenizer, 16, "auto")
     with pytest.raises(LmptError, match="nsp needs at least two documents; the training text has 1: .*data.documents"):
-        nsp.check_corpus(corpus)
-    build_objective(NspConfig(variant="sop"), tokenizer, 16, "auto").check_corpus(corpus)
+        nsp.check_corpus(corpus, "the training text")
+    build_objective(NspConfig(variant="sop"), tokenizer, 16, "auto").check_corpus(corpus, "the training text")
 
 
 def test_random_b_never_comes_from_the_same_document() -> None:

@@ -1,0 +1,34 @@
+"""An objective's corpus requirements, checked on every split before any model is built."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lmpt.config.schema import DataConfig
+    from lmpt.data.cache import PreparedData
+    from lmpt.objectives.base import Objective
+
+
+def _listed(key: str, paths: list[str]) -> str:
+    shown = ", ".join(str(p) for p in paths[:3])
+    return f"{key}=[{shown}{', ...' if len(paths) > 3 else ''}]"
+
+
+def split_text(data_cfg: DataConfig, split: str) -> str:
+    """How an error names a split: "the training text (data.paths=[...])", "the validation text
+    (data.val_paths=[...])" or "the validation text (the data.val_fraction=0.05 held out of data.paths=[...])"."""
+    if split == "train":
+        return f"the training text ({_listed('data.paths', list(data_cfg.paths))})"
+    if data_cfg.val_paths:
+        return f"the validation text ({_listed('data.val_paths', list(data_cfg.val_paths))})"
+    return (
+        f"the validation text (the data.val_fraction={data_cfg.val_fraction:g} held out of "
+        f"{_listed('data.paths', list(data_cfg.paths))})"
+    )
+
+
+def check_splits(objective: Objective, data: PreparedData, data_cfg: DataConfig) -> None:
+    """Refuse (one LmptError line) a training or validation split the objective cannot use."""
+    objective.check_corpus(data.train, split_text(data_cfg, "train"))
+    objective.check_corpus(data.val, split_text(data_cfg, "val"))
