@@ -19,6 +19,8 @@ from omegaconf import DictConfig
 from lmpt.config.errors import USER_ERRORS, describe
 from lmpt.config.resolvers import register_resolvers
 from lmpt.config.store import conf_dir, register_schemas
+from lmpt.errors import LmptError
+from lmpt.train.slurm import sbatch_refusal, without_sbatch_echo
 
 register_resolvers()  # also in launcher worker processes, which import this module to run the task
 
@@ -74,9 +76,15 @@ def run_hydra_app(task, config_name: str = "config") -> None:
 
     app = hydra.main(config_path=str(conf_dir()), config_name=config_name, version_base=None)(guarded_task)
     try:
-        app()
+        with without_sbatch_echo():
+            app()
     except USER_ERRORS as exc:  # composition: unknown keys and options, wrong types
         report(exc)
+    except Exception as exc:  # a launcher's failure: sbatch refusing the jobs is the user's to fix
+        refusal = sbatch_refusal(exc)
+        if refusal is None:
+            raise
+        report(LmptError(refusal))
     except KeyboardInterrupt:  # the second Ctrl-C: no traceback, the conventional exit status
         print("lmpt: aborted", file=sys.stderr)
         sys.exit(130)

@@ -1,5 +1,5 @@
-"""PyTorch's own distributed engine under torchrun: process group, rank roles, and the few collectives the
-loop needs. One process without torchrun is simply world size 1."""
+"""PyTorch's own distributed engine under torchrun (or srun's tasks): process group, rank roles, and the few
+collectives the loop needs. One process without either is simply world size 1."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch
 import torch.distributed as dist
 
 from lmpt.errors import LmptError
+from lmpt.train.slurm import srun_task_env
 
 STRATEGIES = ("ddp", "fsdp")
 T = TypeVar("T")
@@ -87,7 +88,10 @@ class Distributed:
 
 
 def init_distributed(strategy: str) -> Distributed:
-    """Join the process group torchrun describes in the environment (no-op in a plain launch)."""
+    """Join the process group torchrun describes in the environment, or the one srun's tasks form (SLURM_PROCID,
+    SLURM_NTASKS, SLURM_LOCALID, the step's first node as master; set as torchrun's variables); a no-op in a plain
+    launch."""
+    os.environ.update(srun_task_env(os.environ))
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if strategy == "fsdp" and "MASTER_ADDR" not in os.environ:
         raise LmptError("trainer.strategy=fsdp runs under torchrun: torchrun --nproc_per_node=N -m lmpt ...")

@@ -13,6 +13,7 @@ import threading
 from types import FrameType
 
 from lmpt.console import console
+from lmpt.errors import LmptError
 
 EXIT_PREEMPTED = 75
 """Exit code after a graceful stop (EX_TEMPFAIL: "try again later"); requeue the job and it resumes."""
@@ -50,10 +51,14 @@ class PreemptionFlag:
 
     def hand_over(self) -> None:
         """Pass the stop signal on to the handler lmpt's stood in front of, if the process had one of its own
-        (submitit's, which requeues the job and exits); otherwise do nothing."""
+        (submitit's, which requeues the job and exits); otherwise do nothing. A handler that declines to requeue
+        (submitit once `max_num_timeout` is used up) ends the job with one line; the checkpoint stands."""
         previous = self._previous.get(self.signal) if self.signal is not None else None
         if not callable(previous) or previous is signal.default_int_handler:
             return
         owner = getattr(previous, "__qualname__", repr(previous))
         console.print(f"handing {self.signal.name} to the job's own handler ({owner})")
-        previous(self.signal, None)
+        try:
+            previous(self.signal, None)
+        except Exception as exc:  # submitit past max_num_timeout: "Job not requeued because: timed-out too many..."
+            raise LmptError(f"{owner} did not requeue the job ({exc}): run the same command to resume") from exc

@@ -1,0 +1,128 @@
+"""hydra/launcher=slurm against a live one-node SLURM cluster (scripts/slurm-local.sh): sweeps through sbatch,
+sbatch's refusals as one line, and jobs stopped by SLURM (signal, requeue, time limit) that requeue and finish bit
+for bit equal to a run that was never stopped, with one task or two (DDP from SLURM's variables)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import golden
+import pytest
+from lmpt_cli import SMALL, lmpt_command, run_lmpt, wait_for_step
+from slurm_cluster import SlurmCluster, start_cluster, stop_cluster
+
+from lmpt.train.slurm import srun_task_env
+
+TINY = [*[a for a in SMALL if not a.startswith("trainer.sample_tokens=")], "trainer.sample_tokens=0"]
+LONG = [*TINY, "trainer.max_steps=150", "trainer.log_every=1", "trainer.eval_every=50", "trainer.eval_batches=2",
+        "trainer.ckpt_every=1000", "trainer.device=cpu", "model.n_layers=2", "model.d_model=64", "model.n_heads=2",
+        "model.ffn_dim=128"]  # fmt: skip
+"""150 steps of a tiny model (about 20 s here): long enough to be stopped mid-run, checkpointed only on a stop."""
+
+
+def start_sweep(sweep: Path, *overrides: str) -> subprocess.Popen:
+    """`lmpt -m hydra/launcher=slurm_cpu ...` in the background, its jobs submitted with sbatch."""
+    command = lmpt_command("-m", "hydra/launcher=slurm_cpu", *overrides, f"hydra.sweep.dir={sweep}")
+    return subprocess.Popen(command, cwd=sweep.parent, env=golden.env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+
+def finish(launcher: subprocess.Popen, timeout: float = 400) -> str:
+    """Wait for the sweep; its stdout (the summary table)."""
+    out, err = launcher.communicate(timeout=timeout)
+    assert launcher.returncode == 0, f"exit {launcher.returncode}\n{out[-3000:]}\n{err[-3000:]}"
+    return out
+
+
+def job_id(sweep: Path, timeout: float = 60) -> str:
+    """The SLURM job id of a one-job sweep (submitit's folder for it)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        folders = [p.name for p in (sweep / ".submitit").glob("[0-9]*") if p.is_dir()]
+        if folders:
+            return folders[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no job submitted under {sweep}")
+
+
+def job_log(sweep: Path, job: str) -> str:
+    """Everything the job's tasks wrote (submitit's per-task logs)."""
+    return "".join(p.read_text() for p in sorted((sweep / ".submitit" / job).glob("*_log.*")))
+
+
+def test_local_cluster_runs_jobs_and_stops_only_its_own_daemons(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
+    assert slurm_cluster.command("srun", "hostname").strip() == host
+    other = start_cluster(tmp_path / "other")
+    assert other.conf != slurm_cluster.conf
+    daemons = {name: int((other.directory / f"{name}.pid").read_text()) for name in ("slurmctld", "slurmd")}
+    daemons["munged"] = int((other.directory / "munge" / "munged.pid").read_text())
+    report = stop_cluster(other)
+    assert all(f"{pid}:{name}" in report for name, pid in daemons.items()), report
+    for pid in daemons.values():
+        assert not Path(f"/proc/{pid}").exists()
+    assert slurm_cluster.command("sinfo", "--noheader", "--format=%t").split() == ["idle"]  # the session's: still up
+    assert stop_cluster(other).strip().endswith("was running)")  # nothing left of it to stop
+
+
+def test_sweep_runs_each_job_through_sbatch_and_prints_the_summary(slurm_cluster: SlurmCluster, tmp_path) -> None:
+    sweep = tmp_path / "sweep"
+    out = finish(start_sweep(sweep, *TINY, "trainer.max_steps=3", "optimizer.lr=1e-3,3e-4"))
+    assert "optimizer.lr=0.001" in out and "optimizer.lr=0.0003" in out and "completed" in out
+    assert [json.loads((sweep / j / "status.json").read_text())["status"] for j in "01"] == ["completed"] * 2
+    (script,) = (sweep / ".submitit").glob("*/*_submission.sh")
+    sbatch = script.read_text()
+    assert "#SBATCH --cpus-per-task=1" in sbatch and "gpus" not in sbatch and "#SBATCH --signal=USR2@120" in sbatch
+    assert (sweep / "summary.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "reason", "advice"),
+    [
+        (["hydra/launcher=slurm_cpu", "hydra.launcher.partition=nope"], "Invalid partition name", "`sinfo` lists"),
+        (["hydra/launcher=slurm"], "Invalid generic resource (gres)", "hydra/launcher=slurm_cpu"),
+        (["hydra/launcher=slurm_cpu", "hydra.launcher.cpus_per_task=64"], "More processors requested", "sinfo -o"),
+    ],
+    ids=["partition", "gpus", "cpus"],
+)
+def test_a_refused_submission_is_one_line_with_sbatchs_reason(
+    slurm_cluster: SlurmCluster, tmp_path: Path, overrides: list[str], reason: str, advice: str
+) -> None:
+    result = run_lmpt("-m", *overrides, *TINY, "optimizer.lr=1e-3,3e-4", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("lmpt: error: sbatch refused the jobs: ") and reason in line and advice in line, line
+    assert slurm_cluster.command("squeue", "--noheader").strip() == ""
+
+
+def test_srun_tasks_become_torchruns_variables(slurm_cluster: SlurmCluster) -> None:
+    step = {"SLURM_STEP_ID": "0", "SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1",
+            "SLURM_NTASKS_PER_NODE": "2", "SLURM_STEP_NODELIST": "gpu[07-08]", "SLURM_JOB_ID": "12345"}  # fmt: skip
+    assert srun_task_env(step) == {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+                                   "MASTER_ADDR": "gpu07", "MASTER_PORT": "32345"}  # fmt: skip
+    assert srun_task_env({**step, "MASTER_PORT": "29500"})["MASTER_PORT"] == "29500"
+    assert srun_task_env({**step, "WORLD_SIZE": "8"}) == {}  # torchrun's own variables win
+    assert srun_task_env({k: v for k, v in step.items() if k != "SLURM_STEP_ID"}) == {}  # the batch script itself
+    assert srun_task_env({**step, "SLURM_NTASKS": "1"}) == {}  # one task: no process group
+
+
+def test_scancel_usr2_requeues_the_job_and_it_ends_bit_for_bit(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """`scancel --signal=USR2`, what SLURM sends ahead of a time limit or preemption: the job commits, submitit
+    requeues it (counting a timeout), and the requeued job resumes in the same run directory."""
+    golden.start_golden(tmp_path, LONG)
+    sweep = tmp_path / "sweep"
+    launcher = start_sweep(sweep, *LONG, "hydra.launcher.timeout_min=5", "hydra.launcher.max_num_timeout=3")
+    job = job_id(sweep)
+    wait_for_step(sweep / "0", 5)
+    slurm_cluster.command("scancel", "--signal=USR2", job)
+    finish(launcher)
+    log = job_log(sweep, job)
+    assert "SIGUSR2: finishing this step" in log and f"Requeued job {job} (2 remaining timeouts)" in log, log
+    stopped_at = int(log.split("stopped at step ")[1].split()[0])
+    assert 5 <= stopped_at < 150 and f"resuming {sweep / '0'} from step_{stopped_at:08d}" in log
+    assert slurm_cluster.restarts(job) == 1
+    assert json.loads((sweep / "0" / "status.json").read_text())["status"] == "completed"
+    golden.assert_same(golden.golden_run(tmp_path, LONG), sweep / "0", "scancel --signal=USR2")
