@@ -4,9 +4,10 @@
 #   scripts/slurm-local.sh start DIR   # install slurm-wlm and munge if missing (root, apt-get), write the config
 #                                      # into DIR, start munged, slurmctld and slurmd, wait until the node is idle,
 #                                      # then print `export SLURM_CONF=DIR/slurm.conf` (eval it to use the cluster)
-#   scripts/slurm-local.sh stop DIR    # stop the daemons started into DIR (their pid files), nothing else
+#   scripts/slurm-local.sh stop DIR    # cancel its jobs, stop the daemons started into DIR (their pid files) and any
+#                                      # job step daemon they left; nothing else
 #
-# The node is this machine under its short host name, with every CPU (`nproc`) and most of its memory, in one
+# The node is this machine under its short host name, with every CPU it may use and most of its memory, in one
 # partition named `local`. The daemons run as root with everything (state, spool, logs, munge key and socket)
 # inside DIR, on the first free ports from 6817 on, so a system SLURM, if any, is left alone. Unlike a production
 # cluster, a requeued job waits 11 s instead of 121 s before it may start again (cred_expire=10) and the scheduler
@@ -54,7 +55,7 @@ free_port() {
 write_config() {
     local host cpus mem_mb ctld_port slurmd_port
     host=$(hostname -s)
-    cpus=$(nproc)
+    cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc alone obeys OMP_NUM_THREADS
     mem_mb=$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) * 9 / 10 / 1024))
     taken=()
     ctld_port=$(free_port 6817)
@@ -137,23 +138,46 @@ start() {
     echo "export SLURM_CONF=$SLURM_CONF"
 }
 
+# Cancel the cluster's jobs and wait until they are gone, so no job step is left behind its slurmd.
+cancel_jobs() {
+    live_pid "$dir/slurmctld.pid" >/dev/null || return 0
+    export SLURM_CONF=$dir/slurm.conf
+    local jobs
+    jobs=$(squeue --noheader --format=%i 2>/dev/null) || return 0
+    [[ -n $jobs ]] || return 0
+    # shellcheck disable=SC2086  # one argument per job id
+    scancel $jobs || true
+    for _ in $(seq 900); do
+        [[ -z $(squeue --noheader --format=%i 2>/dev/null) ]] && return 0
+        sleep 0.1
+    done
+    log "jobs still there after 90s: $(squeue --noheader --format=%i | tr '\n' ' ')"
+}
+
+# Wait for a process to end, killing it after 10 s.
+reap() {
+    local pid=$1
+    for _ in $(seq 100); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
 stop() {
-    local name file pid stopped=()
+    local name pid stopped=() proc
+    cancel_jobs
     for name in slurmd slurmctld munge/munged; do
-        file=$dir/$name.pid
-        pid=$(live_pid "$file") || continue
+        pid=$(live_pid "$dir/$name.pid") || continue
         kill -TERM "$pid"
+        reap "$pid"
         stopped+=("$pid:${name#munge/}")
     done
-    for entry in "${stopped[@]}"; do
-        pid=${entry%%:*}
-        for _ in $(seq 100); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
+    # Step daemons this cluster's slurmd started (they carry its SLURM_CONF) and that outlived it.
+    for proc in /proc/[0-9]*; do
+        [[ $(cat "$proc/comm" 2>/dev/null) == slurmstepd ]] || continue
+        tr '\0' '\n' <"$proc/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$dir/slurm.conf" || continue
+        kill -KILL "${proc#/proc/}" 2>/dev/null && stopped+=("${proc#/proc/}:slurmstepd")
     done
     log "stopped ${stopped[*]:-nothing (no daemon of $dir was running)}"
 }

@@ -80,6 +80,12 @@ class Distributed:
             raise LmptError(str(error))
         return work() if not self.is_main else result  # type: ignore[return-value]
 
+    def leave(self) -> None:
+        """After a stop: leave the process group without the closing barrier (rank 0 exits to its scheduler's
+        requeue and never reaches it), so a later `close` does nothing."""
+        if self.enabled and dist.is_initialized():
+            dist.destroy_process_group()
+
     def close(self) -> None:
         """On a clean exit only: a barrier, then destroy (gloo aborts at interpreter exit otherwise)."""
         if self.enabled and dist.is_initialized():

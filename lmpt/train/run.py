@@ -179,6 +179,8 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     wall = time.perf_counter() - started
     final_state = full_model_state(model, t.strategy) if status == "completed" else None  # collective
     if not ctx.is_main:
+        if status == "preempted":
+            ctx.leave()  # rank 0 hands over to the scheduler without a closing barrier: so do the others
         return float(loop.state.last_val.get("val_loss", float("nan")))
     write_status(run.path, status, step=loop.state.step, wall_s=round(wall, 3))
     if status == "preempted":

@@ -5,7 +5,9 @@ for bit equal to a run that was never stopped, with one task or two (DDP from SL
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -37,15 +39,16 @@ def finish(launcher: subprocess.Popen, timeout: float = 400) -> str:
     return out
 
 
-def job_id(sweep: Path, timeout: float = 60) -> str:
-    """The SLURM job id of a one-job sweep (submitit's folder for it)."""
+def job_id(sweep: Path, launcher: subprocess.Popen, timeout: float = 300) -> str:
+    """The SLURM job id of a one-job sweep (submitit's folder for it), once submitted."""
     deadline = time.time() + timeout
-    while time.time() < deadline:
+    while time.time() < deadline and launcher.poll() is None:
         folders = [p.name for p in (sweep / ".submitit").glob("[0-9]*") if p.is_dir()]
         if folders:
             return folders[0]
         time.sleep(0.2)
-    raise AssertionError(f"no job submitted under {sweep}")
+    out, err = launcher.communicate(timeout=60) if launcher.poll() is not None else ("", "")
+    raise AssertionError(f"no job submitted under {sweep} (launcher exit {launcher.returncode}):\n{out}\n{err}")
 
 
 def job_log(sweep: Path, job: str) -> str:
@@ -65,6 +68,7 @@ def test_local_cluster_runs_jobs_and_stops_only_its_own_daemons(slurm_cluster: S
     for pid in daemons.values():
         assert not Path(f"/proc/{pid}").exists()
     assert slurm_cluster.command("sinfo", "--noheader", "--format=%t").split() == ["idle"]  # the session's: still up
+    assert slurm_cluster.command("sinfo", "--noheader", "--format=%c").split() == [str(len(os.sched_getaffinity(0)))]
     assert stop_cluster(other).strip().endswith("was running)")  # nothing left of it to stop
 
 
@@ -115,7 +119,7 @@ def test_scancel_usr2_requeues_the_job_and_it_ends_bit_for_bit(slurm_cluster: Sl
     golden.start_golden(tmp_path, LONG)
     sweep = tmp_path / "sweep"
     launcher = start_sweep(sweep, *LONG, "hydra.launcher.timeout_min=5", "hydra.launcher.max_num_timeout=3")
-    job = job_id(sweep)
+    job = job_id(sweep, launcher)
     wait_for_step(sweep / "0", 5)
     slurm_cluster.command("scancel", "--signal=USR2", job)
     finish(launcher)
@@ -126,3 +130,98 @@ def test_scancel_usr2_requeues_the_job_and_it_ends_bit_for_bit(slurm_cluster: Sl
     assert slurm_cluster.restarts(job) == 1
     assert json.loads((sweep / "0" / "status.json").read_text())["status"] == "completed"
     golden.assert_same(golden.golden_run(tmp_path, LONG), sweep / "0", "scancel --signal=USR2")
+
+
+@pytest.mark.soak
+def test_scontrol_requeue_stops_the_job_and_it_ends_bit_for_bit(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """`scontrol requeue`, what an admin or a preempting job does: SLURM sends SIGTERM, the job commits and exits,
+    SLURM starts it again and it resumes in the same run directory (no timeout counted)."""
+    golden.start_golden(tmp_path, LONG)
+    sweep = tmp_path / "sweep"
+    launcher = start_sweep(sweep, *LONG, "hydra.launcher.max_num_timeout=0")
+    job = job_id(sweep, launcher)
+    wait_for_step(sweep / "0", 5)
+    slurm_cluster.command("scontrol", "requeue", job)
+    finish(launcher)
+    log = job_log(sweep, job)
+    assert "SIGTERM: finishing this step" in log, log
+    stopped_at = int(log.split("stopped at step ")[1].split()[0])
+    assert 5 <= stopped_at < 150 and f"resuming {sweep / '0'} from step_{stopped_at:08d}" in log
+    assert slurm_cluster.restarts(job) == 1
+    golden.assert_same(golden.golden_run(tmp_path, LONG), sweep / "0", "scontrol requeue")
+
+
+@pytest.mark.soak
+def test_a_time_limit_mid_run_requeues_until_the_run_ends_bit_for_bit(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """A one-minute time limit, SIGUSR2 45 s ahead of it: every attempt commits, is requeued as a timeout and
+    resumes, within max_num_timeout, until the run ends as one that was never stopped."""
+    args = [*[a for a in LONG if not a.startswith("trainer.max_steps=")], "trainer.max_steps=1000"]
+    golden.start_golden(tmp_path, args)
+    sweep = tmp_path / "sweep"
+    launcher = start_sweep(sweep, *args, "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=45",
+                           "hydra.launcher.max_num_timeout=10")  # fmt: skip
+    job = job_id(sweep, launcher)
+    finish(launcher, timeout=1500)
+    log = job_log(sweep, job)
+    timeouts = log.count("this job is timed-out")
+    assert timeouts >= 1 and slurm_cluster.restarts(job) == timeouts, log
+    assert f"Requeued job {job} ({10 - timeouts} remaining timeouts)" in log
+    assert "DUE TO TIME LIMIT" not in log  # the signal came ahead of the limit every time
+    assert log.count("resuming ") == timeouts
+    golden.assert_same(golden.golden_run(tmp_path, args), sweep / "0", "time limit")
+
+
+@pytest.mark.soak
+def test_past_max_num_timeout_the_job_is_not_requeued_and_the_same_command_finishes_it(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    golden.start_golden(tmp_path, LONG)
+    sweep = tmp_path / "sweep"
+    overrides = [*LONG, "hydra.launcher.timeout_min=5", "hydra.launcher.max_num_timeout=1"]
+    launcher = start_sweep(sweep, *overrides)
+    job = job_id(sweep, launcher)
+    wait_for_step(sweep / "0", 5)
+    slurm_cluster.command("scancel", "--signal=USR2", job)  # the first timeout: requeued
+    deadline = time.time() + 180
+    while "resuming" not in job_log(sweep, job) and time.time() < deadline:
+        time.sleep(0.2)
+    wait_for_step(sweep / "0", 60)
+    slurm_cluster.command("scancel", "--signal=USR2", job)  # the second: one more than max_num_timeout
+    out = finish(launcher)
+    log = job_log(sweep, job)
+    assert f"Requeued job {job} (0 remaining timeouts)" in log and "timed-out too many times" in log, log
+    assert slurm_cluster.restarts(job) == 1
+    status = json.loads((sweep / "0" / "status.json").read_text())
+    assert status["status"] == "failed" and "did not requeue the job" in status["error"], status
+    assert "failed" in out  # the summary's row
+    finish(start_sweep(sweep, *overrides))  # the same command: the job resumes from its checkpoint
+    golden.assert_same(golden.golden_run(tmp_path, LONG), sweep / "0", "past max_num_timeout, then rerun")
+
+
+@pytest.mark.soak
+def test_two_tasks_per_node_train_ddp_equal_to_torchrun_and_requeue_bit_for_bit(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """tasks_per_node=2: srun starts two ranks that form the process group from SLURM_PROCID, SLURM_NTASKS,
+    SLURM_LOCALID and the node list; stopped by SIGUSR2 and requeued, the job ends equal to torchrun's 2 ranks."""
+    reference = tmp_path / "torchrun"
+    torchrun = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lmpt", *LONG,
+         f"hydra.run.dir={reference}"],
+        cwd=tmp_path, env=golden.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    sweep = tmp_path / "sweep"
+    launcher = start_sweep(sweep, *LONG, "hydra.launcher.tasks_per_node=2", "hydra.launcher.timeout_min=5")
+    job = job_id(sweep, launcher)
+    wait_for_step(sweep / "0", 5)
+    slurm_cluster.command("scancel", "--signal=USR2", job)
+    finish(launcher)
+    out, err = torchrun.communicate(timeout=600)
+    assert torchrun.returncode == 0, err[-3000:]
+    log = job_log(sweep, job)
+    assert "x 2 processes" in log and f"Requeued job {job}" in log and "resuming" in log, log
+    assert "Traceback" not in log  # rank 1 leaves without waiting for rank 0 at a closing barrier
+    assert slurm_cluster.restarts(job) == 1
+    golden.assert_same(reference, sweep / "0", "tasks_per_node=2 against torchrun")
