@@ -4,8 +4,8 @@
 #   scripts/slurm-local.sh start DIR   # install slurm-wlm and munge if missing (root, apt-get), write the config
 #                                      # into DIR, start munged, slurmctld and slurmd, wait until the node is idle,
 #                                      # then print `export SLURM_CONF=DIR/slurm.conf` (eval it to use the cluster)
-#   scripts/slurm-local.sh stop DIR    # cancel its jobs, stop the daemons started into DIR (their pid files) and any
-#                                      # job step daemon they left; nothing else
+#   scripts/slurm-local.sh stop DIR    # cancel its jobs, stop the daemons started with DIR's config and any job
+#                                      # step daemon they left; nothing else
 #
 # The node is this machine under its short host name, with every CPU it may use and most of its memory, in one
 # partition named `local`. The daemons run as root with everything (state, spool, logs, munge key and socket)
@@ -138,9 +138,10 @@ start() {
     echo "export SLURM_CONF=$SLURM_CONF"
 }
 
-# Cancel the cluster's jobs and wait until they are gone, so no job step is left behind its slurmd.
+# Cancel the cluster's jobs and wait until they are gone, so no job step is left behind its slurmd (if its
+# controller is among the processes in $1).
 cancel_jobs() {
-    live_pid "$dir/slurmctld.pid" >/dev/null || return 0
+    [[ $1 == *":slurmctld"* && -f $dir/slurm.conf ]] || return 0
     export SLURM_CONF=$dir/slurm.conf
     local jobs
     jobs=$(squeue --noheader --format=%i 2>/dev/null) || return 0
@@ -164,20 +165,38 @@ reap() {
     kill -KILL "$pid" 2>/dev/null || true
 }
 
-stop() {
-    local name pid stopped=() proc
-    cancel_jobs
-    for name in slurmd slurmctld munge/munged; do
-        pid=$(live_pid "$dir/$name.pid") || continue
-        kill -TERM "$pid"
-        reap "$pid"
-        stopped+=("$pid:${name#munge/}")
-    done
-    # Step daemons this cluster's slurmd started (they carry its SLURM_CONF) and that outlived it.
+# This cluster's processes, "pid:name" per line: daemons started with its config or munge socket on their command
+# line (found even when DIR's pid files are gone) and step daemons carrying its SLURM_CONF, nothing else.
+cluster_processes() {
+    local proc comm
     for proc in /proc/[0-9]*; do
-        [[ $(cat "$proc/comm" 2>/dev/null) == slurmstepd ]] || continue
-        tr '\0' '\n' <"$proc/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$dir/slurm.conf" || continue
-        kill -KILL "${proc#/proc/}" 2>/dev/null && stopped+=("${proc#/proc/}:slurmstepd")
+        comm=$(cat "$proc/comm" 2>/dev/null) || continue
+        case $comm in
+        slurmd | slurmctld | munged)
+            { tr '\0' '\n' <"$proc/cmdline"; } 2>/dev/null |
+                grep -qxE -e "$(printf '%q' "$dir/slurm.conf")" -e "--socket=$(printf '%q' "$dir/munge/munge.socket")" ||
+                continue
+            ;;
+        slurmstepd)
+            { tr '\0' '\n' <"$proc/environ"; } 2>/dev/null | grep -qxF "SLURM_CONF=$dir/slurm.conf" || continue
+            ;;
+        *) continue ;;
+        esac
+        echo "${proc#/proc/}:$comm"
+    done
+}
+
+stop() {
+    local name pid entry processes stopped=()
+    processes=$(cluster_processes)
+    cancel_jobs "$processes"
+    for name in slurmd slurmctld munged slurmstepd; do # the node first, the controller, then authentication
+        for entry in $(grep ":$name\$" <<<"$processes"); do
+            pid=${entry%%:*}
+            kill -TERM "$pid" 2>/dev/null || continue
+            reap "$pid"
+            stopped+=("$entry")
+        done
     done
     log "stopped ${stopped[*]:-nothing (no daemon of $dir was running)}"
 }

@@ -19,9 +19,7 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
     try:
         yield cluster
     finally:
-        for job in cluster.command("squeue", "--noheader", "--format=%i", check=False).split():
-            cluster.command("scancel", job, check=False)
-        stop_cluster(cluster)
+        stop_cluster(cluster)  # its jobs cancelled first
         if previous is None:
             os.environ.pop("SLURM_CONF", None)
         else:

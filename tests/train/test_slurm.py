@@ -155,19 +155,19 @@ def test_scontrol_requeue_stops_the_job_and_it_ends_bit_for_bit(slurm_cluster: S
 def test_a_time_limit_mid_run_requeues_until_the_run_ends_bit_for_bit(
     slurm_cluster: SlurmCluster, tmp_path: Path
 ) -> None:
-    """A one-minute time limit, SIGUSR2 45 s ahead of it: every attempt commits, is requeued as a timeout and
-    resumes, within max_num_timeout, until the run ends as one that was never stopped."""
+    """A one-minute time limit, SIGUSR2 35 s ahead of it (SLURM checks every 30 s): every attempt commits, is
+    requeued as a timeout and resumes, within max_num_timeout, until the run ends as one that was never stopped."""
     args = [*[a for a in LONG if not a.startswith("trainer.max_steps=")], "trainer.max_steps=1000"]
     golden.start_golden(tmp_path, args)
     sweep = tmp_path / "sweep"
-    launcher = start_sweep(sweep, *args, "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=45",
-                           "hydra.launcher.max_num_timeout=10")  # fmt: skip
+    launcher = start_sweep(sweep, *args, "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=35",
+                           "hydra.launcher.max_num_timeout=20")  # fmt: skip
     job = job_id(sweep, launcher)
     finish(launcher, timeout=1500)
     log = job_log(sweep, job)
     timeouts = log.count("this job is timed-out")
     assert timeouts >= 1 and slurm_cluster.restarts(job) == timeouts, log
-    assert f"Requeued job {job} ({10 - timeouts} remaining timeouts)" in log
+    assert f"Requeued job {job} ({20 - timeouts} remaining timeouts)" in log
     assert "DUE TO TIME LIMIT" not in log  # the signal came ahead of the limit every time
     assert log.count("resuming ") == timeouts
     golden.assert_same(golden.golden_run(tmp_path, args), sweep / "0", "time limit")
