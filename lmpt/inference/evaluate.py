@@ -23,7 +23,7 @@ from lmpt.batch import IGNORE, Batch, Windows
 from lmpt.console import console
 from lmpt.data.sources import iter_documents, resolve_paths
 from lmpt.errors import LmptError
-from lmpt.inference.load import Trained, load_trained
+from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
 from lmpt.inference.options import parse_command, require, run_command
 from lmpt.objectives.mlm import mask_tokens
 from lmpt.objectives.registry import build_objective
@@ -37,7 +37,7 @@ SUMMARY = (
     "decoders by sliding windows, encoders by a fixed seeded masking, encoder-decoders by the run's seeded "
     "span corruption."
 )
-POSITIONALS = [("RUN", "a run directory (its model.pt, else its newest valid checkpoint) or a checkpoint directory")]
+POSITIONALS = [RUN_ARGUMENT]
 _BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
 
 

@@ -15,7 +15,7 @@ import torch
 
 from lmpt.errors import LmptError
 from lmpt.inference.hf_names import llama_layout, to_hf
-from lmpt.inference.load import Trained, load_trained
+from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
 from lmpt.inference.options import parse_command, run_command
 from lmpt.model.block import kv_heads
 from lmpt.tokenizer.special import BOS, EOS, MASK, PAD, UNK
@@ -28,7 +28,7 @@ SUMMARY = (
     "AutoTokenizer.from_pretrained(OUT_DIR) load offline. Needs transformers (for the tokenizer conversion)."
 )
 POSITIONALS = [
-    ("RUN", "a run directory (its model.pt, else its newest valid checkpoint) or a checkpoint directory"),
+    RUN_ARGUMENT,
     ("OUT_DIR", "the directory to write (created; must be empty or absent unless overwrite=true)"),
 ]
 HF_CLASSES = {"decoder": ("LlamaForCausalLM", "llama"), "encoder": ("EuroBertForMaskedLM", "eurobert")}

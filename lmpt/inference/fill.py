@@ -11,7 +11,7 @@ from rich.table import Table
 
 from lmpt.console import console
 from lmpt.errors import LmptError
-from lmpt.inference.load import Trained, load_trained
+from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
 from lmpt.inference.options import parse_command, require, run_command
 from lmpt.inference.prompts import MASK_MARKER, encode_marked
 from lmpt.tokenizer.special import MASK
@@ -21,7 +21,7 @@ SUMMARY = (
     "List the most likely tokens for each [MASK] in a text, from a trained encoder (mlm or nsp). "
     "Decoders and encoder-decoders generate instead: use lmpt-generate."
 )
-POSITIONALS = [("RUN", "a run directory (its model.pt, else its newest valid checkpoint) or a checkpoint directory")]
+POSITIONALS = [RUN_ARGUMENT]
 
 
 @dataclass

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from lmpt.console import console
 from lmpt.errors import LmptError
-from lmpt.inference.load import Trained, load_trained
+from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
 from lmpt.inference.options import parse_command, require, run_command
 from lmpt.inference.prompts import SENTINEL, encode_marked
 from lmpt.model.generate import sample
@@ -22,7 +22,7 @@ SUMMARY = (
     "Sample from a trained decoder (continue the prompt) or fill the <extra_id_N> spans of the prompt with an "
     "encoder-decoder. Encoders predict [MASK] tokens instead: use lmpt-fill."
 )
-POSITIONALS = [("RUN", "a run directory (its model.pt, else its newest valid checkpoint) or a checkpoint directory")]
+POSITIONALS = [RUN_ARGUMENT]
 
 
 @dataclass

@@ -1,11 +1,12 @@
-"""`load_trained`: a run directory (its final model.pt, else its newest valid checkpoint) or one checkpoint
-directory -> the model in eval mode, its tokenizer and the config it was trained with."""
+"""`load_trained`: a run directory (its final model.safetensors, else its newest valid checkpoint) or one
+checkpoint directory -> the model in eval mode, its tokenizer and the config it was trained with.
+`locate_weights` and `read_weights` are the steps before building a model (what `model.init_from` needs).
+Every file is read as data (lmpt.safe_files): a planted pickle or YAML tag is refused, naming the file."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -13,9 +14,16 @@ from omegaconf import DictConfig, OmegaConf
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, build_model
 from lmpt.objectives.registry import OBJECTIVES, resolve_arch
+from lmpt.safe_files import WEIGHTS_SUFFIX, load_torch, load_weights, load_yaml, weights_metadata
 from lmpt.tokenizer.tokenizer import Tokenizer
-from lmpt.train.checkpoint import MANIFEST, CheckpointStore, manifest_problem
-from lmpt.train.rundir import CONFIG_FILE, FINAL_MODEL, TOKENIZER_FILE
+from lmpt.train.checkpoint import MANIFEST, CheckpointStore, load_part
+from lmpt.train.rundir import CONFIG_FILE, FINAL_MODEL, LEGACY_FINAL_MODEL, TOKENIZER_FILE
+
+RUN_ARGUMENT = (
+    "RUN",
+    "a run directory (its model.safetensors, else its newest valid checkpoint) or a checkpoint directory",
+)
+"""The positional argument of lmpt-generate, -fill, -eval and -export, with its --help text."""
 
 
 @dataclass
@@ -44,49 +52,85 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def _load(path: Path) -> Any:
-    try:
-        return torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as exc:
-        raise LmptError(f"{path} could not be read ({type(exc).__name__}): it is not a model saved by lmpt") from None
+@dataclass
+class LocatedWeights:
+    """Where a run directory's or checkpoint's model lives, and the config it was trained with."""
+
+    weights: Path
+    """model.safetensors (a legacy model.pt is read as data only)."""
+    run_dir: Path
+    config: DictConfig
 
 
-def _locate(path: Path) -> tuple[Path, Path, DictConfig | None]:
-    """(weights file, run directory, config from a checkpoint or None to read config.yaml)."""
+def _final_model(directory: Path) -> Path | None:
+    for name in (FINAL_MODEL, LEGACY_FINAL_MODEL):
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
+def locate_weights(path: str | Path) -> LocatedWeights:
+    """The weights file of a run directory (its final model, else its newest valid checkpoint) or of one
+    checkpoint directory, with the run's config (config.yaml, or the checkpoint's own copy)."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise LmptError(f"{path} does not exist: give a run directory (outputs/...) or one of its checkpoints")
+    path = path.resolve()
     if (path / MANIFEST).exists():
-        problem = manifest_problem(path)
-        if problem is not None:
-            raise LmptError(f"checkpoint {path} is not usable: {problem}")
-        trainer = _load(path / "trainer.pt")
-        return path / FINAL_MODEL, path.parent.parent, OmegaConf.create(trainer["config"])
+        return _in_checkpoint(path, path.parent.parent)
     if not (path / CONFIG_FILE).is_file():
         raise LmptError(
             f"{path} is not a run directory or checkpoint (expected {path / CONFIG_FILE} or {path / MANIFEST})"
         )
-    if (path / FINAL_MODEL).is_file():
-        return path / FINAL_MODEL, path, None
+    final = _final_model(path)
+    if final is not None:
+        return LocatedWeights(final, path, _run_config(path / CONFIG_FILE))
     checkpoint = CheckpointStore(path / "checkpoints", keep_last=1).latest_valid()
     if checkpoint is None:
         raise LmptError(f"run {path} has neither a final {FINAL_MODEL} nor a valid checkpoint: train it first")
-    return checkpoint / FINAL_MODEL, path, OmegaConf.create(_load(checkpoint / "trainer.pt")["config"])
+    return _in_checkpoint(checkpoint, path)
+
+
+def _run_config(path: Path) -> DictConfig:
+    config = load_yaml(path)
+    if not isinstance(config, DictConfig) or not {"objective", "model"} <= set(config.keys()):
+        raise LmptError(f"{path} is not the config of an lmpt run (no objective and model sections)")
+    return config
+
+
+def _in_checkpoint(checkpoint: Path, run_dir: Path) -> LocatedWeights:
+    trainer = load_part(checkpoint, "trainer")  # verifies the manifest first
+    weights = _final_model(checkpoint)
+    if weights is None or not isinstance(trainer, dict) or not isinstance(trainer.get("config"), dict):
+        raise LmptError(f"checkpoint {checkpoint} has no model weights or no config: it was not written by lmpt")
+    return LocatedWeights(weights, run_dir, OmegaConf.create(trainer["config"]))
+
+
+def read_weights(weights: Path) -> tuple[dict[str, torch.Tensor], str | None]:
+    """(state dict, architecture if the file names it) of a final model or checkpoint weights file."""
+    if weights.suffix == WEIGHTS_SUFFIX:
+        return load_weights(weights), weights_metadata(weights).get("arch")
+    saved = load_torch(weights)  # a legacy model.pt: {"model": state dict, "arch": ...} or a bare state dict
+    if not isinstance(saved, dict):
+        raise LmptError(f"{weights} holds no state dict: it is not a model saved by lmpt")
+    if "model" in saved:
+        return saved["model"], saved.get("arch")
+    return saved, None
 
 
 def load_trained(path: str | Path, device: str = "cpu") -> Trained:
     """The model saved in a run directory or checkpoint directory `path`, on `device`, in eval mode."""
-    path = Path(path).expanduser()
-    if not path.exists():
-        raise LmptError(f"{path} does not exist: give a run directory (outputs/...) or one of its checkpoints")
-    weights, run_dir, config = _locate(path.resolve())
-    if config is None:
-        config = OmegaConf.load(run_dir / CONFIG_FILE)
-    tokenizer = Tokenizer.load(run_dir / TOKENIZER_FILE)
+    located = locate_weights(path)
+    weights, config = located.weights, located.config
+    tokenizer = Tokenizer.load(located.run_dir / TOKENIZER_FILE)
     name = str(config.objective.name)
     if name not in OBJECTIVES:
         raise LmptError(f"{weights} was trained with objective {name}, which this lmpt does not know")
     cls = OBJECTIVES[name]
-    saved = _load(weights)
-    state = saved["model"] if isinstance(saved, dict) and "model" in saved else saved
-    arch = saved.get("arch") if isinstance(saved, dict) and "arch" in saved else resolve_arch(cls, config.model.arch)
+    state, arch = read_weights(weights)
+    arch = arch or resolve_arch(cls, config.model.arch)
+    if "body.embed.tokens.weight" not in state:
+        raise LmptError(f"{weights} holds no lmpt model (no body.embed.tokens.weight): it was not saved by lmpt")
     vocab_size = state["body.embed.tokens.weight"].shape[0]
     model = build_model(config.model, arch, vocab_size, tokenizer.special.pad, cls.n_segments, cls.n_sequence_classes)
     try:

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import OmegaConf
 
 from lmpt.errors import LmptError
+from lmpt.safe_files import UnsafeFile, load_yaml
 
 CONFIG_FILE = "config.yaml"  # the names lmpt.train.rundir writes; not imported so reports skip torch
 METRICS_FILE = "metrics.jsonl"
-FINAL_MODEL = "model.pt"
+FINAL_MODELS = ("model.safetensors", "model.pt")  # the second from lmpt before safetensors
 STATUS_FILE = "status.json"
 HYDRA_DIR = ".hydra"
 OVERRIDES_FILE = f"{HYDRA_DIR}/overrides.yaml"
@@ -135,14 +135,17 @@ def _status(path: Path) -> str:
         return f"failed: {status.get('error', 'unknown error')}"
     if state in ("completed", "preempted"):
         return state
-    return "completed" if (path / FINAL_MODEL).exists() else "incomplete"
+    return "completed" if any((path / name).exists() for name in FINAL_MODELS) else "incomplete"
 
 
 def _load_yaml(path: Path) -> Any:
-    """The file's contents, or None when it is missing or unreadable (a report never stops at one bad run)."""
+    """The file's contents, or None when it is missing or unreadable (a report never stops at one bad run).
+    A file that could run code (a `!!python` tag) is refused, naming it: that is an attack, not damage."""
     try:
-        return OmegaConf.to_container(OmegaConf.load(path))
-    except (OSError, yaml.YAMLError):
+        return OmegaConf.to_container(load_yaml(path))
+    except UnsafeFile:
+        raise
+    except (OSError, LmptError):
         return None
 
 
@@ -163,7 +166,8 @@ def _wall_seconds(path: Path) -> float | None:
     if isinstance(wall, int | float):
         return float(wall)
     start = [p.stat().st_mtime for p in (path / HYDRA_DIR).glob("*.yaml")]
-    end = [p.stat().st_mtime for p in (path / METRICS_FILE, path / FINAL_MODEL, path / STATUS_FILE) if p.exists()]
+    written = (path / METRICS_FILE, *(path / name for name in FINAL_MODELS), path / STATUS_FILE)
+    end = [p.stat().st_mtime for p in written if p.exists()]
     if not start or not end:
         return None
     return max(max(end) - min(start), 0.0)

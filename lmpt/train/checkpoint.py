@@ -1,6 +1,6 @@
 """Crash-safe checkpoints: written into a temporary directory, synced, sealed by a manifest of sizes and
 checksums written last, then renamed into place. Only sealed checkpoints whose files match their
-manifest are ever loaded; pruning happens after the commit."""
+manifest are ever loaded, and only as data (lmpt.safe_files); pruning happens after the commit."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import torch
 
 from lmpt.console import console
 from lmpt.errors import LmptError
+from lmpt.safe_files import PICKLE_SUFFIX, WEIGHTS_SUFFIX, load_file_by_suffix, save_weights
 
 MANIFEST = "manifest.json"
 _STEP_DIR = re.compile(r"^step_(\d{8})$")
@@ -47,7 +48,7 @@ def manifest_problem(directory: Path) -> str | None:
     for name, expected in files.items():
         path = directory / name
         if not path.is_file():
-            return f"{name} is missing"
+            return f"{name}, listed in {MANIFEST}, is missing"
         if path.stat().st_size != expected["size"]:
             return f"{name} has {path.stat().st_size} bytes, the manifest says {expected['size']}"
         if _sha256(path) != expected["sha256"]:
@@ -77,8 +78,9 @@ class CheckpointStore:
                     shutil.rmtree(path, ignore_errors=True)
 
     def save(self, step: int, parts: dict[str, Any]) -> Path:
-        """Commit `parts` (name -> object for torch.save) as the checkpoint of `step`, then prune. A failed
-        write (a full disk) leaves the committed checkpoints as they were."""
+        """Commit `parts` (file name -> content: a `.safetensors` name takes a flat tensor dict, a `.pt` name
+        tensors and plain data for torch.save) as the checkpoint of `step`, then prune. A failed write (a full
+        disk) leaves the committed checkpoints as they were."""
         return self.commit(step, self.begin(step), parts)
 
     def staging(self, step: int) -> Path:
@@ -116,13 +118,16 @@ class CheckpointStore:
 
     def _write(self, tmp: Path, step: int, parts: dict[str, Any]) -> None:
         for name, obj in parts.items():
-            with open(tmp / f"{name}.pt", "wb") as f:
+            if name.endswith(WEIGHTS_SUFFIX):
+                save_weights(tmp / name, obj)
+                continue
+            with open(tmp / name, "wb") as f:
                 torch.save(obj, f)
                 f.flush()
                 os.fsync(f.fileno())
         files = {}
         for path in sorted(p for p in tmp.rglob("*") if p.is_file()):
-            if path.suffix != ".pt":  # shards written by other processes: make them durable too
+            if path.name not in parts:  # shards written by other processes: make them durable too
                 with open(path, "rb") as f:
                     os.fsync(f.fileno())
             files[str(path.relative_to(tmp))] = {"size": path.stat().st_size, "sha256": _sha256(path)}
@@ -165,10 +170,20 @@ class CheckpointStore:
 
 
 def load_parts(directory: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Every `<name>.pt` of a verified checkpoint, by name."""
+    """Every part (`model.safetensors`, `optimizer.pt`, `trainer.pt`) of a verified checkpoint, by stem."""
     problem = manifest_problem(directory)
     if problem is not None:
         raise LmptError(f"checkpoint {directory} is not usable: {problem}")
-    return {
-        p.stem: torch.load(p, map_location=map_location, weights_only=False) for p in sorted(directory.glob("*.pt"))
-    }
+    parts = sorted(p for p in directory.iterdir() if p.suffix in (WEIGHTS_SUFFIX, PICKLE_SUFFIX) and p.is_file())
+    return {p.stem: load_file_by_suffix(p, map_location) for p in parts}
+
+
+def load_part(directory: Path, stem: str, map_location: str | torch.device = "cpu") -> Any:
+    """One part of a verified checkpoint (e.g. `trainer` for its config), read as data."""
+    problem = manifest_problem(directory)
+    if problem is not None:
+        raise LmptError(f"checkpoint {directory} is not usable: {problem}")
+    for suffix in (WEIGHTS_SUFFIX, PICKLE_SUFFIX):
+        if (directory / f"{stem}{suffix}").is_file():
+            return load_file_by_suffix(directory / f"{stem}{suffix}", map_location)
+    raise LmptError(f"checkpoint {directory} has no {stem} part")

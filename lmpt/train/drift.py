@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from lmpt.errors import LmptError
+from lmpt.train.checkpoint import load_part
 
 MAY_CHANGE = {
     "trainer.max_steps", "trainer.log_every", "trainer.eval_every", "trainer.eval_batches", "trainer.ckpt_every",
@@ -20,11 +20,12 @@ MAY_CHANGE = {
 }  # fmt: skip
 
 
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config container as {"section.key": value}."""
     if isinstance(node, dict):
         flat: dict[str, Any] = {}
         for key, value in node.items():
-            flat.update(_flatten(value, f"{prefix}{key}."))
+            flat.update(flatten(value, f"{prefix}{key}."))
         return flat
     return {prefix[:-1]: node}
 
@@ -35,8 +36,8 @@ def drifted_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def refuse_drift(checkpoint: Path, cfg: DictConfig) -> None:
-    saved = torch.load(checkpoint / "trainer.pt", map_location="cpu", weights_only=False)["config"]
-    old, new = _flatten(saved), _flatten(OmegaConf.to_container(cfg, resolve=True))
+    saved = load_part(checkpoint, "trainer")["config"]
+    old, new = flatten(saved), flatten(OmegaConf.to_container(cfg, resolve=True))
     keys = drifted_keys(old, new)
     if keys:
         changes = ", ".join(f"{k} ({old.get(k)!r} -> {new.get(k)!r})" for k in keys[:6])

@@ -18,6 +18,7 @@ from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
+from lmpt.safe_files import load_sharded
 from lmpt.train.checkpoint import CheckpointStore, load_parts
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
@@ -95,11 +96,13 @@ class TrainLoop:
         """Collective under torchrun: every rank contributes its rank state. Sharded (FSDP) model and
         optimizer states are written separately, through torch.distributed.checkpoint."""
         replicated = (
-            {} if self.sharded else {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+            {}
+            if self.sharded
+            else {"model.safetensors": self.model.state_dict(), "optimizer.pt": self.optimizer.state_dict()}
         )
         return {
             **replicated,
-            "trainer": {
+            "trainer.pt": {
                 "step": self.state.step,
                 "data_position": {"step": self.state.step, "micro_step": 0},
                 "world_size": self.ctx.world_size,
@@ -168,12 +171,11 @@ class TrainLoop:
         )
 
     def _load_shards(self, checkpoint: Path) -> None:
-        import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
         model_state, optimizer_state = get_state_dict(self.model, self.optimizer)
         state = {"model": model_state, "optimizer": optimizer_state}
-        dcp.load(state, checkpoint_id=str(checkpoint / "sharded"))
+        load_sharded(state, checkpoint / "sharded")
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
 
     # -- steps ------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from lmpt.model.generate import sample
 from lmpt.objectives.corpus_checks import check_splits
 from lmpt.objectives.registry import build_objective, preflight_objective
 from lmpt.rng import derive_seed, generator
+from lmpt.safe_files import save_weights
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.batches import StepBatches, step_loader, validation_batches
 from lmpt.train.checkpoint import CheckpointStore
@@ -46,6 +47,7 @@ from lmpt.train.preemption import EXIT_PREEMPTED
 from lmpt.train.rundir import (
     FINAL_MODEL,
     METRICS_FILE,
+    check_run_config,
     discard_if_fresh,
     load_run_tokenizer,
     locate_run,
@@ -120,6 +122,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     if run_path != hydra_dir:  # a rank other than 0: its placeholder directory is not the run's
         shutil.rmtree(hydra_dir, ignore_errors=True)
     run = locate_run(cfg, run_path, discard=ctx.is_main)
+    check_run_config(run, cfg)
     if run.resume_from is not None:
         refuse_drift(run.resume_from, cfg)
 
@@ -189,9 +192,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         console.print(f"run the same command to resume (exit code {EXIT_PREEMPTED})")
         sys.exit(EXIT_PREEMPTED)
 
-    torch.save(
-        {"model": final_state, "arch": objective.arch, "vocab_size": tokenizer.vocab_size}, run.path / FINAL_MODEL
-    )
+    save_weights(run.path / FINAL_MODEL, final_state, {"arch": objective.arch, "vocab_size": str(tokenizer.vocab_size)})
     _print_summary(loop, run.path, wall, model)
     if objective.arch == "decoder" and t.sample_tokens > 0:
         if t.strategy == "fsdp":  # rank 0 alone cannot run a sharded model: sample from the consolidated one

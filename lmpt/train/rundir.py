@@ -13,14 +13,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from lmpt.console import info
 from lmpt.errors import LmptError
+from lmpt.safe_files import load_yaml
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.checkpoint import MANIFEST, CheckpointStore
+from lmpt.train.drift import drifted_keys, flatten
 
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"
 TOKENIZER_FILE = "tokenizer.model"
 METRICS_FILE = "metrics.jsonl"
-FINAL_MODEL = "model.pt"
+FINAL_MODEL = "model.safetensors"
+"""The final weights; its header metadata names the architecture (`arch`) and `vocab_size`."""
+LEGACY_FINAL_MODEL = "model.pt"
+"""What lmpt before safetensors wrote; still read, as data only (`weights_only=True`)."""
 
 
 @dataclass
@@ -75,6 +80,23 @@ def locate_run(cfg: DictConfig, hydra_dir: Path, discard: bool = True) -> RunDir
     if discard and run.resolve() != hydra_dir.resolve():
         discard_if_fresh(hydra_dir)
     return RunDir(run, checkpoint)
+
+
+def check_run_config(run: RunDir, cfg: DictConfig) -> None:
+    """A config.yaml already in the run directory must be this run's (a killed or resumed run): a foreign one
+    (another tool's, another run's, a planted `!!python` tag) is refused before anything is written."""
+    path = run.path / CONFIG_FILE
+    if not path.exists():
+        return
+    saved = load_yaml(path)
+    if not isinstance(saved, DictConfig) or not {"objective", "model", "trainer"} <= set(saved.keys()):
+        raise LmptError(f"{path} is not an lmpt run config: move it away or pick another hydra.run.dir")
+    keys = drifted_keys(flatten(OmegaConf.to_container(saved)), flatten(OmegaConf.to_container(cfg, resolve=True)))
+    if keys:
+        raise LmptError(
+            f"{path} belongs to another run ({', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''} differ from "
+            "this command's): move it away or pick another hydra.run.dir"
+        )
 
 
 def write_run_config(run: RunDir, cfg: DictConfig) -> None:

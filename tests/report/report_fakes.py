@@ -38,7 +38,8 @@ def make_run(
     final_model: bool = True,
     torn_tail: bool = False,
 ) -> Path:
-    """A job directory: .hydra/, config.yaml, metrics.jsonl, checkpoints/, model.pt and status.json as asked."""
+    """A job directory: .hydra/, config.yaml, metrics.jsonl, checkpoints/, model.safetensors and status.json
+    as asked."""
     (path / ".hydra").mkdir(parents=True)
     (path / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
     (path / ".hydra" / "config.yaml").write_text(f"objective:\n  name: {objective}\n")
@@ -52,7 +53,7 @@ def make_run(
         (path / "checkpoints" / "step_00000010").mkdir(parents=True)
         (path / "checkpoints" / "step_00000010" / "manifest.json").write_text("{}")
     if final_model:
-        (path / "model.pt").write_bytes(b"not a real model")
+        (path / "model.safetensors").write_bytes(b"not a real model")
     if status is not None:
         (path / "status.json").write_text(json.dumps(status))
     return path

@@ -59,7 +59,7 @@ def test_run_without_overrides_or_status_is_named_by_its_directory(tmp_path: Pat
     run_dir = make_run(tmp_path / "outputs" / "2026-11-21" / "10-00-00", [], [train_record(10, 6.0, 100.0)])
     run = read_run(run_dir)
     assert run.name == "10-00-00"
-    assert run.status == "completed"  # model.pt written before status.json existed
+    assert run.status == "completed"  # model.safetensors written before status.json existed
     assert find_runs([run_dir])[0].path == run_dir.resolve()
 
 

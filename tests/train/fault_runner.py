@@ -4,7 +4,8 @@ deterministic points, chosen by environment variables (all optional; none set = 
 LMPT_TEST_KILL_AFTER_BACKWARD=N   SIGKILL this process right after its N-th `Tensor.backward` (with
                                   trainer.grad_accum=A and N % A != 0 the kill lands between micro-steps)
 LMPT_TEST_KILL_AT_FAULT=K         SIGKILL at the K-th fault point inside `CheckpointStore.save` (counted
-                                  over the whole process): before/after each torch.save, fsync, json.dump,
+                                  over the whole process): before/after each torch.save, safetensors write,
+                                  fsync, json.dump,
                                   rename and rmtree, and in the middle of a file or of a directory removal
 LMPT_TEST_FAULT_TRACE=path        append the label of every fault point passed to `path` (one per line)
 LMPT_TEST_DROP_STATE=piece        on resume, leave one piece of the checkpoint unrestored: model, optimizer,
@@ -70,6 +71,7 @@ class _FaultPoints:
         import json
         import shutil
 
+        import safetensors.torch
         import torch
 
         import lmpt.train.checkpoint as ckpt
@@ -77,6 +79,7 @@ class _FaultPoints:
         faults = self
         real_save, real_fsync, real_dump = torch.save, os.fsync, json.dump
         real_rename, real_rmtree, real_store_save = os.rename, shutil.rmtree, ckpt.CheckpointStore.save
+        real_save_file = safetensors.torch.save_file
 
         def store_save(store, *args, **kwargs):
             faults.active = True
@@ -100,6 +103,20 @@ class _FaultPoints:
             faults.point("mid torch.save")
             real_save(obj, f, *args, **kwargs)
             if faults.point("after torch.save"):
+                _die()
+
+        def save_file(tensors, filename, metadata=None):
+            if faults.point("before safetensors write"):
+                _die()
+            if faults.point("mid safetensors write"):  # half the bytes, then die
+                data = safetensors.torch.save(tensors, metadata)
+                with open(filename, "wb") as f:
+                    f.write(data[: len(data) // 2])
+                    f.flush()
+                    real_fsync(f.fileno())
+                _die()
+            real_save_file(tensors, filename, metadata=metadata)
+            if faults.point("after safetensors write"):
                 _die()
 
         def fsync(fd):
@@ -143,6 +160,7 @@ class _FaultPoints:
 
         ckpt.CheckpointStore.save = store_save
         torch.save = save
+        safetensors.torch.save_file = save_file
         os.fsync = fsync
         json.dump = dump
         os.rename = rename

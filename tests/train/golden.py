@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 from lmpt_cli import SMALL, lmpt_command, lmpt_env
+from safetensors.torch import load_file
 
 FAULT_RUNNER = Path(__file__).resolve().with_name("fault_runner.py")
 
@@ -105,7 +106,7 @@ def interrupted_run(
     for i, faults in enumerate(kill_points):
         result = run(run_dir, args, **shared, **faults)
         assert result.returncode == KILLED, f"process {i} with {faults} was not killed: {describe(result)}"
-        assert not (run_dir / "model.pt").exists()
+        assert not (run_dir / "model.safetensors").exists()
     result = run(run_dir, args, **shared, **(final_env or {}))
     assert result.returncode == 0, f"restart after {kill_points} failed: {describe(result)}"
     return run_dir
@@ -130,7 +131,7 @@ def logged_losses(run_dir: Path) -> list[tuple[int, str, float]]:
 
 
 def final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
-    return torch.load(run_dir / "model.pt", map_location="cpu", weights_only=False)["model"]
+    return load_file(run_dir / "model.safetensors")
 
 
 def differences(a: Path, b: Path) -> list[str]:
@@ -142,7 +143,7 @@ def differences(a: Path, b: Path) -> list[str]:
         found.append(f"logged losses differ ({len(la)} vs {len(lb)} lines; first differences: {diff})")
     wa, wb = final_weights(a), final_weights(b)
     if wa.keys() != wb.keys():
-        found.append("model.pt holds different tensors")
+        found.append("model.safetensors holds different tensors")
     else:
         unequal = [k for k in wa if not torch.equal(wa[k], wb[k])]
         if unequal:

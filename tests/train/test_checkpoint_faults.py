@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import safetensors.torch
 import torch
 from golden import BASE, KILLED, assert_same, describe, golden_run, interrupted_run, run
 
@@ -36,6 +37,7 @@ class FaultPoints:
         self.kill_at, self.count, self.labels = kill_at, 0, []
         self.committed: set[str] = set()  # step directories whose commit rename completed
         real_save, real_fsync, real_dump = torch.save, os.fsync, json.dump
+        real_save_file = safetensors.torch.save_file
         real_rename, real_rmtree = os.rename, shutil.rmtree
 
         def save(obj, f, *args, **kwargs):
@@ -47,6 +49,15 @@ class FaultPoints:
                 raise Death("mid torch.save")
             real_save(obj, f, *args, **kwargs)
             self.point("after torch.save")
+
+        def save_file(tensors, filename, metadata=None):
+            self.point("before safetensors write")
+            if self.point("mid safetensors write", die=False):
+                data = safetensors.torch.save(tensors, metadata)
+                Path(filename).write_bytes(data[: len(data) // 2])
+                raise Death("mid safetensors write")
+            real_save_file(tensors, filename, metadata=metadata)
+            self.point("after safetensors write")
 
         def fsync(fd):
             self.point("before fsync")
@@ -82,6 +93,7 @@ class FaultPoints:
             self.point(f"after rmtree {Path(path).name}")
 
         monkeypatch.setattr(torch, "save", save)
+        monkeypatch.setattr(safetensors.torch, "save_file", save_file)
         monkeypatch.setattr(os, "fsync", fsync)
         monkeypatch.setattr(json, "dump", dump)
         monkeypatch.setattr(os, "rename", rename)
@@ -100,13 +112,16 @@ def parts(step: int, version: int = 0) -> dict:
     """Three files like a real checkpoint; contents depend on the step (and on which attempt wrote it)."""
     g = torch.Generator().manual_seed(step * 100 + version)
     return {
-        "model": {"w": torch.randn(256, generator=g), "b": torch.randn(8, generator=g)},
-        "optimizer": {"state": {0: {"exp_avg": torch.randn(256, generator=g)}}, "param_groups": [{"lr": 0.1}]},
-        "trainer": {"step": step, "rng": {"cpu": torch.get_rng_state()}, "version": version},
+        "model.safetensors": {"w": torch.randn(256, generator=g), "b": torch.randn(8, generator=g)},
+        "optimizer.pt": {"state": {0: {"exp_avg": torch.randn(256, generator=g)}}, "param_groups": [{"lr": 0.1}]},
+        "trainer.pt": {"step": step, "rng": {"cpu": torch.get_rng_state()}, "version": version},
     }
 
 
 def same_parts(loaded: dict, expected: dict) -> bool:
+    """`load_parts` output (by stem) holds what `parts` wrote (by file name)."""
+    expected = {Path(name).stem: value for name, value in expected.items()}
+
     def equal(a, b) -> bool:
         if isinstance(a, torch.Tensor):
             return isinstance(b, torch.Tensor) and torch.equal(a, b)
@@ -155,7 +170,7 @@ def prepare(directory: Path, scenario: str) -> Path:
     store.save(1, parts(1))
     store.save(2, parts(2))
     if scenario == "same step again":
-        flip_a_bit(directory / "step_00000002" / "model.pt", random.Random(1))
+        flip_a_bit(directory / "step_00000002" / "model.safetensors", random.Random(1))
     return directory
 
 
@@ -211,7 +226,7 @@ def corrupt(path: Path, how: str, rng: random.Random) -> None:
 
 
 @pytest.mark.parametrize("how", ["truncated", "zeroed", "bit-flipped", "missing"])
-@pytest.mark.parametrize("name", ["model.pt", "optimizer.pt", "trainer.pt", MANIFEST])
+@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.pt", "trainer.pt", MANIFEST])
 def test_a_damaged_newest_checkpoint_is_named_and_skipped(tmp_path: Path, capsys, how: str, name: str) -> None:
     store = CheckpointStore(tmp_path / "checkpoints", keep_last=3)
     for step in (1, 2, 3):
@@ -286,12 +301,12 @@ def test_no_valid_checkpoint_is_one_line_exit_2_and_nothing_changes(tmp_path: Pa
     run_dir = tmp_path / "run"
     result = run(run_dir, BASE, LMPT_TEST_KILL_AFTER_BACKWARD="10")
     assert result.returncode == KILLED, describe(result)
-    (run_dir / "checkpoints" / "step_00000004" / "model.pt").write_bytes(b"")
+    (run_dir / "checkpoints" / "step_00000004" / "model.safetensors").write_bytes(b"")
     (run_dir / "checkpoints" / "step_00000008" / MANIFEST).unlink()
     before = snapshot(run_dir)
     result = run(run_dir, BASE)
     assert result.returncode == 2, describe(result)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("lmpt: error: no valid checkpoint"), result.stderr
-    assert "step_00000004" in lines[0] and "model.pt" in lines[0] and "step_00000008" in lines[0], lines[0]
+    assert "step_00000004" in lines[0] and "model.safetensors" in lines[0] and "step_00000008" in lines[0], lines[0]
     assert snapshot(run_dir) == before

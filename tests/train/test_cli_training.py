@@ -10,6 +10,8 @@ from pathlib import Path
 
 import torch
 from lmpt_cli import SMALL, lmpt_command, lmpt_env, records, run_lmpt, train_losses, val_losses
+from safetensors import safe_open
+from safetensors.torch import load_file
 
 
 def run_dirs(root: Path) -> list[Path]:
@@ -32,7 +34,7 @@ def test_tiny_run_learns_and_fills_its_run_directory(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     (run,) = run_dirs(tmp_path)
-    assert {"config.yaml", "tokenizer.model", "metrics.jsonl", "model.pt", "checkpoints", ".hydra"} <= {
+    assert {"config.yaml", "tokenizer.model", "metrics.jsonl", "model.safetensors", "checkpoints", ".hydra"} <= {
         p.name for p in run.iterdir()
     }
     val = val_losses(run)
@@ -42,8 +44,8 @@ def test_tiny_run_learns_and_fills_its_run_directory(tmp_path: Path) -> None:
     assert {"step", "loss", "ppl", "lr", "grad_norm", "tokens_per_s", "loss_tokens_per_s"} <= set(first)
     assert f"run directory: {run}" in result.stdout
     assert "sample:" in result.stdout
-    final = torch.load(run / "model.pt", weights_only=False)
-    assert final["arch"] == "decoder" and final["vocab_size"] == 1024
+    with safe_open(run / "model.safetensors", framework="pt") as final:
+        assert final.metadata() == {"arch": "decoder", "vocab_size": "1024"}
     assert [p.name for p in sorted((run / "checkpoints").iterdir())] == ["step_00000050", "step_00000060"]
 
 
@@ -59,14 +61,14 @@ def test_resume_after_kill_logs_the_same_losses_and_weights(tmp_path: Path) -> N
         time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert not (killed / "model.pt").exists(), "the run finished before it could be killed"
+    assert not (killed / "model.safetensors").exists(), "the run finished before it could be killed"
 
     result = run_lmpt(*args, f"hydra.run.dir={killed}", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "resuming" in result.stdout
     assert train_losses(killed) == train_losses(golden)  # every step, bit for bit as written
     assert val_losses(killed) == val_losses(golden)
-    a, b = torch.load(golden / "model.pt")["model"], torch.load(killed / "model.pt")["model"]
+    a, b = load_file(golden / "model.safetensors"), load_file(killed / "model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
@@ -98,7 +100,7 @@ def test_runs_started_together_get_distinct_directories(tmp_path: Path) -> None:
     ]
     assert [p.wait(timeout=240) for p in procs] == [0, 0]
     dirs = run_dirs(tmp_path)
-    assert len(dirs) == 2 and all((d / "model.pt").exists() for d in dirs)
+    assert len(dirs) == 2 and all((d / "model.safetensors").exists() for d in dirs)
 
 
 def _one_error_line(result: subprocess.CompletedProcess) -> str:
@@ -146,7 +148,7 @@ def test_a_failed_sweep_job_does_not_stop_the_others(tmp_path: Path) -> None:
     (sweep,) = (tmp_path / "multirun").glob("*/*")
     statuses = [json.loads((sweep / j / "status.json").read_text())["status"] for j in "012"]
     assert statuses == ["completed", "failed", "completed"]
-    assert (sweep / "2" / "model.pt").exists()
+    assert (sweep / "2" / "model.safetensors").exists()
 
 
 def test_progress_modes_plain_and_tqdm(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from lmpt_cli import SMALL, lmpt_env, records, run_lmpt
+from safetensors.torch import load_file
 
 ARGS = [*SMALL, "trainer.max_steps=8", "trainer.log_every=1", "trainer.eval_every=4", "trainer.ckpt_every=4",
         "trainer.keep_last=5", "trainer.sample_tokens=0"]  # fmt: skip
@@ -50,11 +51,11 @@ def test_ddp_matches_one_process_with_the_same_global_batch(tmp_path: Path, ddp_
 def test_one_run_directory_and_checkpoints_written_once(ddp_run: Path) -> None:
     assert sorted(p.name for p in (ddp_run / "checkpoints").iterdir()) == ["step_00000004", "step_00000008"]
     assert sorted(p.name for p in (ddp_run / "checkpoints" / "step_00000008").iterdir()) == [
-        "manifest.json", "model.pt", "optimizer.pt", "trainer.pt"]  # fmt: skip
+        "manifest.json", "model.safetensors", "optimizer.pt", "trainer.pt"]  # fmt: skip
     assert len(records(ddp_run)) == len({(r["step"], "loss" in r) for r in records(ddp_run)})  # one writer
-    state = torch.load(ddp_run / "checkpoints" / "step_00000008" / "model.pt")
+    state = load_file(ddp_run / "checkpoints" / "step_00000008" / "model.safetensors")
     assert not any(k.startswith(("module.", "_orig_mod.")) for k in state)
-    trainer = torch.load(ddp_run / "checkpoints" / "step_00000008" / "trainer.pt", weights_only=False)
+    trainer = torch.load(ddp_run / "checkpoints" / "step_00000008" / "trainer.pt", weights_only=True)
     assert trainer["world_size"] == 2 and len(trainer["ranks"]) == 2
     assert not (ddp_run.parent / "outputs").exists()  # no per-rank folders
 
@@ -63,12 +64,12 @@ def test_two_processes_resume_bitwise(tmp_path: Path, ddp_run: Path) -> None:
     run = tmp_path / "resumed"
     shutil.copytree(ddp_run, run)
     shutil.rmtree(run / "checkpoints" / "step_00000008")  # as if killed after the step-4 checkpoint
-    (run / "model.pt").unlink()
+    (run / "model.safetensors").unlink()
     result = torchrun(*PER_RANK, f"hydra.run.dir={run}", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "resuming" in result.stdout and "step 4" in result.stdout
     assert losses(run) == losses(ddp_run)  # exact: the records after step 4 were written again
-    a, b = torch.load(ddp_run / "model.pt")["model"], torch.load(run / "model.pt")["model"]
+    a, b = load_file(ddp_run / "model.safetensors"), load_file(run / "model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
@@ -97,8 +98,8 @@ def test_fsdp_matches_ddp_and_writes_sharded_checkpoints(fsdp_run: Path, ddp_run
     files = sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*") if p.is_file())
     assert files == ["manifest.json", "sharded/.metadata", "sharded/__0_0.distcp", "sharded/__1_0.distcp",
                      "trainer.pt"]  # fmt: skip
-    consolidated = torch.load(fsdp_run / "model.pt")["model"]  # one file with every full tensor
-    replicated = torch.load(ddp_run / "model.pt")["model"]
+    consolidated = load_file(fsdp_run / "model.safetensors")  # one file with every full tensor
+    replicated = load_file(ddp_run / "model.safetensors")
     assert consolidated.keys() == replicated.keys()
     assert all(consolidated[k].shape == replicated[k].shape for k in replicated)
 
@@ -107,12 +108,12 @@ def test_fsdp_resumes_bitwise_in_two_processes(tmp_path: Path, fsdp_run: Path) -
     run = tmp_path / "resumed"
     shutil.copytree(fsdp_run, run)
     shutil.rmtree(run / "checkpoints" / "step_00000008")
-    (run / "model.pt").unlink()
+    (run / "model.safetensors").unlink()
     result = torchrun(*PER_RANK, "trainer.strategy=fsdp", f"hydra.run.dir={run}", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "resuming" in result.stdout
     assert losses(run) == losses(fsdp_run)
-    a, b = torch.load(fsdp_run / "model.pt")["model"], torch.load(run / "model.pt")["model"]
+    a, b = load_file(fsdp_run / "model.safetensors"), load_file(run / "model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 

@@ -1,7 +1,7 @@
 """Numerics (issue #4, point 8): a non-finite loss skips its step, is reported, and too many in a row stop
 the run (one line, exit 2) with its last good checkpoint intact; nothing non-finite is committed.
 Portable checkpoints (point 10): no `_orig_mod.`/`module.` prefixes, even from a compiled model; every
-file loads with map_location="cpu" (and weights_only)."""
+file loads with map_location="cpu": weights as safetensors, the rest with weights_only=True."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 from golden import BASE, assert_same, describe, golden_run, interrupted_run, records, run
 
+from lmpt.safe_files import load_file_by_suffix
 from lmpt.train.checkpoint import manifest_problem
 
 
@@ -26,12 +27,12 @@ def tensors(obj) -> list[torch.Tensor]:
 
 def assert_all_finite(run_dir: Path) -> None:
     """Every committed checkpoint (and the final model) holds finite floating-point tensors only."""
-    files = sorted((run_dir / "checkpoints").glob("step_*/*.pt"))
-    if (run_dir / "model.pt").exists():
-        files.append(run_dir / "model.pt")
+    files = sorted((run_dir / "checkpoints").glob("step_*/*.*"))
+    if (run_dir / "model.safetensors").exists():
+        files.append(run_dir / "model.safetensors")
     assert files
-    for path in files:
-        for t in tensors(torch.load(path, map_location="cpu", weights_only=False)):
+    for path in (f for f in files if f.name != "manifest.json"):
+        for t in tensors(load_file_by_suffix(path)):
             assert not t.is_floating_point() or bool(torch.isfinite(t).all()), f"non-finite tensor in {path}"
 
 
@@ -63,7 +64,7 @@ def test_too_many_nonfinite_steps_stop_with_the_last_good_checkpoint_intact(tmp_
     (checkpoint,) = sorted((run_dir / "checkpoints").iterdir())
     assert checkpoint.name == "step_00000004" and manifest_problem(checkpoint) is None
     assert_all_finite(run_dir)
-    assert not (run_dir / "model.pt").exists()
+    assert not (run_dir / "model.safetensors").exists()
     # the same command without the fault resumes from that checkpoint and ends exactly as if nothing happened
     interrupted_run(tmp_path, args, [], name="run")
     assert_same(golden_run(tmp_path_factory.mktemp("golden"), BASE), run_dir, "after stopping on NaN")
@@ -88,13 +89,14 @@ def test_compiled_run_writes_portable_checkpoints(tmp_path: Path, tmp_path_facto
     args = [*BASE, "trainer.compile=true", "trainer.max_steps=2", "trainer.ckpt_every=1", "trainer.eval_every=0"]
     result = run(run_dir, args, timeout=600)
     assert result.returncode == 0, describe(result)
-    plain = torch.load(golden_run(tmp_path_factory.mktemp("golden"), BASE) / "model.pt", map_location="cpu")
-    files = [*sorted((run_dir / "checkpoints").glob("step_*/*.pt")), run_dir / "model.pt"]
+    plain = load_file_by_suffix(golden_run(tmp_path_factory.mktemp("golden"), BASE) / "model.safetensors")
+    parts = [p for p in sorted((run_dir / "checkpoints").glob("step_*/*.*")) if p.name != "manifest.json"]
+    files = [*parts, run_dir / "model.safetensors"]
     assert len(files) == 7
     for path in files:
-        loaded = torch.load(path, map_location="cpu", weights_only=True)
+        loaded = load_file_by_suffix(path)  # torch.load(weights_only=True) for .pt files
         assert all(t.device.type == "cpu" for t in tensors(loaded))
-        if path.name == "model.pt":  # a checkpoint's state dict, or the final {"model": state dict, ...}
-            keys = list(loaded["model"] if path.parent == run_dir else loaded)
+        if path.name == "model.safetensors":  # a checkpoint's weights or the final model's
+            keys = list(loaded)
             assert not [k for k in keys if k.startswith(("_orig_mod.", "module.")) or "._orig_mod." in k], path
-            assert keys == list(plain["model"]), path  # the same names as an uncompiled model's
+            assert sorted(keys) == sorted(plain), path  # the same names as an uncompiled model's
