@@ -135,6 +135,9 @@ class ModelConfig:
     """Attention heads per block."""
     n_kv_heads: int | None = None
     """Key/value heads (grouped-query attention: each serves n_heads/n_kv_heads query heads); null = n_heads."""
+    flavour: str = "llama"
+    """llama (rotary positions, SwiGLU, tied head) or t5 (encoder-decoders only: T5 v1.1's relative position
+    buckets, gated-GELU, unscaled attention, untied head; exports as T5ForConditionalGeneration)."""
     ffn_dim: int = 384
     """Hidden width of the SwiGLU feed-forward."""
     max_seq_len: int = 1024

@@ -10,6 +10,7 @@ from omegaconf import DictConfig
 
 from lmpt.data.readers.text import DOCUMENT_MODES
 from lmpt.errors import LmptError
+from lmpt.model.t5 import FLAVOURS
 
 ARCHS = ("auto", "decoder", "encoder", "encoder-decoder")
 PRECISIONS = (None, "fp32", "bf16", "fp16")
@@ -68,6 +69,7 @@ def validate_config(cfg: DictConfig) -> None:
         f"null or a positive divisor of model.n_heads={m.n_heads}",
     )
     _require(0 <= m.dropout < 1, "model.dropout", m.dropout, "in [0, 1)")
+    _choice(m.flavour, "model.flavour", FLAVOURS)
 
     _positive(o, "optimizer", "lr")
     _positive(o, "optimizer", "weight_decay", allow_zero=True)

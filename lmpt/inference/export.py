@@ -1,8 +1,9 @@
 """`lmpt-export RUN OUT_DIR`: a trained model as a Hugging Face directory (model.safetensors, config.json and
 the tokenizer as tokenizer.json, converted from lmpt's SentencePiece model) that transformers' Auto classes load
 offline. A decoder is exactly a `LlamaForCausalLM` with tied embeddings; an mlm encoder exactly a
-`EuroBertForMaskedLM` (same layers, bidirectional). nsp encoders (segment embeddings, pair head) and
-encoder-decoders have no exact transformers counterpart and are refused before anything is written."""
+`EuroBertForMaskedLM` (same layers, bidirectional); a t5-flavour encoder-decoder (span, ul2-mixture) exactly a
+`T5ForConditionalGeneration`. nsp encoders (segment embeddings, pair head) and llama-flavour encoder-decoders
+have no exact transformers counterpart and are refused before anything is written."""
 
 from __future__ import annotations
 
@@ -14,24 +15,30 @@ from pathlib import Path
 import torch
 
 from lmpt.errors import LmptError
-from lmpt.inference.hf_names import llama_layout, to_hf
+from lmpt.inference.hf_names import llama_layout, t5_layout, to_hf
 from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
 from lmpt.inference.options import parse_command, run_command
-from lmpt.model.block import kv_heads
+from lmpt.model.block import flavour, kv_heads
+from lmpt.model.t5 import MAX_DISTANCE, NUM_BUCKETS
 from lmpt.tokenizer.special import BOS, EOS, MASK, PAD, UNK
 from lmpt.train.rundir import TOKENIZER_FILE
 
 PROG = "lmpt-export"
 SUMMARY = (
-    "Write a trained decoder as a Hugging Face LlamaForCausalLM, or an mlm encoder as a EuroBertForMaskedLM "
-    "(model.safetensors, config.json, tokenizer.json), that AutoModelForCausalLM / AutoModelForMaskedLM and "
-    "AutoTokenizer.from_pretrained(OUT_DIR) load offline. Needs transformers (for the tokenizer conversion)."
+    "Write a trained decoder as a Hugging Face LlamaForCausalLM, an mlm encoder as a EuroBertForMaskedLM, or a "
+    "model.flavour=t5 encoder-decoder (span, ul2-mixture) as a T5ForConditionalGeneration (model.safetensors, "
+    "config.json, tokenizer.json), that the Auto classes and AutoTokenizer.from_pretrained(OUT_DIR) load offline. "
+    "Needs transformers (for the tokenizer conversion)."
 )
 POSITIONALS = [
     RUN_ARGUMENT,
     ("OUT_DIR", "the directory to write (created; must be empty or absent unless overwrite=true)"),
 ]
-HF_CLASSES = {"decoder": ("LlamaForCausalLM", "llama"), "encoder": ("EuroBertForMaskedLM", "eurobert")}
+HF_CLASSES = {
+    "decoder": ("LlamaForCausalLM", "llama"),
+    "encoder": ("EuroBertForMaskedLM", "eurobert"),
+    "t5": ("T5ForConditionalGeneration", "t5"),
+}
 NO_COUNTERPART = {
     "nsp": (
         "its segment embeddings and next-sentence head have no place in EuroBertForMaskedLM (the exact match for "
@@ -41,7 +48,8 @@ NO_COUNTERPART = {
     "encoder-decoder": (
         "no transformers architecture matches lmpt's encoder-decoder exactly (rotary positions in both stacks, "
         "RMSNorm, SwiGLU, one shared embedding): T5/UMT5 use relative position buckets and a gated-GELU MLP, "
-        "T5Gemma Gemma's extra post-norms and scaled embeddings, BART learned positions, LayerNorm and biases"
+        "T5Gemma Gemma's extra post-norms and scaled embeddings, BART learned positions, LayerNorm and biases. "
+        "Train it with model.flavour=t5 to export a T5ForConditionalGeneration"
     ),
 }
 
@@ -54,8 +62,49 @@ class ExportOptions:
     """Weights dtype: float32, bfloat16 or float16."""
 
 
+def export_kind(trained: Trained) -> str:
+    """decoder, encoder, t5 (an encoder-decoder of the t5 flavour), encoder-decoder, or nsp."""
+    if trained.objective_name == "nsp":
+        return "nsp"
+    if trained.arch == "encoder-decoder" and flavour(trained.config.model) == "t5":
+        return "t5"
+    return trained.arch
+
+
+def t5_config(trained: Trained) -> dict:
+    """config.json of the equivalent T5ForConditionalGeneration (T5 v1.1: gated-GELU, untied head)."""
+    m, special = trained.config.model, trained.tokenizer.special
+    return {
+        "architectures": ["T5ForConditionalGeneration"],
+        "model_type": "t5",
+        "vocab_size": trained.model.vocab_size,
+        "d_model": int(m.d_model),
+        "d_kv": int(m.d_model) // int(m.n_heads),
+        "d_ff": int(m.ffn_dim),
+        "num_layers": int(m.n_layers),
+        "num_decoder_layers": int(m.n_decoder_layers if m.n_decoder_layers is not None else m.n_layers),
+        "num_heads": int(m.n_heads),
+        "relative_attention_num_buckets": NUM_BUCKETS,
+        "relative_attention_max_distance": MAX_DISTANCE,
+        "dropout_rate": 0.0,
+        "layer_norm_epsilon": float(m.norm_eps),
+        "initializer_factor": 1.0,
+        "feed_forward_proj": "gated-gelu",
+        "is_encoder_decoder": True,
+        "tie_word_embeddings": False,
+        "use_cache": True,
+        "pad_token_id": special.pad,
+        "eos_token_id": special.eos,
+        "decoder_start_token_id": special.bos,
+        "torch_dtype": "float32",
+    }
+
+
 def hf_config(trained: Trained) -> dict:
-    """config.json of the equivalent LlamaForCausalLM (decoder) or EuroBertForMaskedLM (encoder)."""
+    """config.json of the equivalent LlamaForCausalLM (decoder), EuroBertForMaskedLM (encoder) or
+    T5ForConditionalGeneration (t5-flavour encoder-decoder)."""
+    if export_kind(trained) == "t5":
+        return t5_config(trained)
     m, special = trained.config.model, trained.tokenizer.special
     architecture, model_type = HF_CLASSES[trained.arch]
     extra = {"mask_token_id": special.mask} if trained.arch == "encoder" else {}
@@ -90,8 +139,9 @@ def hf_config(trained: Trained) -> dict:
 
 
 def hf_state_dict(trained: Trained, dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    """lmpt decoder or encoder weights under Llama's (and EuroBERT's) names; the tied lm_head is not stored."""
-    return to_hf(llama_layout(trained.model), trained.model.state_dict(), dtype)
+    """lmpt weights under Llama's (and EuroBERT's) names, whose tied lm_head is not stored, or T5's."""
+    layout = t5_layout if export_kind(trained) == "t5" else llama_layout
+    return to_hf(layout(trained.model), trained.model.state_dict(), dtype)
 
 
 def tokenizer_json(model_file: Path) -> str:
@@ -138,6 +188,9 @@ def write_export(trained: Trained, out_dir: Path, dtype: torch.dtype) -> None:
     files = {"config.json": config, **tokenizer_files(trained)}
     if trained.arch == "decoder":
         files["generation_config.json"] = {k: config[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
+    elif export_kind(trained) == "t5":
+        keys = ("decoder_start_token_id", "eos_token_id", "pad_token_id")
+        files["generation_config.json"] = {k: config[k] for k in keys}
     for name, content in files.items():
         (out_dir / name).write_text(json.dumps(content, indent=2) + "\n")
     shutil.copyfile(trained.tokenizer.path, out_dir / TOKENIZER_FILE)
@@ -152,11 +205,12 @@ def export(argv: list[str]) -> None:
     if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not o.overwrite)):
         raise LmptError(f"{out_dir} exists and is not empty: pick a new OUT_DIR or pass overwrite=true")
     trained = load_trained(run)
-    kind = "nsp" if trained.objective_name == "nsp" else trained.arch
+    kind = export_kind(trained)
     if kind in NO_COUNTERPART:
         raise LmptError(
             f"cannot export {run} ({trained.objective_name} {trained.arch}) to transformers: {NO_COUNTERPART[kind]}; "
-            "nothing was written (decoders export as LlamaForCausalLM, mlm encoders as EuroBertForMaskedLM)"
+            "nothing was written (decoders export as LlamaForCausalLM, mlm encoders as EuroBertForMaskedLM, "
+            "t5-flavour encoder-decoders as T5ForConditionalGeneration)"
         )
     try:
         import safetensors  # noqa: F401
@@ -164,7 +218,7 @@ def export(argv: list[str]) -> None:
     except ImportError as exc:
         raise LmptError(f"lmpt-export needs {exc.name}: pip install safetensors transformers protobuf") from None
     write_export(trained, out_dir, dtypes[o.dtype])
-    print(f"wrote a {HF_CLASSES[trained.arch][0]} to {out_dir}")
+    print(f"wrote a {HF_CLASSES[kind][0]} to {out_dir}")
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
-"""Which Hugging Face tensor holds which lmpt weight: one table (`llama_layout`) that export reads one way
-(lmpt -> transformers) and `model.init_from` the other (transformers -> lmpt).
+"""Which Hugging Face tensor holds which lmpt weight: one table per architecture (`llama_layout`,
+`t5_layout`) that export reads one way (lmpt -> transformers) and `model.init_from` the other.
 
 lmpt fuses projections (q, k and v in one `qkv` matrix; gate and up in one `gate_up`), so an entry names a
 row block of an lmpt tensor: `rows` None means the whole tensor."""
@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import torch
 
 from lmpt.errors import LmptError
+from lmpt.model.attention import Attention
 from lmpt.model.language_model import LanguageModel
-from lmpt.model.stacks import Decoder
+from lmpt.model.stacks import Decoder, EncoderDecoder, Stack
 
 
 @dataclass(frozen=True)
@@ -33,20 +34,77 @@ def llama_layout(model: LanguageModel) -> list[HfTensor]:
     layout = [HfTensor("model.embed_tokens.weight", "body.embed.tokens.weight")]
     for i, block in enumerate(body.stack.blocks):
         hf, ours = f"model.layers.{i}", f"body.stack.blocks.{i}"
-        d, kv = block.attn.o.in_features, block.attn.kv_dim
-        ffn = block.mlp.down.in_features
+        layout += _attention(f"{hf}.self_attn", "{}_proj", f"{ours}.attn", block.attn)
+        layout += _mlp(f"{hf}.mlp", ("gate_proj", "up_proj", "down_proj"), f"{ours}.mlp", block.mlp.down.in_features)
         layout += [
-            HfTensor(f"{hf}.self_attn.q_proj.weight", f"{ours}.attn.qkv.weight", slice(0, d)),
-            HfTensor(f"{hf}.self_attn.k_proj.weight", f"{ours}.attn.qkv.weight", slice(d, d + kv)),
-            HfTensor(f"{hf}.self_attn.v_proj.weight", f"{ours}.attn.qkv.weight", slice(d + kv, d + 2 * kv)),
-            HfTensor(f"{hf}.self_attn.o_proj.weight", f"{ours}.attn.o.weight"),
-            HfTensor(f"{hf}.mlp.gate_proj.weight", f"{ours}.mlp.gate_up.weight", slice(0, ffn)),
-            HfTensor(f"{hf}.mlp.up_proj.weight", f"{ours}.mlp.gate_up.weight", slice(ffn, 2 * ffn)),
-            HfTensor(f"{hf}.mlp.down_proj.weight", f"{ours}.mlp.down.weight"),
             HfTensor(f"{hf}.input_layernorm.weight", f"{ours}.attn_norm.weight"),
             HfTensor(f"{hf}.post_attention_layernorm.weight", f"{ours}.mlp_norm.weight"),
         ]
     return layout + [HfTensor("model.norm.weight", "body.stack.norm.weight")]
+
+
+def _attention(hf: str, pattern: str, ours: str, attn: Attention) -> list[HfTensor]:
+    """q, k, v and o of one attention: row blocks of lmpt's fused `qkv` (or `q` and `kv` when cross)."""
+    d, kv = attn.o.in_features, attn.kv_dim
+    name = lambda p: f"{hf}.{pattern.format(p)}.weight"  # noqa: E731
+    if attn.cross:
+        qkv = [
+            HfTensor(name("q"), f"{ours}.q.weight"),
+            HfTensor(name("k"), f"{ours}.kv.weight", slice(0, kv)),
+            HfTensor(name("v"), f"{ours}.kv.weight", slice(kv, 2 * kv)),
+        ]
+    else:
+        qkv = [
+            HfTensor(name("q"), f"{ours}.qkv.weight", slice(0, d)),
+            HfTensor(name("k"), f"{ours}.qkv.weight", slice(d, d + kv)),
+            HfTensor(name("v"), f"{ours}.qkv.weight", slice(d + kv, d + 2 * kv)),
+        ]
+    return [*qkv, HfTensor(name("o"), f"{ours}.o.weight")]
+
+
+def _mlp(hf: str, names: tuple[str, str, str], ours: str, ffn: int) -> list[HfTensor]:
+    """gate, up and down of a gated feed-forward: gate and up are row blocks of lmpt's fused `gate_up`."""
+    gate, up, down = names
+    return [
+        HfTensor(f"{hf}.{gate}.weight", f"{ours}.gate_up.weight", slice(0, ffn)),
+        HfTensor(f"{hf}.{up}.weight", f"{ours}.gate_up.weight", slice(ffn, 2 * ffn)),
+        HfTensor(f"{hf}.{down}.weight", f"{ours}.down.weight"),
+    ]
+
+
+def _t5_stack(hf: str, ours: str, stack: Stack) -> list[HfTensor]:
+    assert stack.relative_bias is not None
+    layout = []
+    for i, block in enumerate(stack.blocks):
+        layer, mine = f"{hf}.block.{i}.layer", f"{ours}.blocks.{i}"
+        layout += _attention(f"{layer}.0.SelfAttention", "{}", f"{mine}.attn", block.attn)
+        layout.append(HfTensor(f"{layer}.0.layer_norm.weight", f"{mine}.attn_norm.weight"))
+        if i == 0:  # T5 keeps the stack's one position-bias table in its first layer
+            bias = f"{layer}.0.SelfAttention.relative_attention_bias.weight"
+            layout.append(HfTensor(bias, f"{ours}.relative_bias.table.weight"))
+        mlp = 1
+        if block.cross_attn is not None:
+            layout += _attention(f"{layer}.1.EncDecAttention", "{}", f"{mine}.cross_attn", block.cross_attn)
+            layout.append(HfTensor(f"{layer}.1.layer_norm.weight", f"{mine}.cross_norm.weight"))
+            mlp = 2
+        ffn = block.mlp.down.in_features
+        layout += _mlp(f"{layer}.{mlp}.DenseReluDense", ("wi_0", "wi_1", "wo"), f"{mine}.mlp", ffn)
+        layout.append(HfTensor(f"{layer}.{mlp}.layer_norm.weight", f"{mine}.mlp_norm.weight"))
+    return layout + [HfTensor(f"{hf}.final_layer_norm.weight", f"{ours}.norm.weight")]
+
+
+def t5_layout(model: LanguageModel) -> list[HfTensor]:
+    """The tensors of a T5ForConditionalGeneration (T5 v1.1: shared embedding, untied lm_head) for an
+    encoder-decoder of the t5 flavour."""
+    body = model.body
+    if not isinstance(body, EncoderDecoder) or body.encoder.relative_bias is None or model.lm_head is None:
+        raise ValueError(f"only a t5-flavour encoder-decoder has a T5 layout, not this {model.arch}")
+    return [
+        HfTensor("shared.weight", "body.embed.tokens.weight"),
+        *_t5_stack("encoder", "body.encoder", body.encoder),
+        *_t5_stack("decoder", "body.decoder", body.decoder),
+        HfTensor("lm_head.weight", "lm_head.weight"),
+    ]
 
 
 def to_hf(layout: list[HfTensor], state: dict[str, torch.Tensor], dtype: torch.dtype) -> dict[str, torch.Tensor]:

@@ -10,12 +10,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from lmpt.model.attention import Attention, Rope
+from lmpt.model.t5 import GatedGelu
 
 
 def kv_heads(cfg: Any) -> int:
     """model.n_kv_heads, or n_heads when it is null (or absent: a config saved before grouped-query attention)."""
     value = getattr(cfg, "n_kv_heads", None)
     return int(cfg.n_heads) if value is None else int(value)
+
+
+def flavour(cfg: Any) -> str:
+    """model.flavour (llama for a config saved before flavours existed)."""
+    return str(getattr(cfg, "flavour", None) or "llama")
 
 
 class SwiGLU(nn.Module):
@@ -33,23 +39,26 @@ class SwiGLU(nn.Module):
 
 
 class Block(nn.Module):
-    """x + attn(norm(x)) [+ cross(norm(x), context)] + mlp(norm(x)), dropout on each residual branch."""
+    """x + attn(norm(x)) [+ cross(norm(x), context)] + mlp(norm(x)), dropout on each residual branch.
+    The t5 flavour: attention scores unscaled (T5 folds 1/sqrt(head_dim) into its initialisation), gated GELU."""
 
     def __init__(self, cfg: Any, cross: bool) -> None:
         super().__init__()
         d_model, n_heads, n_kv_heads, eps = int(cfg.d_model), int(cfg.n_heads), kv_heads(cfg), float(cfg.norm_eps)
         self.attn_norm = nn.RMSNorm(d_model, eps=eps)
-        self.attn = Attention(d_model, n_heads, n_kv_heads)
+        t5 = flavour(cfg) == "t5"
+        scale = 1.0 if t5 else None
+        self.attn = Attention(d_model, n_heads, n_kv_heads, scale=scale)
         self.cross_norm = nn.RMSNorm(d_model, eps=eps) if cross else None
-        self.cross_attn = Attention(d_model, n_heads, n_kv_heads, cross=True) if cross else None
+        self.cross_attn = Attention(d_model, n_heads, n_kv_heads, cross=True, scale=scale) if cross else None
         self.mlp_norm = nn.RMSNorm(d_model, eps=eps)
-        self.mlp = SwiGLU(d_model, int(cfg.ffn_dim))
+        self.mlp = (GatedGelu if t5 else SwiGLU)(d_model, int(cfg.ffn_dim))
         self.dropout = nn.Dropout(float(cfg.dropout))
 
     def forward(
         self,
         x: torch.Tensor,
-        rope: Rope,
+        rope: Rope | None,
         mask: torch.Tensor | None,
         is_causal: bool,
         context: torch.Tensor | None = None,

@@ -7,7 +7,9 @@ from typing import Any
 import torch
 
 from lmpt.errors import LmptError
+from lmpt.model.block import flavour, kv_heads
 from lmpt.model.language_model import LanguageModel
+from lmpt.model.t5 import FLAVOURS
 
 
 def check_model_config(cfg: Any, arch: str, vocab_size: int) -> None:
@@ -34,6 +36,15 @@ def check_model_config(cfg: Any, arch: str, vocab_size: int) -> None:
         raise LmptError(
             f"model.d_model/model.n_heads={cfg.d_model // cfg.n_heads} must be even (rotary embeddings rotate pairs)"
         )
+    style = flavour(cfg)
+    if style not in FLAVOURS:
+        raise LmptError(f"model.flavour={style!r} is not one of {', '.join(FLAVOURS)}")
+    if style == "t5" and arch != "encoder-decoder":
+        raise LmptError(
+            f"model.flavour=t5 is the T5 v1.1 encoder-decoder; this objective trains a {arch}: use model.flavour=llama"
+        )
+    if style == "t5" and kv_heads(cfg) != int(cfg.n_heads):
+        raise LmptError("model.flavour=t5 has no grouped-query attention (T5 has none): leave model.n_kv_heads null")
     if not 0.0 <= float(cfg.dropout) < 1.0:
         raise LmptError(f"model.dropout={cfg.dropout} must be in [0, 1)")
     if vocab_size <= 0:

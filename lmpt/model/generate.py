@@ -8,6 +8,7 @@ import torch
 
 from lmpt.model.language_model import LanguageModel
 from lmpt.model.stacks import Decoder, Encoder, EncoderDecoder, Stack, padding_mask_if_any
+from lmpt.model.t5 import biased_mask
 
 KeyValues = tuple[torch.Tensor, torch.Tensor]
 
@@ -33,10 +34,12 @@ def stack_forward_cached(
 ) -> torch.Tensor:
     """`Stack.forward` of causal self-attention for new positions x [B, S, d] after the `cache.length` cached
     ones (the cache grows by S): final-norm hidden states [B, S, d]. Eval only: dropout is not applied."""
-    start = cache.length
-    rope = (stack.rope_cos[start : start + x.shape[1]], stack.rope_sin[start : start + x.shape[1]])
+    start, length = cache.length, x.shape[1]
+    rope, bias = (stack.rope_cos[start : start + length], stack.rope_sin[start : start + length]), None
+    if stack.relative_bias is not None:  # t5 flavour: the position bias of the new queries over every key
+        rope, bias = None, biased_mask(stack.relative_bias(length, start + length, start), None, causal=True)
     for i, block in enumerate(stack.blocks):
-        out, cache.layers[i] = block.attn.forward_cached(block.attn_norm(x), rope, cache.layers[i])
+        out, cache.layers[i] = block.attn.forward_cached(block.attn_norm(x), rope, cache.layers[i], bias)
         x = x + out
         if block.cross_attn is not None:
             assert block.cross_norm is not None and context is not None

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from lmpt.batch import Batch
+from lmpt.model.block import flavour
 from lmpt.model.head import RowsLoss, compiled_rows_loss, rows_loss, token_losses
 from lmpt.model.output import ModelOutput
 from lmpt.model.stacks import Decoder, Encoder, EncoderDecoder, Stack
@@ -20,7 +21,8 @@ def matmul_parameters(stack: Stack) -> int:
 
 
 class LanguageModel(nn.Module):
-    """A decoder, encoder or encoder-decoder with the token-embedding matrix as its output head."""
+    """A decoder, encoder or encoder-decoder with the token-embedding matrix as its output head (the t5
+    flavour: an untied `lm_head`, as T5 v1.1)."""
 
     def __init__(
         self, cfg: Any, arch: str, vocab_size: int, pad_id: int, n_segments: int = 0, n_sequence_classes: int = 0
@@ -33,6 +35,10 @@ class LanguageModel(nn.Module):
         self.max_seq_len = int(cfg.max_seq_len)
         bodies = {"decoder": Decoder, "encoder": Encoder, "encoder-decoder": EncoderDecoder}
         self.body: Decoder | EncoderDecoder = bodies[arch](cfg, vocab_size, pad_id, n_segments)
+        self.lm_head: nn.Linear | None = None
+        if flavour(cfg) == "t5":
+            self.lm_head = nn.Linear(cfg.d_model, vocab_size, bias=False)
+            nn.init.normal_(self.lm_head.weight, mean=0.0, std=cfg.init_std)
         self.sequence_head: nn.Sequential | None = None
         self.loss_of_rows: RowsLoss = rows_loss
         if n_sequence_classes > 0:
@@ -51,8 +57,8 @@ class LanguageModel(nn.Module):
 
     @property
     def head_weight(self) -> torch.Tensor:
-        """[V, d] token embedding, tied with the output projection."""
-        return self.body.embed.tokens.weight
+        """[V, d] output projection: the token embedding (tied), or the t5 flavour's own lm_head."""
+        return self.body.embed.tokens.weight if self.lm_head is None else self.lm_head.weight
 
     def _check_length(self, *ids: torch.Tensor | None) -> None:
         for t in ids:
@@ -92,7 +98,7 @@ class LanguageModel(nn.Module):
         return self.body(input_ids, "causal") @ self.head_weight.t()
 
     def num_parameters(self, non_embedding: bool = False) -> int:
-        """Parameter count (the tied head counted once); non_embedding drops token and segment embeddings."""
+        """Parameter count (a tied head counted once); non_embedding drops token and segment embeddings."""
         total = sum(p.numel() for p in self.parameters())
         if non_embedding:
             total -= sum(p.numel() for p in self.body.embed.parameters())

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from lmpt.model.attention import rotary_tables
-from lmpt.model.block import Block
+from lmpt.model.attention import Rope, rotary_tables
+from lmpt.model.block import Block, flavour
 from lmpt.model.masks import (
     allow_self,
     causal_mask,
@@ -20,6 +20,7 @@ from lmpt.model.masks import (
     key_padding_mask,
     prefix_mask,
 )
+from lmpt.model.t5 import RelativePositionBias, biased_mask
 
 
 def padding_mask_if_any(ids: torch.Tensor, pad_id: int) -> torch.Tensor | None:
@@ -79,18 +80,30 @@ class Embedding(nn.Module):
 
 
 class Stack(nn.Module):
-    """n_layers blocks and a final RMSNorm. The rotary tables are made once for max_seq_len positions
-    (non-persistent buffers: they follow .to(device) and stay out of checkpoints)."""
+    """n_layers blocks and a final RMSNorm. Positions: rotary tables made once for max_seq_len positions
+    (non-persistent buffers: they follow .to(device) and stay out of checkpoints), or in the t5 flavour
+    one relative position bias shared by every layer (bidirectional unless the stack has cross-attention,
+    i.e. is the decoder of an encoder-decoder)."""
 
     def __init__(self, cfg: Any, n_layers: int, cross: bool) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(Block(cfg, cross) for _ in range(n_layers))
         self.norm = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
         self.activation_checkpointing = bool(getattr(cfg, "activation_checkpointing", False))
+        self.relative_bias = RelativePositionBias(cfg.n_heads, not cross) if flavour(cfg) == "t5" else None
         cos, sin = rotary_tables(int(cfg.max_seq_len), cfg.d_model // cfg.n_heads, float(cfg.rope_theta))
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
         init_stack(self, cfg.init_std, n_layers)
+
+    def positions(
+        self, length: int, mask: torch.Tensor | None, is_causal: bool
+    ) -> tuple[Rope | None, torch.Tensor | None, bool]:
+        """(rope, mask, is_causal) for `length` positions: rotary tables, or the t5 position bias folded into
+        the mask (the bias holds the causal mask then)."""
+        if self.relative_bias is None:
+            return (self.rope_cos[:length], self.rope_sin[:length]), mask, is_causal
+        return None, biased_mask(self.relative_bias(length, length), mask, is_causal), False
 
     def forward(
         self,
@@ -100,7 +113,7 @@ class Stack(nn.Module):
         context: torch.Tensor | None = None,
         context_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        rope = (self.rope_cos[: x.shape[1]], self.rope_sin[: x.shape[1]])
+        rope, mask, is_causal = self.positions(x.shape[1], mask, is_causal)
         recompute = self.activation_checkpointing and self.training and torch.is_grad_enabled()
         for block in self.blocks:
             if recompute:  # keep only each block's input; its activations are recomputed in backward
@@ -118,6 +131,8 @@ def init_stack(stack: Stack, init_std: float, n_layers: int) -> None:
             scaled = name.endswith((".o", ".down"))
             std = init_std / math.sqrt(2 * n_layers) if scaled else init_std
             nn.init.normal_(module.weight, mean=0.0, std=std)
+    if stack.relative_bias is not None:
+        nn.init.normal_(stack.relative_bias.table.weight, mean=0.0, std=init_std)
 
 
 class Decoder(nn.Module):

@@ -21,7 +21,9 @@ from lmpt.model.language_model import LanguageModel
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.rundir import CONFIG_FILE, STATUS_FILE, TOKENIZER_FILE
 
-ARCH_KEYS = ("d_model", "n_layers", "n_decoder_layers", "n_heads", "n_kv_heads", "ffn_dim", "norm_eps", "rope_theta")
+ARCH_KEYS = (
+    "d_model", "n_layers", "n_decoder_layers", "n_heads", "n_kv_heads", "ffn_dim", "norm_eps", "rope_theta", "flavour",
+)  # fmt: skip
 """model.* keys that shape the weights (or their meaning): taken from the source unless given explicitly."""
 HF_ARCHITECTURES = {"LlamaForCausalLM": "decoder", "EuroBertForMaskedLM": "encoder"}
 IGNORED_HF_TENSORS = re.compile(r".*rotary_emb\.inv_freq$")
@@ -61,7 +63,7 @@ def _read_lmpt(path: Path) -> Origin:
 
     trained = load_trained(path)
     m = trained.config.model
-    keys = {k: m.get(k) for k in ARCH_KEYS}
+    keys = {k: m.get(k) for k in ARCH_KEYS} | {"flavour": m.get("flavour") or "llama"}
     state = {k: v.detach().clone() for k, v in trained.model.state_dict().items()}
     stage = int(m.get("stage", 1) or 1)
     return Origin(path, "lmpt", trained.arch, keys, state, stage, _lmpt_step(path), trained.tokenizer.path)
@@ -115,7 +117,7 @@ def _read_hf(path: Path) -> Origin:
         "d_model": c["hidden_size"], "n_layers": c["num_hidden_layers"], "n_decoder_layers": None,
         "n_heads": c["num_attention_heads"], "n_kv_heads": c.get("num_key_value_heads", c["num_attention_heads"]),
         "ffn_dim": c["intermediate_size"], "norm_eps": float(c.get("rms_norm_eps", 1e-6)),
-        "rope_theta": float(rope_theta),
+        "rope_theta": float(rope_theta), "flavour": "llama",
     }  # fmt: skip
     tokenizer = path / TOKENIZER_FILE
     return Origin(path, name, HF_ARCHITECTURES[name], keys, _hf_weights(path), 1, None,
