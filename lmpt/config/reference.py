@@ -17,10 +17,14 @@ GROUP_SCHEMAS: dict[str, list[type]] = {
     "model": [schema.ModelConfig],
     "optimizer": [schema.AdamWConfig, schema.AdafactorConfig],
     "scheduler": [schema.SchedulerConfig],
-    "data": [schema.DataConfig],
+    "data": [schema.DataConfig, schema.SourceConfig],
     "trainer": [schema.TrainerConfig],
 }  # fmt: skip
-_TITLES = {schema.DenoiserConfig: "ul2-mixture: each entry of objective.denoisers"}
+_TITLES = {
+    schema.DenoiserConfig: "ul2-mixture: each entry of objective.denoisers",
+    schema.SourceConfig: "data=mixture: each entry of data.sources",
+}
+_ENTRIES = (schema.DenoiserConfig, schema.SourceConfig)  # list entries: their keys stand alone
 
 
 @cache
@@ -63,8 +67,9 @@ def reference_rows() -> list[tuple[str, str, str, str]]:
             if cls in _TITLES:
                 section = _TITLES[cls]
             else:
-                section = group if len(classes) == 1 else f"{group}={cls().name}"
-            prefix = "" if cls is schema.DenoiserConfig else f"{group}."
+                options = [c for c in classes if c not in _TITLES]  # the group's options (entries have titles)
+                section = group if len(options) == 1 else f"{group}={cls().name}"
+            prefix = "" if cls in _ENTRIES else f"{group}."
             for field in dataclasses.fields(cls):
                 rows.append((section, f"{prefix}{field.name}", _default(field), field_doc(cls, field.name)))
     return rows

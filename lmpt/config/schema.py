@@ -205,12 +205,28 @@ class SchedulerConfig:
 
 
 @dataclass
+class SourceConfig:
+    name: str = ""
+    """Label of the source: per-source validation metrics (val_loss/NAME) and lmpt-preview name it."""
+    paths: list[str] = field(default_factory=list)
+    """This source's training text (files, directories, globs, any format data.paths reads)."""
+    weight: float = 1.0
+    """Share of training windows drawn from this source, relative to the other sources' weights (> 0)."""
+    val_paths: list[str] = field(default_factory=list)
+    """This source's held-out text; empty = hold out data.val_fraction of its documents."""
+    documents: str | None = None
+    """How this source's text files split into documents; null = data.documents."""
+
+
+@dataclass
 class DataConfig:
     paths: list[str] = field(default_factory=lambda: ["bundled:tinyshakespeare.txt"])
     """Training text: files, directories, globs (.txt/.md/.text, .jsonl, each also .gz/.zst, .parquet, a Hugging Face
     save_to_disk folder's .arrow); `bundled:NAME` for a shipped corpus."""
     val_paths: list[str] = field(default_factory=list)
     """Held-out text; empty = hold out `val_fraction` of the training documents."""
+    sources: list[SourceConfig] = field(default_factory=list)
+    """A weighted mixture (data=mixture): several sources, each with its paths and weight, instead of `paths`."""
     val_fraction: float = 0.05
     """Share of documents held out for validation when `val_paths` is empty."""
     text_field: str = "text"

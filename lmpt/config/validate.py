@@ -4,6 +4,8 @@ the objective is built (lmpt.objectives.registry)."""
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from omegaconf import DictConfig
@@ -15,6 +17,7 @@ from lmpt.model.t5 import FLAVOURS
 ARCHS = ("auto", "decoder", "encoder", "encoder-decoder")
 PRECISIONS = (None, "fp32", "bf16", "fp16")
 PROGRESS = ("auto", "rich", "plain", "tqdm")
+_LABEL = re.compile(r"[A-Za-z0-9_.-]+")
 SCHEDULES = ("cosine", "linear", "constant", "inverse_sqrt", "wsd")
 
 
@@ -32,6 +35,21 @@ def _positive(section: DictConfig, prefix: str, *names: str, allow_zero: bool = 
 
 def _choice(value: Any, key: str, choices: tuple) -> None:
     _require(value in choices, key, value, "one of " + ", ".join(str(c) for c in choices))
+
+
+def _validate_sources(sources: Any) -> None:
+    """Each source of a mixture: a unique label usable in metric names, a positive finite weight."""
+    names: set[str] = set()
+    for i, source in enumerate(sources):
+        key = f"data.sources[{i}]"
+        label = "a unique label of letters, digits, '_', '.' or '-'"
+        name = source.name
+        _require(bool(_LABEL.fullmatch(name or "")) and name not in names, f"{key}.name", name, label)
+        names.add(name)
+        weight = source.weight
+        _require(math.isfinite(weight) and weight > 0, f"{key}.weight", weight, "a positive number (a share)")
+        if source.documents is not None:
+            _choice(source.documents, f"{key}.documents", DOCUMENT_MODES)
 
 
 def validate_config(cfg: DictConfig) -> None:
@@ -53,6 +71,7 @@ def validate_config(cfg: DictConfig) -> None:
     _choice(d.verify, "data.verify", ("stat", "full"))
     if not d.val_paths:
         _require(0 < d.val_fraction < 1, "data.val_fraction", d.val_fraction, "in (0, 1) (or set data.val_paths)")
+    _validate_sources(d.sources)
 
     _choice(m.arch, "model.arch", ARCHS)
     _positive(m, "model", "d_model", "n_layers", "n_heads", "ffn_dim", "max_seq_len", "norm_eps", "rope_theta")

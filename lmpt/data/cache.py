@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import json
@@ -11,7 +10,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,18 +21,26 @@ from lmpt.console import console, info, is_main_process
 from lmpt.data.corpus import META_NAME, TokenCorpus, token_dtype
 from lmpt.data.corpus_writer import CorpusWriter
 from lmpt.data.fingerprint import corpus_fingerprint
-from lmpt.data.sources import iter_documents, resolve_paths
-from lmpt.data.split import choose_unit, split_stream, train_only
+from lmpt.data.mixture import resolve_sources
+from lmpt.data.sampler import Span
+from lmpt.data.split import Items, source_items, train_only
 from lmpt.data.tokenize_worker import encode_chunk, init_worker
-from lmpt.errors import LmptError
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.tokenizer.train import prepare_tokenizer
 
-_CACHE_VERSION = 1  # bump when the cache layout changes so old caches are rebuilt
+_CACHE_VERSION = 2  # bump when the cache layout changes so old caches are rebuilt
 _CHUNK_DOCS = 256
 _POOL_MIN_BYTES = 8_000_000
 
-Items = Callable[[], Iterator[tuple[str, list[str]]]]
+
+@dataclass(frozen=True)
+class SourceSpans:
+    """Where one source's tokens lie in each split of the cache, and its mixture weight."""
+
+    name: str
+    weight: float
+    train: Span
+    val: Span
 
 
 @dataclass
@@ -45,36 +52,18 @@ class PreparedData:
     val: TokenCorpus
     reused: bool
     cache_dir: Path
+    sources: list[SourceSpans]
+
+    def source_at(self, split: str, offset: int) -> str:
+        """Name of the source whose text holds token `offset` of `split` ("" when the run has one source)."""
+        found = [s.name for s in self.sources if getattr(s, split)[0] <= offset < getattr(s, split)[1]]
+        return found[0] if found else ""
 
 
 def default_cache_root(cfg_cache_dir: str | None) -> Path:
     """data.cache_dir when set, else $LMPT_CACHE_DIR, else ~/.cache/lmpt."""
     chosen = cfg_cache_dir or os.environ.get("LMPT_CACHE_DIR") or "~/.cache/lmpt"
     return Path(chosen).expanduser()
-
-
-def _split_items(cfg: DataConfig, train_paths: list[Path], val_paths: list[Path]) -> Items:
-    """A re-iterable stream of ("train" | "val", document) in a fixed order. The checks that read text run
-    on the first call only: a launch that finds its tokenizer and cache never makes one."""
-    return _first_use(lambda: _split_plan(cfg, train_paths, val_paths))
-
-
-def _first_use(make: Callable[[], Items]) -> Items:
-    plan = functools.cache(make)
-    return lambda: plan()()
-
-
-def _split_plan(cfg: DataConfig, train_paths: list[Path], val_paths: list[Path]) -> Items:
-    train_docs = lambda: iter_documents(train_paths, cfg.documents, cfg.text_field)
-    if val_paths:
-        val_docs = lambda: iter_documents(val_paths, cfg.documents, cfg.text_field)
-        if next(train_docs(), None) is None:
-            raise LmptError("the training text is empty (no non-blank line in data.paths): add text")
-        if next(val_docs(), None) is None:
-            raise LmptError("the validation text is empty (no non-blank line in data.val_paths): add text")
-        return lambda: itertools.chain((("train", d) for d in train_docs()), (("val", d) for d in val_docs()))
-    unit = choose_unit(train_docs, cfg.val_fraction)
-    return lambda: split_stream(train_docs, cfg.val_fraction, unit)
 
 
 def _chunks(items: Iterator[tuple[str, list[str]]]) -> Iterator[list[tuple[str, list[str]]]]:
@@ -87,32 +76,37 @@ def _pool_context() -> mp.context.BaseContext:
     return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
 
 
-def _build(directory: Path, items: Items, tokenizer: Tokenizer, workers: int, total_bytes: int) -> dict:
-    """Tokenise every document into `directory` (train.* and val.*); return the counts."""
+def _build(directory: Path, items: list[Items], tokenizer: Tokenizer, workers: int, total_bytes: int) -> dict:
+    """Tokenise every source's documents into `directory` (train.* and val.*), source after source; return
+    the counts and each source's token span in each split."""
     dtype = token_dtype(tokenizer.vocab_size)
     writers = {s: CorpusWriter(directory, s, dtype) for s in ("train", "val")}
     columns = (TextColumn("tokenising"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
     live = is_main_process() and console.is_terminal  # no bar in logs and on other ranks
     progress = Progress(*columns, console=console, transient=True, disable=not live)
     init_args = (str(tokenizer.path), tokenizer.special.eos)
+    spans: list[dict[str, list[int]]] = []
     pool = _pool_context().Pool(workers, init_worker, init_args) if workers > 1 else None
     if pool is None:
         init_worker(*init_args, threads=os.cpu_count() or 1)
     try:
         with progress:
             task = progress.add_task("tokenising", total=total_bytes)
-            chunks = _chunks(items())
-            results = pool.imap(encode_chunk, chunks) if pool else map(encode_chunk, chunks)
-            for encoded, n_chars in results:
-                for split, docs in encoded.items():
-                    writers[split].add(docs)
-                progress.advance(task, n_chars)  # characters approximate bytes well enough for a bar
+            for source_items in items:
+                first = {split: writer.n_tokens for split, writer in writers.items()}
+                chunks = _chunks(source_items())
+                results = pool.imap(encode_chunk, chunks) if pool else map(encode_chunk, chunks)
+                for encoded, n_chars in results:
+                    for split, docs in encoded.items():
+                        writers[split].add(docs)
+                    progress.advance(task, n_chars)  # characters approximate bytes well enough for a bar
+                spans.append({split: [first[split], writer.n_tokens] for split, writer in writers.items()})
     finally:
         if pool is not None:
             pool.terminate()
             pool.join()
         counts = {split: writer.close() for split, writer in writers.items()}
-    return {"dtype": dtype.name, "eos_id": tokenizer.special.eos, "splits": counts}
+    return {"dtype": dtype.name, "eos_id": tokenizer.special.eos, "splits": counts, "sources": spans}
 
 
 def _read_meta(directory: Path, tokenizer: Tokenizer | None = None) -> dict | None:
@@ -136,35 +130,41 @@ def prepare_corpora(
     """Resolve the text, train or reuse the tokenizer (training text only) unless `tokenizer` is given (a
     resumed run's own), and build or reuse the token cache of that tokenizer under `cache_root/tokens/<key>/`
     (the key holds the tokenizer's fingerprint: a cache made with another tokenizer is never used)."""
-    train_paths = resolve_paths(list(cfg.paths), base_dir)
-    val_paths = resolve_paths(list(cfg.val_paths), base_dir) if cfg.val_paths else []
-    overlap = set(train_paths) & set(val_paths)
-    if overlap:
-        raise LmptError(f"{sorted(overlap)[0]} is in both data.paths and data.val_paths: list it in one only")
-    fingerprint = corpus_fingerprint(cfg, train_paths, val_paths, Path(cache_root) / "fingerprints")
-    items = _split_items(cfg, train_paths, val_paths)
+    sources = resolve_sources(cfg, base_dir)
+    fingerprint = corpus_fingerprint(cfg, sources, Path(cache_root) / "fingerprints")
+    items = [source_items(source, cfg.text_field, cfg.val_fraction) for source in sources]
     if tokenizer is None:
         tokenizer = prepare_tokenizer(tokenizer_cfg, train_only(items), fingerprint, cache_root)
 
-    key_settings = [fingerprint, tokenizer.fingerprint, cfg.documents, cfg.text_field, cfg.val_fraction]
-    key = hashlib.sha256(json.dumps([_CACHE_VERSION, *key_settings]).encode()).hexdigest()[:32]
-    cache_dir = Path(cache_root) / "tokens" / key
+    cache_dir = Path(cache_root) / "tokens" / cache_key(cfg, fingerprint, tokenizer)
     meta = _read_meta(cache_dir, tokenizer)
     reused = meta is not None
     if meta is None:
-        meta = _build_cache(cache_dir, items, tokenizer, cfg, train_paths + val_paths)
+        paths = [p for source in sources for p in source.train_paths + source.val_paths]
+        meta = _build_cache(cache_dir, items, tokenizer, cfg, paths)
     else:
         info(f"reusing token cache {cache_dir} ({meta['splits']['train']['n_tokens']:,} train tokens)")
+    spans = [
+        SourceSpans(source.name, source.weight, tuple(where["train"]), tuple(where["val"]))
+        for source, where in zip(sources, meta["sources"], strict=True)
+    ]
     return PreparedData(
         tokenizer=tokenizer,
         train=TokenCorpus.open(cache_dir, "train"),
         val=TokenCorpus.open(cache_dir, "val"),
         reused=reused,
         cache_dir=cache_dir,
+        sources=spans,
     )
 
 
-def _build_cache(cache_dir: Path, items: Items, tokenizer: Tokenizer, cfg: DataConfig, paths: list[Path]) -> dict:
+def cache_key(cfg: DataConfig, corpus_fingerprint: str, tokenizer: Tokenizer) -> str:
+    """The token cache's directory name: the text (with how it splits) and the tokenizer's identity."""
+    key_settings = [corpus_fingerprint, tokenizer.fingerprint, cfg.documents, cfg.text_field, cfg.val_fraction]
+    return hashlib.sha256(json.dumps([_CACHE_VERSION, *key_settings]).encode()).hexdigest()[:32]
+
+
+def _build_cache(cache_dir: Path, items: list[Items], tokenizer: Tokenizer, cfg: DataConfig, paths: list[Path]) -> dict:
     """Build into a temporary directory, write meta.json last, rename into place (a lost race is fine)."""
     total_bytes = sum(p.stat().st_size for p in paths)
     workers = max(1, cfg.tokenize_workers or os.cpu_count() or 1)

@@ -6,7 +6,8 @@ Layout of a split in its directory (all little-endian, written by CorpusWriter):
                                 doc_offsets[d+1]-1; the last entry is n_tokens
   {split}.sent_offsets.bin      int64 [n_sentences+1]: token offset of each sentence start, then n_tokens
   {split}.doc_sent_offsets.bin  int64 [n_docs+1]: index into sent_offsets of each doc's first sentence
-and `meta.json` (shared by the splits) with the dtype and the counts.
+and `meta.json` (shared by the splits), written last, with the dtype, the counts, and `sources`: each source's
+token span [start, end) in each split, in order (one entry when the run has a single source).
 """
 
 from __future__ import annotations

@@ -12,10 +12,11 @@ from pathlib import Path
 
 from lmpt.config.schema import DataConfig
 from lmpt.console import info
+from lmpt.data.mixture import Source
 from lmpt.data.readers import format_of
 
 VERIFY_MODES = ("stat", "full")
-FINGERPRINT_VERSION = 1  # bump when the fingerprint changes so old caches are not reused
+FINGERPRINT_VERSION = 2  # bump when the fingerprint changes so old caches are not reused
 _HASH_BLOCK = 1 << 20
 
 
@@ -54,20 +55,21 @@ def file_sha256(path: Path, memo_dir: Path, verify: str) -> tuple[str, bool]:
     return digest, True
 
 
-def corpus_fingerprint(cfg: DataConfig, train_paths: list[Path], val_paths: list[Path], memo_dir: Path) -> str:
-    """sha256 over every file's format, size and content hash and every setting that changes how the text
-    splits into documents; reads text only for files never hashed before (or all, with data.verify=full)."""
-    settings = {"v": FINGERPRINT_VERSION, "documents": cfg.documents, "text_field": cfg.text_field}
-    if not val_paths:
-        settings["val_fraction"] = cfg.val_fraction
+def corpus_fingerprint(cfg: DataConfig, sources: list[Source], memo_dir: Path) -> str:
+    """sha256 over every source's files (format, size, content hash) and every setting that changes how
+    the text splits into documents; reads text only for files never hashed before (all: data.verify=full).
+    Weights are not in it: they change which windows are drawn, not the tokens."""
+    settings = {"v": FINGERPRINT_VERSION, "text_field": cfg.text_field, "val_fraction": cfg.val_fraction}
     h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     read = 0
-    for label, paths in (("train", train_paths), ("val", val_paths)):
-        h.update(f"{label}:{len(paths)}\n".encode())
-        for path in paths:
-            digest, was_read = file_sha256(path, memo_dir, cfg.verify)
-            read += path.stat().st_size if was_read else 0
-            h.update(f"{format_of(path)}:{path.stat().st_size}:{digest}\n".encode())  # the format decides parsing
+    for source in sources:
+        h.update(json.dumps({"source": source.name, "documents": source.documents}).encode())
+        for label, paths in (("train", source.train_paths), ("val", source.val_paths)):
+            h.update(f"{label}:{len(paths)}\n".encode())
+            for path in paths:
+                digest, was_read = file_sha256(path, memo_dir, cfg.verify)
+                read += path.stat().st_size if was_read else 0
+                h.update(f"{format_of(path)}:{path.stat().st_size}:{digest}\n".encode())  # the format decides parsing
     if read:
         info(f"hashed {read / 1e6:.1f} MB of text (remembered: the next launch reads none of it)")
     return h.hexdigest()

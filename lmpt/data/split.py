@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from collections.abc import Callable, Iterator
 
+from lmpt.data.mixture import Source
+from lmpt.data.sources import iter_documents
 from lmpt.errors import LmptError
 
 Documents = Callable[[], Iterator[list[str]]]
+Items = Callable[[], Iterator[tuple[str, list[str]]]]
 
 
 def is_held_out(i: int, fraction: float) -> bool:
@@ -70,10 +75,34 @@ def split_stream(documents: Documents, fraction: float, unit: str) -> Iterator[t
             yield "train", kept
 
 
-def train_only(items: Callable[[], Iterator[tuple[str, list[str]]]]) -> Documents:
-    """The training documents of a split stream, as a re-iterable source (the tokenizer's input)."""
+def train_only(sources: list[Items]) -> Documents:
+    """The training documents of every source's split stream, in order, as a re-iterable source (the
+    tokenizer's input)."""
 
     def documents() -> Iterator[list[str]]:
-        return (doc for split, doc in items() if split == "train")
+        return (doc for items in sources for split, doc in items() if split == "train")
 
     return documents
+
+
+def source_items(source: Source, text_field: str, val_fraction: float) -> Items:
+    """A re-iterable stream of ("train" | "val", document) of one source in a fixed order: its val_paths, or
+    an evenly spaced `val_fraction` held out. The checks that read text run on the first call only: a launch
+    that finds its tokenizer and cache never makes one."""
+    plan = functools.cache(lambda: _split_plan(source, text_field, val_fraction))
+    return lambda: plan()()
+
+
+def _split_plan(source: Source, text_field: str, val_fraction: float) -> Items:
+    of, paths, val_paths = (f" of source '{source.name}'", "its paths", "its val_paths") if source.name else (
+        "", "data.paths", "data.val_paths")  # fmt: skip
+    train_docs = lambda: iter_documents(source.train_paths, source.documents, text_field)
+    if source.val_paths:
+        val_docs = lambda: iter_documents(source.val_paths, source.documents, text_field)
+        if next(train_docs(), None) is None:
+            raise LmptError(f"the training text{of} is empty (no non-blank line in {paths}): add text")
+        if next(val_docs(), None) is None:
+            raise LmptError(f"the validation text{of} is empty (no non-blank line in {val_paths}): add text")
+        return lambda: itertools.chain((("train", d) for d in train_docs()), (("val", d) for d in val_docs()))
+    unit = choose_unit(train_docs, val_fraction)
+    return lambda: split_stream(train_docs, val_fraction, unit)

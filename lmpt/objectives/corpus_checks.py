@@ -18,6 +18,9 @@ def _listed(key: str, paths: list[str]) -> str:
 def split_text(data_cfg: DataConfig, split: str) -> str:
     """How an error names a split: "the training text (data.paths=[...])", "the validation text
     (data.val_paths=[...])" or "the validation text (the data.val_fraction=0.05 held out of data.paths=[...])"."""
+    if data_cfg.sources:  # a mixture: its sources hold the text
+        names = ", ".join(s.name for s in data_cfg.sources)
+        return f"the {'training' if split == 'train' else 'validation'} text (data.sources: {names})"
     if split == "train":
         return f"the training text ({_listed('data.paths', list(data_cfg.paths))})"
     if data_cfg.val_paths:

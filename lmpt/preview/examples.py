@@ -5,7 +5,7 @@ labels are set, and corruption read off the input (mlm/nsp: the selected positio
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,8 @@ from lmpt.batch import IGNORE, Batch, Windows
 from lmpt.config.validate import validate_config
 from lmpt.data.cache import default_cache_root, prepare_corpora
 from lmpt.data.corpus import TokenCorpus
-from lmpt.data.sampler import WindowSampler, gather_windows
+from lmpt.data.sampler import gather_windows
+from lmpt.data.sampling import training_sampler
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.corpus_checks import split_text
@@ -50,6 +51,8 @@ class PreviewExample:
     segment_ids: list[int] | None
     sequence_label: int | None
     denoiser: str | None
+    source: str | None = None
+    """The mixture source the window was drawn from (null when the run has one source)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,23 +92,26 @@ def build_preview(cfg: DictConfig) -> Preview:
     seed = int(cfg.trainer.seed)
     corpus = data.val if options.split == "val" else data.train
     objective.check_corpus(corpus, split_text(data_cfg, options.split))
-    windows = preview_windows(corpus, options.split, objective.window_length, options.examples, seed, options.step)
+    if options.split == "train":  # the windows training step `step` draws (batch size n), mixture included
+        windows = training_sampler(data, objective.window_length, options.examples, seed).windows(options.step)
+    else:
+        windows = preview_windows(corpus, objective.window_length, options.examples)
     batch = objective.make_batch(windows, generator(seed, "objective", options.step, 0, 0))
-    examples = [read_example(objective, batch, windows, i) for i in range(options.examples)]
+    examples = [
+        replace(read_example(objective, batch, windows, i), source=data.source_at(options.split, int(start)) or None)
+        for i, start in enumerate(windows.starts.tolist())
+    ]
     return Preview(objective, data.tokenizer, options.split, options.step, seed, examples)
 
 
-def preview_windows(corpus: TokenCorpus, split: str, window_length: int, n: int, seed: int, step: int) -> Windows:
-    """train: the windows training step `step` draws (batch size n). val: n windows starting at documents
-    evenly spread over the held-out text; they depend on neither the objective nor the step, so every
-    objective is shown the same text."""
+def preview_windows(corpus: TokenCorpus, window_length: int, n: int) -> Windows:
+    """n validation windows starting at documents evenly spread over the held-out text; they depend on
+    neither the objective nor the step, so every objective is shown the same text."""
     if corpus.n_tokens < window_length:
         raise LmptError(
-            f"the {split} text has {corpus.n_tokens} tokens, fewer than one window of {window_length}: "
+            f"the val text has {corpus.n_tokens} tokens, fewer than one window of {window_length}: "
             "add text or lower data.seq_len"
         )
-    if split == "train":
-        return WindowSampler(corpus, window_length, n, seed).windows(step)
     starts = [corpus.doc_span(corpus.doc_of(k * corpus.n_tokens // n))[0] for k in range(n)]
     starts = np.minimum(np.asarray(starts, dtype=np.int64), corpus.n_tokens - window_length)
     return gather_windows(corpus, starts, window_length)

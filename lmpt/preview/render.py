@@ -38,7 +38,8 @@ def render_preview(preview: Preview, console: Console, width: int) -> None:
     shown = width or DEFAULT_WIDTH
     console.print(header(preview), soft_wrap=False)
     for k, example in enumerate(preview.examples, start=1):
-        title = f"example {k} of {len(preview.examples)} · {preview.split} offset {example.offset}"
+        source = f" · source {example.source}" if example.source else ""
+        title = f"example {k} of {len(preview.examples)}{source} · {preview.split} offset {example.offset}"
         console.print(Rule(title, style="dim"))
         console.print(example_table(preview.objective, preview.tokenizer, example, shown), soft_wrap=False)
 

@@ -9,7 +9,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from lmpt.batch import Batch
-from lmpt.data.sampler import ValidationWindows, WindowSampler
+from lmpt.data.sampler import StepSamples, ValidationWindows
 from lmpt.objectives.base import Objective
 from lmpt.rng import generator
 from lmpt.train.preemption import SIGNALS
@@ -19,7 +19,7 @@ class StepBatches(Dataset):
     """Item i = the micro-batches of optimizer step `start_step + i`."""
 
     def __init__(
-        self, sampler: WindowSampler, objective: Objective, seed: int, rank: int, grad_accum: int, start_step: int,
+        self, sampler: StepSamples, objective: Objective, seed: int, rank: int, grad_accum: int, start_step: int,
         max_steps: int,
     ) -> None:  # fmt: skip
         self.sampler, self.objective = sampler, objective
@@ -61,6 +61,14 @@ def step_loader(batches: StepBatches, num_workers: int, device: torch.device) ->
     )
 
 
-def validation_batches(windows: ValidationWindows, objective: Objective, seed: int, n_batches: int) -> list[Batch]:
-    """The same held-out batches at every evaluation (corruption seeded by batch index only)."""
-    return [objective.make_batch(windows.batch(i), generator(seed, "validation", i)) for i in range(n_batches)]
+def validation_batches(
+    sets: dict[str, ValidationWindows], objective: Objective, seed: int, n_batches: int
+) -> dict[str, list[Batch]]:
+    """The same held-out batches at every evaluation, by source (corruption seeded by source and batch index)."""
+    return {
+        name: [
+            objective.make_batch(windows.batch(i), generator(seed, "validation", *([name] if name else []), i))
+            for i in range(n_batches)
+        ]
+        for name, windows in sets.items()
+    }

@@ -25,7 +25,7 @@ def _fmt(name: str, value: Any) -> str:
         return f"mfu {100 * value:.1f}%"
     if name == "peak_memory_mb":
         return f"mem {value:,.0f}MB"
-    if name.endswith("ppl"):
+    if name.split("/")[0].endswith("ppl"):  # also a source's val_ppl/NAME
         return f"{name} {value:.2f}"
     return f"{name} {value:.4f}"
 

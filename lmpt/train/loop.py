@@ -227,19 +227,28 @@ class TrainLoop:
         return grad_norm
 
     @torch.no_grad()
-    def evaluate(self, batches: list[Batch]) -> dict:
+    def evaluate(self, batches: dict[str, list[Batch]]) -> dict:
+        """Validation metrics over every source's held-out batches (val_*), and per source (val_*/NAME) when
+        the run mixes several."""
         self.model.eval()
-        stats = RunningStats()
-        for batch in batches[self.ctx.rank :: self.ctx.world_size]:  # ranks share the held-out batches
-            batch = batch.to(self.device, non_blocking=True)
-            with self.precision.autocast():
-                _, batch_stats = self.objective.loss(self.forward(batch), batch)
-            stats.add(batch_stats)
-        stats.sum_over(self.ctx)
-        means = stats.means()
-        record = {f"val_{name}": value for name, value in means.items()}
-        record["val_ppl"] = perplexity(means[self.objective.perplexity_of])
-        return record
+        overall, record = RunningStats(), {}
+        for name, source_batches in batches.items():
+            stats = RunningStats()
+            for batch in source_batches[self.ctx.rank :: self.ctx.world_size]:  # ranks share the held-out batches
+                batch = batch.to(self.device, non_blocking=True)
+                with self.precision.autocast():
+                    _, batch_stats = self.objective.loss(self.forward(batch), batch)
+                stats.add(batch_stats)
+            stats.sum_over(self.ctx)
+            overall.merge(stats)
+            if name:
+                means = stats.means()
+                record |= {f"val_{k}/{name}": v for k, v in means.items()}
+                record[f"val_ppl/{name}"] = perplexity(means[self.objective.perplexity_of])
+        means = overall.means()
+        result = {f"val_{name}": value for name, value in means.items()}
+        result["val_ppl"] = perplexity(means[self.objective.perplexity_of])
+        return result | record
 
     def mfu(self, steps: int, loss_tokens: int, elapsed: float) -> float:
         """Model FLOPs utilisation per device over the interval (global work over all devices' peak); the
@@ -277,7 +286,7 @@ class TrainLoop:
         return record
 
     # -- the loop ---------------------------------------------------------------------------------
-    def run(self, loader, val_batches: list[Batch]) -> str:
+    def run(self, loader, val_batches: dict[str, list[Batch]]) -> str:
         """Train to `trainer.max_steps`; returns "completed", or "preempted" after a stop signal (checkpointed)."""
         t = self.t
         if self.ctx.is_main:  # drop lines written after the checkpoint this run starts from (or before any)

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from lmpt.config.validate import validate_config
 from lmpt.console import console, info
 from lmpt.data.cache import default_cache_root, prepare_corpora
-from lmpt.data.sampler import ValidationWindows, WindowSampler
+from lmpt.data.sampling import training_sampler, validation_sets
 from lmpt.errors import LmptError
 from lmpt.model import build_model
 from lmpt.model.generate import sample
@@ -131,10 +131,10 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     tokenizer = data.tokenizer
     if origin is not None:
         check_tokenizer(origin, tokenizer)
-    sampler = WindowSampler(data.train, objective.window_length, t.batch_size, t.seed, ctx.rank, ctx.world_size,
-                            t.grad_accum)  # fmt: skip
+    sampler = training_sampler(data, objective.window_length, t.batch_size, t.seed, ctx.rank, ctx.world_size,
+                               t.grad_accum)  # fmt: skip
     n_val = t.eval_batches * ctx.world_size  # the same held-out windows whatever the world size, shared out
-    val_windows = ValidationWindows(data.val, objective.window_length, t.batch_size, n_val)
+    val_windows = validation_sets(data, objective.window_length, t.batch_size, n_val)
     torch.manual_seed(derive_seed(t.seed, "init"))  # the same initial weights on every rank
     model = build_model(
         cfg.model, objective.arch, tokenizer.vocab_size, tokenizer.special.pad,

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import lmpt.data.cache as cache_module
 import lmpt.data.fingerprint as fingerprint_module
+import lmpt.data.split as split_module
 from lmpt.config.schema import DataConfig, TokenizerConfig
 from lmpt.data.cache import PreparedData, prepare_corpora
 
@@ -27,7 +27,7 @@ def _no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args, **_kwargs):
         raise AssertionError("a warm launch read text")
 
-    monkeypatch.setattr(cache_module, "iter_documents", refuse)
+    monkeypatch.setattr(split_module, "iter_documents", refuse)
     monkeypatch.setattr(fingerprint_module, "_content_sha256", refuse)
 
 

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from lmpt.config.schema import DataConfig, TokenizerConfig
-from lmpt.data.cache import PreparedData, _build_cache, _split_items, default_cache_root, prepare_corpora
+from lmpt.data.cache import PreparedData, _build_cache, default_cache_root, prepare_corpora
 from lmpt.data.corpus import TokenCorpus, token_dtype
-from lmpt.data.sources import bundled_dir, iter_documents, resolve_paths
-from lmpt.data.split import is_held_out
+from lmpt.data.mixture import resolve_sources
+from lmpt.data.sources import bundled_dir, iter_documents
+from lmpt.data.split import is_held_out, source_items
 from lmpt.errors import LmptError
 
 SMALL_TOK = TokenizerConfig(vocab_size=500, num_sentinels=4)
@@ -117,8 +118,9 @@ def test_losing_the_build_race_keeps_the_winner(small_corpus: Path, tmp_path: Pa
     data = DataConfig(paths=["turns.txt"], tokenize_workers=1)
     first = prepare_corpora(data, SMALL_TOK, small_corpus, tmp_path)
     before = (first.cache_dir / "meta.json").read_text()
-    paths = resolve_paths(data.paths, small_corpus)
-    _build_cache(first.cache_dir, _split_items(data, paths, []), first.tokenizer, data, paths)
+    (source,) = resolve_sources(data, small_corpus)
+    items = [source_items(source, data.text_field, data.val_fraction)]
+    _build_cache(first.cache_dir, items, first.tokenizer, data, source.train_paths)
     assert (first.cache_dir / "meta.json").read_text() == before
     assert [p.name for p in (tmp_path / "tokens").iterdir()] == [first.cache_dir.name]  # no temp dir left
 

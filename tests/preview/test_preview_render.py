@@ -81,3 +81,13 @@ def test_composing_writes_nothing_in_the_working_directory(
     monkeypatch.chdir(tmp_path)
     make_preview("objective=span")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_mixture_names_each_examples_source() -> None:
+    """Training windows of data=mixture come from both sources in the drawn proportions; each names its own."""
+    preview = make_preview("data=mixture", "preview.split=train", "preview.examples=24", "preview.step=3")
+    sources = [e.source for e in preview.examples]
+    assert set(sources) == {"shakespeare", "wikitext"}
+    text = rendered(preview)
+    assert "source shakespeare" in text and "source wikitext" in text
+    assert make_preview("preview.examples=2").examples[0].source is None  # one source: nothing to name
