@@ -117,15 +117,28 @@ def to_hf(layout: list[HfTensor], state: dict[str, torch.Tensor], dtype: torch.d
     return out
 
 
-def from_hf(layout: list[HfTensor], state: dict[str, torch.Tensor], hf: dict[str, torch.Tensor], origin: str) -> None:
+def fits(have: tuple[int, ...], need: tuple[int, ...], grows: bool) -> bool:
+    """Whether a source tensor of shape `have` fills lmpt's `need`: equal, or (`grows`: a vocabulary-sized
+    tensor under a tokenizer that extends the source's) fewer rows, the rest keeping their fresh values."""
+    return have == need or (grows and have[1:] == need[1:] and have[0] <= need[0])
+
+
+def from_hf(
+    layout: list[HfTensor],
+    state: dict[str, torch.Tensor],
+    hf: dict[str, torch.Tensor],
+    origin: str,
+    growable: frozenset[str] = frozenset(),
+) -> None:
     """Copy the Hugging Face tensors `hf` into lmpt's `state` (in place). The first tensor that is missing or
-    whose shape differs from what lmpt's model needs is named in an LmptError; nothing is copied then."""
+    whose shape differs from what lmpt's model needs is named in an LmptError; nothing is copied then. Tensors
+    of lmpt names in `growable` may have fewer rows in `hf` (see `fits`)."""
     for entry in layout:
         target = state[entry.lmpt_name]
         need = tuple(target.shape if entry.rows is None else target[entry.rows].shape)
         if entry.hf_name not in hf:
             raise LmptError(f"{origin} has no tensor {entry.hf_name} (lmpt's model needs one of shape {list(need)})")
-        if tuple(hf[entry.hf_name].shape) != need:
+        if not fits(tuple(hf[entry.hf_name].shape), need, entry.rows is None and entry.lmpt_name in growable):
             raise LmptError(
                 f"{origin}: {entry.hf_name} has shape {list(hf[entry.hf_name].shape)}, lmpt's model needs "
                 f"{list(need)} ({entry.lmpt_name}): the sizes do not fit"
@@ -133,4 +146,6 @@ def from_hf(layout: list[HfTensor], state: dict[str, torch.Tensor], hf: dict[str
     with torch.no_grad():
         for entry in layout:
             target = state[entry.lmpt_name]
-            (target if entry.rows is None else target[entry.rows]).copy_(hf[entry.hf_name])
+            target = target if entry.rows is None else target[entry.rows]
+            source = hf[entry.hf_name]
+            (target if source.shape == target.shape else target[: source.shape[0]]).copy_(source)

@@ -16,7 +16,7 @@ import torch
 from omegaconf import DictConfig
 
 from lmpt.errors import LmptError
-from lmpt.inference.hf_names import from_hf, llama_layout
+from lmpt.inference.hf_names import fits, from_hf, llama_layout
 from lmpt.model.language_model import LanguageModel
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.rundir import CONFIG_FILE, STATUS_FILE, TOKENIZER_FILE
@@ -26,6 +26,8 @@ ARCH_KEYS = (
 )  # fmt: skip
 """model.* keys that shape the weights (or their meaning): taken from the source unless given explicitly."""
 HF_ARCHITECTURES = {"LlamaForCausalLM": "decoder", "EuroBertForMaskedLM": "encoder"}
+VOCAB_TENSORS = frozenset({"body.embed.tokens.weight", "lm_head.weight"})
+"""Tensors with a row per token: a tokenizer that extends the source's may add rows."""
 IGNORED_HF_TENSORS = re.compile(r".*rotary_emb\.inv_freq$")
 """Buffers some older checkpoints saved: recomputed, never weights."""
 
@@ -48,6 +50,9 @@ class Origin:
     """The source's training step, where known."""
     tokenizer_file: Path | None
     """An lmpt SentencePiece model that belongs to these weights (an lmpt run's, or an lmpt export's)."""
+    vocab_extends: bool = False
+    """The run's tokenizer was checked to give the source's ids their meaning (`check_tokenizer`): embedding
+    rows it adds beyond the source's (tokens lmpt reserves, padding) start fresh."""
 
 
 def _lmpt_step(path: Path) -> int | None:
@@ -148,20 +153,40 @@ def adopt_origin(cfg: DictConfig, origin: Origin, given: set[str]) -> None:
 
 
 def check_tokenizer(origin: Origin, tokenizer: Tokenizer) -> None:
-    """The run's tokenizer must be the one the source's embedding rows were trained with."""
-    if origin.tokenizer_file is not None and tokenizer.model_bytes != origin.tokenizer_file.read_bytes():
-        raise LmptError(
-            f"the run's tokenizer ({tokenizer.path}) is not the one {origin.path} was trained with "
-            f"({origin.tokenizer_file}): its embedding rows would mean other pieces; drop tokenizer.model_file"
-        )
+    """The run's tokenizer must give every id of the source's vocabulary the piece the source was trained
+    with: the same lmpt tokenizer file, or (a Hugging Face directory) the same tokens as its tokenizer.json
+    for the ids they share. Sets `origin.vocab_extends` when it does."""
+    if origin.tokenizer_file is not None:
+        if tokenizer.model_bytes != origin.tokenizer_file.read_bytes():
+            raise LmptError(
+                f"the run's tokenizer ({tokenizer.path}) is not the one {origin.path} was trained with "
+                f"({origin.tokenizer_file}): its embedding rows would mean other pieces; drop tokenizer.model_file"
+            )
+        origin.vocab_extends = True
+        return
+    source_json = origin.path / "tokenizer.json"
+    if not source_json.is_file():
+        return  # nothing to compare with: the vocabulary must then match in size exactly
+    from tokenizers import Tokenizer as FastTokenizer
+
+    source = FastTokenizer.from_file(str(source_json))
+    for i in range(min(source.get_vocab_size(with_added_tokens=True), tokenizer.vocab_size)):
+        theirs, ours = source.id_to_token(i), tokenizer.id_to_piece(i)
+        if theirs is not None and theirs != ours:
+            raise LmptError(
+                f"the run's tokenizer gives id {i} to {ours!r}, {source_json} to {theirs!r}: the embedding rows "
+                f"would mean other pieces; use the model's own tokenizer (tokenizer=hf tokenizer.path={origin.path})"
+            )
+    origin.vocab_extends = True
 
 
 def _load_lmpt_state(model: LanguageModel, origin: Origin) -> None:
     ours = model.state_dict()
+    growable = VOCAB_TENSORS if origin.vocab_extends else frozenset()
     for name, tensor in ours.items():
         if name not in origin.state:
             raise LmptError(f"{origin.path} has no tensor {name} ({list(tensor.shape)}) for lmpt's {model.arch}")
-        if origin.state[name].shape != tensor.shape:
+        if not fits(tuple(origin.state[name].shape), tuple(tensor.shape), name in growable):
             raise LmptError(
                 f"{origin.path}: {name} has shape {list(origin.state[name].shape)}, this run's model needs "
                 f"{list(tensor.shape)}: the sizes do not fit"
@@ -169,7 +194,9 @@ def _load_lmpt_state(model: LanguageModel, origin: Origin) -> None:
     extra = [name for name in origin.state if name not in ours]
     if extra:
         raise LmptError(f"{origin.path}: {extra[0]} has no place in this run's {model.arch} model")
-    model.load_state_dict(origin.state)
+    with torch.no_grad():  # the state dict shares the parameters
+        for name, tensor in origin.state.items():
+            (ours[name] if tensor.shape == ours[name].shape else ours[name][: tensor.shape[0]]).copy_(tensor)
 
 
 def _load_hf_state(model: LanguageModel, origin: Origin) -> None:
@@ -182,7 +209,8 @@ def _load_hf_state(model: LanguageModel, origin: Origin) -> None:
     extra = [name for name in origin.state if name not in used]
     if extra:
         raise LmptError(f"{origin.path}: {extra[0]} has no place in lmpt's {model.arch} (tied head, no biases)")
-    from_hf(layout, model.state_dict(), origin.state, str(origin.path))  # the state dict shares the parameters
+    growable = VOCAB_TENSORS if origin.vocab_extends else frozenset()
+    from_hf(layout, model.state_dict(), origin.state, str(origin.path), growable)  # shares the parameters
 
 
 def load_origin(model: LanguageModel, origin: Origin) -> None:

@@ -5,6 +5,7 @@ unchanged, and what does not fit is named."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from lmpt.config.schema import ModelConfig, TokenizerConfig
 from lmpt.errors import LmptError
 from lmpt.inference.hf_names import llama_layout, to_hf
 from lmpt.model import build_model
-from lmpt.train.init_from import adopt_origin, load_origin, read_origin
+from lmpt.train.init_from import adopt_origin, check_tokenizer, load_origin, read_origin
 
 transformers = pytest.importorskip("transformers")
 VOCAB = 300
@@ -103,3 +104,34 @@ def test_vocabulary_that_does_not_fit_names_the_embedding(tmp_path: Path) -> Non
     model = build_model(cfg.model, "decoder", 1024, pad_id=0)  # a tokenizer of 1024 pieces, not the model's 300
     with pytest.raises(LmptError, match=r"model\.embed_tokens\.weight has shape \[300, 64\].*needs \[1024, 64\]"):
         load_origin(model, origin)
+
+
+def save_word_tokenizer(directory: Path, tokens: list[str]) -> None:
+    """A tokenizer.json beside the model: one token per id."""
+    from tokenizers import Tokenizer, models
+
+    Tokenizer(models.WordLevel({t: i for i, t in enumerate(tokens)}, unk_token=tokens[0])).save(
+        str(directory / "tokenizer.json")
+    )
+
+
+def test_a_tokenizer_that_extends_the_models_keeps_its_rows(tmp_path: Path) -> None:
+    """The model's own tokenizer with tokens added after its vocabulary (lmpt's reserved roles, padding):
+    the source's rows are copied, the added ones keep their fresh initialisation."""
+    hf_dir = save_llama(tmp_path / "llama", 2)
+    tokens = [f"tok{i}" for i in range(VOCAB)]
+    save_word_tokenizer(hf_dir, tokens)
+    origin = read_origin(str(hf_dir))
+    cfg = OmegaConf.create({"model": ModelConfig(name="tiny"), "tokenizer": TokenizerConfig()})
+    adopt_origin(cfg, origin, set())
+    extended = SimpleNamespace(vocab_size=VOCAB + 20, id_to_piece=lambda i: (tokens + ["<mask>"] * 20)[i])
+    check_tokenizer(origin, extended)
+    model = build_model(cfg.model, "decoder", VOCAB + 20, pad_id=0)
+    fresh = model.head_weight[VOCAB:].detach().clone()
+    load_origin(model, origin)
+    assert torch.equal(model.head_weight[:VOCAB], origin.state["model.embed_tokens.weight"])
+    assert torch.equal(model.head_weight[VOCAB:], fresh)
+
+    other = SimpleNamespace(vocab_size=VOCAB, id_to_piece=lambda i: "x" if i == 7 else tokens[i])
+    with pytest.raises(LmptError, match="gives id 7 to 'x'.*'tok7'.*tokenizer=hf tokenizer.path="):
+        check_tokenizer(read_origin(str(hf_dir)), other)
