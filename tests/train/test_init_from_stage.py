@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 from golden import BASE, assert_same, describe, final_weights, golden_run, interrupted_run, records, run, start_golden
+
+from lmpt.train.init_from import read_origin
 
 SHORT = [a if not a.startswith("trainer.max_steps=") else "trainer.max_steps=8" for a in BASE]
 SOURCE = [*SHORT, "objective=clm"]
@@ -55,3 +58,11 @@ def test_width_that_does_not_fit_is_one_line_exit_2(source_run: Path, tmp_path: 
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "body.embed.tokens.weight has shape [1024, 64], this run's model needs [1024, 128]" in done.stderr
     assert not (tmp_path / "wide").exists()
+
+
+def test_a_checkpoint_or_a_run_directory_is_a_source(source_run: Path) -> None:
+    checkpoint = source_run / "checkpoints" / "step_00000008"
+    from_checkpoint, from_run = read_origin(str(checkpoint)), read_origin(str(source_run))
+    assert (from_checkpoint.kind, from_checkpoint.step, from_run.step, from_run.stage) == ("lmpt", 8, 8, 1)
+    assert from_checkpoint.model_keys["d_model"] == 64 and from_checkpoint.tokenizer_file.name == "tokenizer.model"
+    assert all(torch.equal(from_checkpoint.state[k], v) for k, v in from_run.state.items())
