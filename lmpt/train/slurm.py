@@ -53,10 +53,13 @@ def sbatch_refusal(exc: BaseException) -> str | None:
     lines = [line.removeprefix("sbatch: error:").strip() for line in str(exc).splitlines() if line.strip()]
     reasons = [line.removeprefix("Batch job submission failed:").strip() for line in lines]
     reason = "; ".join(dict.fromkeys(reasons)) or f"exit code {cause.returncode}"
-    if "gres" in reason.lower():
+    lowered = reason.lower()
+    if "gres" in lowered:
         advice = "this partition has no GPUs: use hydra/launcher=slurm_cpu (or hydra.launcher.gpus_per_node=null)"
-    elif "partition" in reason.lower():
+    elif "invalid partition" in lowered:
         advice = "set hydra.launcher.partition to one that `sinfo` lists"
+    elif "account" in lowered:
+        advice = "set hydra.launcher.account (and partition) to ones you may use (`sacctmgr show assoc user=$USER`)"
     else:
         advice = (
             "ask for what the partition's nodes have (`sinfo -o '%P %c %m %G'`): hydra.launcher.cpus_per_task, "

@@ -16,7 +16,7 @@ import pytest
 from lmpt_cli import SMALL, lmpt_command, run_lmpt, wait_for_step
 from slurm_cluster import SlurmCluster, start_cluster, stop_cluster
 
-from lmpt.train.slurm import srun_task_env
+from lmpt.train.slurm import sbatch_refusal, srun_task_env
 
 TINY = [*[a for a in SMALL if not a.startswith("trainer.sample_tokens=")], "trainer.sample_tokens=0"]
 LONG = [*TINY, "trainer.max_steps=150", "trainer.log_every=1", "trainer.eval_every=50", "trainer.eval_batches=2",
@@ -100,6 +100,20 @@ def test_a_refused_submission_is_one_line_with_sbatchs_reason(
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("lmpt: error: sbatch refused the jobs: ") and reason in line and advice in line, line
     assert slurm_cluster.command("squeue", "--noheader").strip() == ""
+
+
+def test_only_sbatchs_own_refusal_is_turned_into_a_line() -> None:
+    refused = RuntimeError(
+        "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified"
+    )
+    refused.__cause__ = subprocess.CalledProcessError(1, ["sbatch", "job.sh"])
+    assert sbatch_refusal(refused) == (
+        "sbatch refused the jobs: Invalid account or account/partition combination specified: set "
+        "hydra.launcher.account (and partition) to ones you may use (`sacctmgr show assoc user=$USER`)"
+    )
+    crashed = RuntimeError("scontrol: error: ...")
+    crashed.__cause__ = subprocess.CalledProcessError(1, ["scontrol", "requeue", "7"])
+    assert sbatch_refusal(crashed) is None and sbatch_refusal(RuntimeError("no cause")) is None
 
 
 def test_srun_tasks_become_torchruns_variables(slurm_cluster: SlurmCluster) -> None:
