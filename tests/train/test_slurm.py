@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import golden
@@ -25,11 +26,23 @@ LONG = [*TINY, "trainer.max_steps=150", "trainer.log_every=1", "trainer.eval_eve
 """150 steps of a tiny model (about 20 s here): long enough to be stopped mid-run, checkpointed only on a stop."""
 
 
-def start_sweep(sweep: Path, *overrides: str) -> subprocess.Popen:
-    """`lmpt -m hydra/launcher=slurm_cpu ...` in the background, its jobs submitted with sbatch."""
-    command = lmpt_command("-m", "hydra/launcher=slurm_cpu", *overrides, f"hydra.sweep.dir={sweep}")
-    return subprocess.Popen(command, cwd=sweep.parent, env=golden.env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+@pytest.fixture
+def start_sweep() -> Iterator[Callable[..., subprocess.Popen]]:
+    """Start `lmpt -m hydra/launcher=slurm_cpu ...` in the background (its jobs submitted with sbatch); a launcher
+    still running when the test ends is killed."""
+    launchers: list[subprocess.Popen] = []
+
+    def start(sweep: Path, *overrides: str) -> subprocess.Popen:
+        command = lmpt_command("-m", "hydra/launcher=slurm_cpu", *overrides, f"hydra.sweep.dir={sweep}")
+        launchers.append(subprocess.Popen(command, cwd=sweep.parent, env=golden.env(), stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))  # fmt: skip
+        return launchers[-1]
+
+    yield start
+    for launcher in launchers:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.communicate()
 
 
 def finish(launcher: subprocess.Popen, timeout: float = 400) -> str:
@@ -72,7 +85,9 @@ def test_local_cluster_runs_jobs_and_stops_only_its_own_daemons(slurm_cluster: S
     assert stop_cluster(other).strip().endswith("was running)")  # nothing left of it to stop
 
 
-def test_sweep_runs_each_job_through_sbatch_and_prints_the_summary(slurm_cluster: SlurmCluster, tmp_path) -> None:
+def test_sweep_runs_each_job_through_sbatch_and_prints_the_summary(
+    slurm_cluster: SlurmCluster, tmp_path: Path, start_sweep: Callable[..., subprocess.Popen]
+) -> None:
     sweep = tmp_path / "sweep"
     out = finish(start_sweep(sweep, *TINY, "trainer.max_steps=3", "optimizer.lr=1e-3,3e-4"))
     assert "optimizer.lr=0.001" in out and "optimizer.lr=0.0003" in out and "completed" in out
@@ -127,7 +142,9 @@ def test_srun_tasks_become_torchruns_variables(slurm_cluster: SlurmCluster) -> N
     assert srun_task_env({**step, "SLURM_NTASKS": "1"}) == {}  # one task: no process group
 
 
-def test_scancel_usr2_requeues_the_job_and_it_ends_bit_for_bit(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+def test_scancel_usr2_requeues_the_job_and_it_ends_bit_for_bit(
+    slurm_cluster: SlurmCluster, tmp_path: Path, start_sweep: Callable[..., subprocess.Popen]
+) -> None:
     """`scancel --signal=USR2`, what SLURM sends ahead of a time limit or preemption: the job commits, submitit
     requeues it (counting a timeout), and the requeued job resumes in the same run directory."""
     golden.start_golden(tmp_path, LONG)
@@ -147,7 +164,9 @@ def test_scancel_usr2_requeues_the_job_and_it_ends_bit_for_bit(slurm_cluster: Sl
 
 
 @pytest.mark.soak
-def test_scontrol_requeue_stops_the_job_and_it_ends_bit_for_bit(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+def test_scontrol_requeue_stops_the_job_and_it_ends_bit_for_bit(
+    slurm_cluster: SlurmCluster, tmp_path: Path, start_sweep: Callable[..., subprocess.Popen]
+) -> None:
     """`scontrol requeue`, what an admin or a preempting job does: SLURM sends SIGTERM, the job commits and exits,
     SLURM starts it again and it resumes in the same run directory (no timeout counted)."""
     golden.start_golden(tmp_path, LONG)
@@ -167,14 +186,15 @@ def test_scontrol_requeue_stops_the_job_and_it_ends_bit_for_bit(slurm_cluster: S
 
 @pytest.mark.soak
 def test_a_time_limit_mid_run_requeues_until_the_run_ends_bit_for_bit(
-    slurm_cluster: SlurmCluster, tmp_path: Path
+    slurm_cluster: SlurmCluster, tmp_path: Path, start_sweep: Callable[..., subprocess.Popen]
 ) -> None:
-    """A one-minute time limit, SIGUSR2 35 s ahead of it (SLURM checks every 30 s): every attempt commits, is
+    """A two-minute time limit, SIGUSR2 60 s ahead of it (SLURM checks every 30 s): every attempt commits, is
     requeued as a timeout and resumes, within max_num_timeout, until the run ends as one that was never stopped."""
-    args = [*[a for a in LONG if not a.startswith("trainer.max_steps=")], "trainer.max_steps=1000"]
+    args = [*[a for a in LONG if not a.startswith(("trainer.max_steps=", "trainer.eval_every="))],
+            "trainer.max_steps=3000", "trainer.eval_every=500"]  # fmt: skip
     golden.start_golden(tmp_path, args)
     sweep = tmp_path / "sweep"
-    launcher = start_sweep(sweep, *args, "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=35",
+    launcher = start_sweep(sweep, *args, "hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=60",
                            "hydra.launcher.max_num_timeout=20")  # fmt: skip
     job = job_id(sweep, launcher)
     finish(launcher, timeout=1500)
@@ -189,7 +209,7 @@ def test_a_time_limit_mid_run_requeues_until_the_run_ends_bit_for_bit(
 
 @pytest.mark.soak
 def test_past_max_num_timeout_the_job_is_not_requeued_and_the_same_command_finishes_it(
-    slurm_cluster: SlurmCluster, tmp_path: Path
+    slurm_cluster: SlurmCluster, tmp_path: Path, start_sweep: Callable[..., subprocess.Popen]
 ) -> None:
     golden.start_golden(tmp_path, LONG)
     sweep = tmp_path / "sweep"
@@ -216,7 +236,7 @@ def test_past_max_num_timeout_the_job_is_not_requeued_and_the_same_command_finis
 
 @pytest.mark.soak
 def test_two_tasks_per_node_train_ddp_equal_to_torchrun_and_requeue_bit_for_bit(
-    slurm_cluster: SlurmCluster, tmp_path: Path
+    slurm_cluster: SlurmCluster, tmp_path: Path, start_sweep: Callable[..., subprocess.Popen]
 ) -> None:
     """tasks_per_node=2: srun starts two ranks that form the process group from SLURM_PROCID, SLURM_NTASKS,
     SLURM_LOCALID and the node list; stopped by SIGUSR2 and requeued, the job ends equal to torchrun's 2 ranks."""
