@@ -34,7 +34,6 @@ install_packages() {
         command -v munged >/dev/null; then
         return
     fi
-    [[ $(id -u) -eq 0 ]] || die "slurm-wlm and munge are missing; install them as root (apt-get install slurm-wlm munge)"
     log "installing slurm-wlm and munge"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >&2
@@ -45,10 +44,9 @@ port_in_use() { (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 free_port() {
     local port=$1
-    while port_in_use "$port" || [[ " ${taken[*]:-} " == *" $port "* ]]; do
+    while port_in_use "$port"; do
         port=$((port + 1))
     done
-    taken+=("$port")
     echo "$port"
 }
 
@@ -57,7 +55,6 @@ write_config() {
     host=$(hostname -s)
     cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc alone obeys OMP_NUM_THREADS
     mem_mb=$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) * 9 / 10 / 1024))
-    taken=()
     ctld_port=$(free_port 6817)
     slurmd_port=$(free_port $((ctld_port + 1)))
     mkdir -p "$dir"/{munge,state,spool,log}
@@ -123,9 +120,11 @@ wait_for() {
 node_idle() { [[ $(sinfo --noheader --node "$(hostname -s)" --format=%t) == idle ]]; }
 
 start() {
+    [[ $(id -u) -eq 0 ]] || die "run it as root: the daemons run as root, as SLURM's slurmd must"
     install_packages
     [[ ! -e $dir/slurm.conf ]] || die "$dir already holds a cluster: stop it first ($0 stop $dir)"
     write_config
+    trap 'log "start failed: stopping what it started"; stop' EXIT
     export SLURM_CONF=$dir/slurm.conf
     munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
         --pid-file="$dir/munge/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed"
@@ -134,6 +133,7 @@ start() {
     wait_for slurmctld 30 scontrol ping
     slurmd -f "$SLURM_CONF"
     wait_for "the node" 60 node_idle
+    trap - EXIT
     log "cluster up: partition local, $(sinfo --noheader --format='%c CPUs, %m MB' | head -1), in $dir"
     echo "export SLURM_CONF=$SLURM_CONF"
 }
