@@ -259,3 +259,40 @@ def test_two_tasks_per_node_train_ddp_equal_to_torchrun_and_requeue_bit_for_bit(
     assert "Traceback" not in log  # rank 1 leaves without waiting for rank 0 at a closing barrier
     assert slurm_cluster.restarts(job) == 1
     golden.assert_same(reference, sweep / "0", "tasks_per_node=2 against torchrun")
+
+
+@pytest.mark.soak
+def test_an_sbatch_script_of_srun_tasks_requeues_itself_on_exit_75(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """Without submitit: `srun python -m lmpt` under `--ntasks-per-node=2` forms the process group from SLURM's
+    variables; stopped, it exits with 75, the script requeues the job and it ends equal to torchrun's 2 ranks."""
+    reference = tmp_path / "torchrun"
+    torchrun = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lmpt", *LONG,
+         f"hydra.run.dir={reference}"],
+        cwd=tmp_path, env=golden.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    run = tmp_path / "run"
+    script = tmp_path / "job.sh"
+    script.write_text(
+        "#!/bin/bash\n"
+        f"#SBATCH --ntasks-per-node=2 --requeue --open-mode=append --output={tmp_path / 'job.out'}\n"
+        f"srun {' '.join(lmpt_command(*LONG, f'hydra.run.dir={run}'))}\n"
+        'code=$?; echo "srun exit $code"\n'
+        "if [ $code -eq 75 ]; then scontrol requeue $SLURM_JOB_ID; fi\n"
+    )
+    submitted = subprocess.run(["sbatch", "--parsable", str(script)], cwd=tmp_path, env=golden.env(),
+                               capture_output=True, text=True, check=True)  # fmt: skip
+    job = submitted.stdout.strip()
+    wait_for_step(run, 5)
+    slurm_cluster.command("scancel", "--signal=USR2", job)
+    deadline = time.time() + 600
+    while slurm_cluster.job_state(job) in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED"):
+        assert time.time() < deadline, "the job did not end"
+        time.sleep(1)
+    assert slurm_cluster.job_state(job) == "COMPLETED"
+    out, err = torchrun.communicate(timeout=600)
+    assert torchrun.returncode == 0, err[-3000:]
+    log = (tmp_path / "job.out").read_text()
+    assert "x 2 processes" in log and "srun exit 75" in log and "srun exit 0" in log and "resuming" in log, log
+    assert slurm_cluster.restarts(job) == 1 and "Traceback" not in log
+    golden.assert_same(reference, run, "srun tasks in an sbatch script")
