@@ -6,8 +6,10 @@ schedule, data, objective) starts anew."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,17 +44,23 @@ class Origin:
     arch: str
     model_keys: dict[str, Any]
     """The source's values of ARCH_KEYS."""
-    state: dict[str, torch.Tensor] = field(repr=False)
-    """lmpt state dict (lmpt source) or Hugging Face tensors by name."""
+    read_weights: Callable[[], dict[str, torch.Tensor]] = field(repr=False)
+    """lmpt state dict (lmpt source) or Hugging Face tensors by name; read once, when first needed (a
+    resumed stage takes its weights from its checkpoint and never reads them)."""
     stage: int
     """The source's own stage (a released model counts as stage 1)."""
     step: int | None
     """The source's training step, where known."""
     tokenizer_file: Path | None
-    """An lmpt SentencePiece model that belongs to these weights (an lmpt run's, or an lmpt export's)."""
+    """A tokenizer file that belongs to these weights (an lmpt run's, or an lmpt export's)."""
     vocab_extends: bool = False
     """The run's tokenizer was checked to give the source's ids their meaning (`check_tokenizer`): embedding
     rows it adds beyond the source's (tokens lmpt reserves, padding) start fresh."""
+
+    @functools.cached_property
+    def state(self) -> dict[str, torch.Tensor]:
+        """The source's weights (see `read_weights`)."""
+        return self.read_weights()
 
 
 def _lmpt_step(path: Path) -> int | None:
@@ -69,21 +77,24 @@ def _read_lmpt(path: Path) -> Origin:
     trained = load_trained(path)
     m = trained.config.model
     keys = {k: m.get(k) for k in ARCH_KEYS} | {"flavour": m.get("flavour") or "llama"}
-    state = {k: v.detach().clone() for k, v in trained.model.state_dict().items()}
+    state = {k: v.detach() for k, v in trained.model.state_dict().items()}
     stage = int(m.get("stage", 1) or 1)
-    return Origin(path, "lmpt", trained.arch, keys, state, stage, _lmpt_step(path), trained.tokenizer.path)
+    return Origin(path, "lmpt", trained.arch, keys, lambda: state, stage, _lmpt_step(path), trained.tokenizer.path)
 
 
-def _hf_weights(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
+def _hf_shards(path: Path) -> list[str]:
+    """The safetensors files of a Hugging Face directory (one, or the shards its index names)."""
     index = path / "model.safetensors.index.json"
     if index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-    elif (path / "model.safetensors").is_file():
-        shards = ["model.safetensors"]
-    else:
-        raise LmptError(f"{path} holds no model.safetensors: lmpt reads safetensors weights only (never pickles)")
+        return sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    if (path / "model.safetensors").is_file():
+        return ["model.safetensors"]
+    raise LmptError(f"{path} holds no model.safetensors: lmpt reads safetensors weights only (never pickles)")
+
+
+def _hf_weights(path: Path, shards: list[str]) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
     weights: dict[str, torch.Tensor] = {}
     for shard in shards:
         weights.update(load_file(str(path / shard)))
@@ -125,7 +136,8 @@ def _read_hf(path: Path) -> Origin:
         "rope_theta": float(rope_theta), "flavour": "llama",
     }  # fmt: skip
     tokenizer = path / TOKENIZER_FILE
-    return Origin(path, name, HF_ARCHITECTURES[name], keys, _hf_weights(path), 1, None,
+    shards = _hf_shards(path)
+    return Origin(path, name, HF_ARCHITECTURES[name], keys, lambda: _hf_weights(path, shards), 1, None,
                   tokenizer if tokenizer.is_file() else None)  # fmt: skip
 
 
@@ -148,7 +160,9 @@ def adopt_origin(cfg: DictConfig, origin: Origin, given: set[str]) -> None:
             cfg.model[key] = value
     cfg.model.init_from = str(origin.path)
     cfg.model.stage = origin.stage + 1
-    if origin.tokenizer_file is not None and not cfg.tokenizer.model_file and "tokenizer.model_file" not in given:
+    sentencepiece = cfg.tokenizer.get("backend", "sentencepiece") == "sentencepiece"
+    own = origin.tokenizer_file is not None and origin.tokenizer_file.suffix == ".model"
+    if own and sentencepiece and not cfg.tokenizer.model_file and "tokenizer.model_file" not in given:
         cfg.tokenizer.model_file = str(origin.tokenizer_file)
 
 

@@ -135,3 +135,10 @@ def test_a_tokenizer_that_extends_the_models_keeps_its_rows(tmp_path: Path) -> N
     other = SimpleNamespace(vocab_size=VOCAB, id_to_piece=lambda i: "x" if i == 7 else tokens[i])
     with pytest.raises(LmptError, match="gives id 7 to 'x'.*'tok7'.*tokenizer=hf tokenizer.path="):
         check_tokenizer(read_origin(str(hf_dir)), other)
+
+
+def test_pickled_weights_are_never_read(tmp_path: Path) -> None:
+    hf_dir = save_llama(tmp_path / "llama", 2)
+    (hf_dir / "model.safetensors").rename(hf_dir / "pytorch_model.bin")
+    with pytest.raises(LmptError, match="holds no model.safetensors: lmpt reads safetensors weights only"):
+        read_origin(str(hf_dir))
