@@ -22,6 +22,8 @@ from lmpt.data.corpus import META_NAME, TokenCorpus, token_dtype
 from lmpt.data.corpus_writer import CorpusWriter
 from lmpt.data.fingerprint import corpus_fingerprint
 from lmpt.data.mixture import resolve_sources
+from lmpt.data.readers import format_of
+from lmpt.data.readers.streams import compression_of
 from lmpt.data.sampler import Span
 from lmpt.data.split import Items, source_items, train_only
 from lmpt.data.tokenize_worker import encode_chunk, init_worker
@@ -76,7 +78,7 @@ def _pool_context() -> mp.context.BaseContext:
     return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
 
 
-def _build(directory: Path, items: list[Items], tokenizer: Tokenizer, workers: int, total_bytes: int) -> dict:
+def _build(directory: Path, items: list[Items], tokenizer: Tokenizer, workers: int, total_bytes: int | None) -> dict:
     """Tokenise every source's documents into `directory` (train.* and val.*), source after source; return
     the counts and each source's token span in each split."""
     dtype = token_dtype(tokenizer.vocab_size)
@@ -91,7 +93,7 @@ def _build(directory: Path, items: list[Items], tokenizer: Tokenizer, workers: i
         init_worker(*init_args, threads=os.cpu_count() or 1)
     try:
         with progress:
-            task = progress.add_task("tokenising", total=total_bytes)
+            task = progress.add_task("tokenising", total=total_bytes)  # None: compressed, no known end
             for source_items in items:
                 first = {split: writer.n_tokens for split, writer in writers.items()}
                 chunks = _chunks(source_items())
@@ -170,12 +172,14 @@ def _build_cache(cache_dir: Path, items: list[Items], tokenizer: Tokenizer, cfg:
     workers = max(1, cfg.tokenize_workers or os.cpu_count() or 1)
     if not cfg.tokenize_workers and total_bytes < _POOL_MIN_BYTES:
         workers = 1  # starting a pool costs more than it saves on a few MB (one process still uses all cores)
-    info(f"tokenising {total_bytes / 1e6:.1f} MB of text with {workers} process(es) into {cache_dir}")
+    plain = all(format_of(p) != "parquet" and not compression_of(p) for p in paths)  # file size = text size
+    what = "text" if plain else "files"
+    info(f"tokenising {total_bytes / 1e6:.1f} MB of {what} with {workers} process(es) into {cache_dir}")
     cache_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp_dir = Path(tempfile.mkdtemp(prefix=f".tmp-{cache_dir.name}-", dir=cache_dir.parent))
     started = time.perf_counter()
     try:
-        meta = _build(tmp_dir, items, tokenizer, workers, total_bytes)
+        meta = _build(tmp_dir, items, tokenizer, workers, total_bytes if plain else None)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
@@ -200,6 +204,6 @@ def _build_cache(cache_dir: Path, items: list[Items], tokenizer: Tokenizer, cfg:
     counts = meta["splits"]
     info(
         f"token cache {cache_dir}: {counts['train']['n_tokens']:,} train / {counts['val']['n_tokens']:,} val "
-        f"tokens ({total_bytes / 1e6 / max(seconds, 1e-9):.1f} MB/s)"
+        f"tokens ({total_bytes / 1e6 / max(seconds, 1e-9):.1f} MB/s of {what})"
     )
     return meta

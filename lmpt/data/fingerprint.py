@@ -71,5 +71,5 @@ def corpus_fingerprint(cfg: DataConfig, sources: list[Source], memo_dir: Path) -
                 read += path.stat().st_size if was_read else 0
                 h.update(f"{format_of(path)}:{path.stat().st_size}:{digest}\n".encode())  # the format decides parsing
     if read:
-        info(f"hashed {read / 1e6:.1f} MB of text (remembered: the next launch reads none of it)")
+        info(f"hashed {read / 1e6:.1f} MB of data files (remembered: the next launch reads none of them)")
     return h.hexdigest()
