@@ -47,8 +47,21 @@ def _failed_job(exc: BaseException, user_error: bool) -> None:
 _failed_jobs: list[bool] = []
 
 
-def run_hydra_app(task, config_name: str = "config") -> None:
-    """Run `task` as a Hydra app over lmpt's conf/, reporting user errors as one line with exit 2."""
+def _continue_runs(argv: list[str]) -> list[str]:
+    """`lmpt trainer.resume=RUN` / `lmpt hydra.run.dir=RUN` compose RUN's own configuration (lmpt.config.resume),
+    and a run directory that already exists is locked before Hydra writes anything into it."""
+    from lmpt.config.resume import resumed_argv, run_dir_given
+    from lmpt.train.runlock import lock_run_dir
+
+    run_dir = run_dir_given(argv)
+    if run_dir is not None and run_dir.is_dir() and os.environ.get("RANK", "0") == "0":
+        lock_run_dir(run_dir)  # a process training there is named before anything else is said
+    return resumed_argv(argv)
+
+
+def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False) -> None:
+    """Run `task` as a Hydra app over lmpt's conf/, reporting user errors as one line with exit 2.
+    `continue_runs`: the command line may name a run to resume (`lmpt` itself)."""
     register_schemas()
     register_resolvers()
     wants_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
@@ -76,6 +89,8 @@ def run_hydra_app(task, config_name: str = "config") -> None:
 
     app = hydra.main(config_path=str(conf_dir()), config_name=config_name, version_base=None)(guarded_task)
     try:
+        if continue_runs:
+            sys.argv = _continue_runs(sys.argv)
         with without_sbatch_echo():
             app()
     except USER_ERRORS as exc:  # composition: unknown keys and options, wrong types
@@ -106,7 +121,7 @@ def exit_process(code: int | str | None) -> NoReturn:
 
 def main() -> None:
     try:
-        run_hydra_app(train)
+        run_hydra_app(train, continue_runs=True)
     except SystemExit as exc:
         exit_process(exc.code)
     exit_process(0)

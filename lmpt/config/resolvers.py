@@ -50,6 +50,15 @@ def help_groups() -> str:
     return "\n".join(lines)
 
 
+def help_resumable() -> str:
+    """The keys a resume may change, for `lmpt --help`."""
+    import textwrap
+
+    from lmpt.config.resume import MAY_CHANGE
+
+    return textwrap.fill(", ".join(sorted(MAY_CHANGE)), width=110, initial_indent="  ", subsequent_indent="  ")
+
+
 def gpu_count() -> int:
     """Sweep jobs at once for hydra/launcher=parallel: one per GPU, or one at a time without GPUs."""
     import torch
@@ -66,5 +75,7 @@ def register_resolvers() -> None:
         # cached: Hydra copies the cache into every sweep job's config, so launchers in other processes
         # (and a requeued SLURM job) see the same directory instead of claiming a new one
         OmegaConf.register_new_resolver("lmpt.unique_dir", unique_dir, use_cache=True)
+    if not OmegaConf.has_resolver("lmpt.resumable"):
+        OmegaConf.register_new_resolver("lmpt.resumable", help_resumable)
     if not OmegaConf.has_resolver("lmpt.reference"):
         OmegaConf.register_new_resolver("lmpt.reference", help_reference)

@@ -10,6 +10,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from lmpt.config.strict import refuse_unknown_keys
 from lmpt.data.readers.text import DOCUMENT_MODES
 from lmpt.errors import LmptError
 from lmpt.model.t5 import FLAVOURS
@@ -53,7 +54,9 @@ def _validate_sources(sources: Any) -> None:
 
 
 def validate_config(cfg: DictConfig) -> None:
-    """Check every group except the objective; raise LmptError on the first bad value."""
+    """Check every key belongs to the schema, then every group's values except the objective's; raise LmptError
+    on the first bad key or value."""
+    refuse_unknown_keys(cfg)
     t, d, m, o, s, tok = cfg.trainer, cfg.data, cfg.model, cfg.optimizer, cfg.scheduler, cfg.tokenizer
     _positive(t, "trainer", "max_steps", "batch_size", "grad_accum", "log_every", "eval_batches", "keep_last")
     _positive(t, "trainer", "max_nonfinite_steps")

@@ -1,5 +1,5 @@
-"""Resuming must continue the same experiment: only run length, logging, checkpointing and device keys may
-differ from the configuration the checkpoint was written with."""
+"""Resuming must continue the same experiment: only the keys in lmpt.config.resume.MAY_CHANGE (run length, logging,
+evaluation, checkpointing, device, workers) may differ from the configuration the checkpoint was written with."""
 
 from __future__ import annotations
 
@@ -8,16 +8,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from lmpt.config.resume import MAY_CHANGE
 from lmpt.errors import LmptError
 from lmpt.train.checkpoint import load_part
 
-MAY_CHANGE = {
-    "trainer.max_steps", "trainer.log_every", "trainer.eval_every", "trainer.eval_batches", "trainer.ckpt_every",
-    "trainer.ckpt_minutes", "trainer.keep_last", "trainer.resume", "trainer.progress", "trainer.device",
-    "trainer.sample_tokens", "trainer.dry_run", "trainer.max_nonfinite_steps", "trainer.tensorboard",
-    "trainer.wandb", "trainer.wandb_project", "data.num_workers", "data.tokenize_workers", "data.cache_dir",
-    "data.verify",
-}  # fmt: skip
 
 
 def flatten(node: Any, prefix: str = "") -> dict[str, Any]:

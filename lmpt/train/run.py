@@ -12,6 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from lmpt.config.resume import resume_command
 from lmpt.config.validate import validate_config
 from lmpt.console import console, info
 from lmpt.data.cache import default_cache_root, prepare_corpora
@@ -55,6 +56,7 @@ from lmpt.train.rundir import (
     write_run_config,
     write_status,
 )
+from lmpt.train.runlock import lock_for_job, release_run_dirs
 
 
 def run_training(cfg: DictConfig) -> float:
@@ -69,6 +71,7 @@ def run_training(cfg: DictConfig) -> float:
         raise
     finally:
         release_gpus()
+        release_run_dirs()
     ctx.close()
     return result
 
@@ -122,6 +125,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     if run_path != hydra_dir:  # a rank other than 0: its placeholder directory is not the run's
         shutil.rmtree(hydra_dir, ignore_errors=True)
     run = locate_run(cfg, run_path, discard=ctx.is_main)
+    lock_for_job(run.path, ctx)  # before anything is read from or written to the run directory
     check_run_config(run, cfg)
     if run.resume_from is not None:
         refuse_drift(run.resume_from, cfg)
@@ -189,7 +193,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     if status == "preempted":
         console.print(f"stopped at step {loop.state.step} with a committed checkpoint")
         loop.preemption.hand_over()  # under submitit: its handler requeues the job and exits
-        console.print(f"run the same command to resume (exit code {EXIT_PREEMPTED})")
+        console.print(f"to resume: {resume_command(run.path, ctx.world_size)} (exit code {EXIT_PREEMPTED})")
         sys.exit(EXIT_PREEMPTED)
 
     save_weights(run.path / FINAL_MODEL, final_state, {"arch": objective.arch, "vocab_size": str(tokenizer.vocab_size)})

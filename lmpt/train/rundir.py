@@ -17,6 +17,7 @@ from lmpt.safe_files import load_yaml
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.checkpoint import MANIFEST, CheckpointStore
 from lmpt.train.drift import drifted_keys, flatten
+from lmpt.train.runlock import LOCK_FILE
 
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"
@@ -39,8 +40,8 @@ class RunDir:
 
 
 def _is_fresh(path: Path) -> bool:
-    """Only Hydra's own .hydra/ folder inside: the directory was created for this launch."""
-    return path.is_dir() and all(p.name == ".hydra" for p in path.iterdir())
+    """Only Hydra's own .hydra/ folder (and this launch's lock) inside: the directory was created for this launch."""
+    return path.is_dir() and all(p.name in (".hydra", LOCK_FILE) for p in path.iterdir())
 
 
 def discard_if_fresh(path: Path) -> None:
@@ -100,10 +101,14 @@ def check_run_config(run: RunDir, cfg: DictConfig) -> None:
 
 
 def write_run_config(run: RunDir, cfg: DictConfig) -> None:
-    """The composed config, written once when the run starts (a resume keeps the original)."""
-    path = run.path / CONFIG_FILE
-    if not path.exists():
-        path.write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    """The composed config, written when the run starts and again by each resume (which may only change the keys in
+    lmpt.config.resume.MAY_CHANGE), so `lmpt trainer.resume=RUN` continues with the latest settings. The saved
+    trainer.resume is auto: the next resume continues this directory's newest checkpoint, wherever it was moved."""
+    saved = OmegaConf.to_container(cfg, resolve=True)
+    saved["trainer"]["resume"] = "auto"
+    tmp = run.path / f".{CONFIG_FILE}.tmp"
+    tmp.write_text(OmegaConf.to_yaml(saved))
+    os.replace(tmp, run.path / CONFIG_FILE)
 
 
 def write_status(run_dir: Path, status: str, **fields: object) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,13 @@ def test_out_of_range_values_name_the_key(override: str, key: str) -> None:
 
 def test_conf_dir_is_the_checkout_conf() -> None:
     assert conf_dir() == Path(__file__).resolve().parents[2] / "conf"
+
+
+@pytest.mark.parametrize("override,key", [
+    ("+trainer.max_stepz=10", "trainer.max_stepz"), ("++trainer.max_stepz=10", "trainer.max_stepz"),
+    ("+foo=bar", "foo"), ("+model.dropuot=0.1", "model.dropuot"), ("+objective.mask_prop=0.2", "objective.mask_prop"),
+])  # fmt: skip
+def test_keys_added_outside_the_schema_are_refused(override: str, key: str) -> None:
+    cfg = make([override])  # Hydra adds them: the schema check refuses them
+    with pytest.raises(LmptError, match=rf"^unknown config key '{re.escape(key)}'"):
+        validate_config(cfg)

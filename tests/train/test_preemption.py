@@ -29,7 +29,7 @@ def test_stop_signal_commits_a_checkpoint_and_exits_for_requeue(tmp_path: Path, 
     (checkpoint,) = (run / "checkpoints").iterdir()
     stopped_at = int(checkpoint.name.split("_")[1])
     assert 3 <= stopped_at < 400 and max(train_losses(run)) == stopped_at  # the step in flight was finished
-    assert "run the same command to resume" in out
+    assert f"to resume: lmpt trainer.resume={run} (exit code 75)" in out
 
 
 def test_second_ctrl_c_aborts_at_once(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_resume_refuses_config_drift_but_allows_run_length(tmp_path: Path) -> No
     assert run_lmpt(*SMALL, "trainer.max_steps=3", f"hydra.run.dir={run}", cwd=tmp_path).returncode == 0
     before = (run / "metrics.jsonl").read_text()
     for drift, key in [("model.d_model=64", "model.d_model"), ("trainer.seed=7", "trainer.seed"),
-                       ("objective=prefix", "objective.name"), ("optimizer.lr=0.5", "optimizer.lr")]:  # fmt: skip
+                       ("objective=prefix", "objective=prefix"), ("optimizer.lr=0.5", "optimizer.lr")]:  # fmt: skip
         result = run_lmpt(*SMALL, "trainer.max_steps=5", drift, f"hydra.run.dir={run}", cwd=tmp_path)
         assert result.returncode == 2 and key in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
     assert (run / "metrics.jsonl").read_text() == before  # nothing written by a refused resume
