@@ -5,6 +5,7 @@ Every user error (a config typo, a bad value, a missing path) ends as one line o
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 import traceback
@@ -59,6 +60,13 @@ def _continue_runs(argv: list[str]) -> list[str]:
     return resumed_argv(argv)
 
 
+def sweep_value(result: object) -> float | None:
+    """What a sweep job reports to the sweeper: a finite float, else None, as for a failed job. None, not NaN:
+    hydra-optuna-sweeper (1.3, on optuna 2.10, the pairing it pins) records a None as a failed trial and the
+    study goes on, while a NaN makes its own failure handling raise and ends the whole study."""
+    return float(result) if isinstance(result, (int, float)) and math.isfinite(result) else None
+
+
 def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False) -> None:
     """Run `task` as a Hydra app over lmpt's conf/, reporting user errors as one line with exit 2.
     `continue_runs`: the command line may name a run to resume (`lmpt` itself)."""
@@ -77,7 +85,7 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
     def guarded_task(cfg: DictConfig):
         sweeping = HydraConfig.get().mode == RunMode.MULTIRUN
         try:
-            return task(cfg)
+            return sweep_value(task(cfg)) if sweeping else task(cfg)
         except USER_ERRORS as exc:  # reported here: a failed Hydra job would add its own stderr lines
             if not sweeping:
                 report(exc)
@@ -86,6 +94,7 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
             if not sweeping:
                 raise
             _failed_job(exc, user_error=False)
+        return None
 
     app = hydra.main(config_path=str(conf_dir()), config_name=config_name, version_base=None)(guarded_task)
     try:

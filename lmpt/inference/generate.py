@@ -13,6 +13,7 @@ from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
 from lmpt.inference.options import parse_command, require, run_command
+from lmpt.inference.progress import WorkBar
 from lmpt.inference.prompts import SENTINEL, encode_marked
 from lmpt.model.generate import sample
 from lmpt.rng import generator
@@ -52,20 +53,20 @@ def _check(o: GenerateOptions) -> None:
     require(0 < o.top_p <= 1, f"top_p={o.top_p} must be in (0, 1]")
 
 
-def continue_text(trained: Trained, o: GenerateOptions) -> dict:
+def continue_text(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
     """A decoder's continuation of the prompt, which follows an eos as every training document does."""
     tok = trained.tokenizer
     prompt_ids = [tok.special.eos, *tok.encode(o.prompt)]
     new = sample(
         trained.model, prompt_ids, o.max_tokens, o.temperature, o.top_k, generator(o.seed, "generate"),
-        eos_id=tok.special.eos, top_p=o.top_p,
+        eos_id=tok.special.eos, top_p=o.top_p, on_token=bar.advance,
     )  # fmt: skip
     text = tok.decode(prompt_ids[1:] + new)
     prompt_text = tok.decode(prompt_ids[1:])
     return {"prompt": prompt_text, "text": text, "continuation": text[len(prompt_text) :], "tokens": len(new)}
 
 
-def fill_spans(trained: Trained, o: GenerateOptions) -> dict:
+def fill_spans(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
     """An encoder-decoder's target for the prompt's sentinels, and the prompt with each span filled in."""
     tok, special = trained.tokenizer, trained.tokenizer.special
     sentinels = {int(m.group(1)) for m in SENTINEL.finditer(o.prompt)}
@@ -83,7 +84,7 @@ def fill_spans(trained: Trained, o: GenerateOptions) -> dict:
         raise LmptError(f"the prompt has {len(encoder_ids)} tokens; the model takes {trained.model.max_seq_len}")
     target = sample(
         trained.model, [special.bos], o.max_tokens, o.temperature, o.top_k, generator(o.seed, "generate"),
-        eos_id=special.eos, top_p=o.top_p, encoder_ids=encoder_ids,
+        eos_id=special.eos, top_p=o.top_p, encoder_ids=encoder_ids, on_token=bar.advance,
     )  # fmt: skip
     spans: dict[int, list[int]] = {}
     current: list[int] | None = None
@@ -116,8 +117,9 @@ def generate(argv: list[str]) -> None:
             f"{run} is an encoder ({trained.objective_name}), which predicts masked tokens rather than generating: "
             f'use lmpt-fill {run} text="... [MASK] ..."'
         )
-    with torch.inference_mode():
-        result = continue_text(trained, o) if trained.arch == "decoder" else fill_spans(trained, o)
+    with torch.inference_mode(), WorkBar("generating tokens", hidden=o.json) as bar:
+        bar.start(o.max_tokens)  # at most: a decoder may stop earlier at an end of document
+        result = continue_text(trained, o, bar) if trained.arch == "decoder" else fill_spans(trained, o, bar)
     if o.json:
         print(json.dumps(result))
     elif trained.arch == "decoder":

@@ -4,6 +4,8 @@ encoder-decoder (whose encoder runs once)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from lmpt.model.language_model import LanguageModel
@@ -141,10 +143,12 @@ def sample(
     top_p: float | None = None,
     encoder_ids: list[int] | None = None,
     use_cache: bool = True,
+    on_token: Callable[[], None] | None = None,
 ) -> list[int]:
     """The new tokens only (prompt excluded), at most max_new_tokens, stopping before eos_id.
     A decoder continues `prompt_ids`; an encoder-decoder's decoder continues them (e.g. [bos]) while
-    attending to `encoder_ids`. See `pick_token` for temperature, top_k, top_p; `generator` is a CPU one."""
+    attending to `encoder_ids`. See `pick_token` for temperature, top_k, top_p; `generator` is a CPU one.
+    `on_token` is called after each new token (a progress bar)."""
     if not prompt_ids:
         raise ValueError("sample() needs at least one prompt token")
     was_training = model.training
@@ -158,6 +162,8 @@ def sample(
             if eos_id is not None and token == eos_id:
                 break
             new.append(token)
+            if on_token is not None:
+                on_token()
             if step + 1 < max_new_tokens:
                 logits = decoding.feed([token])
     finally:

@@ -13,7 +13,6 @@ from lmpt.errors import LmptError
 from lmpt.train.checkpoint import load_part
 
 
-
 def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     """A nested config container as {"section.key": value}."""
     if isinstance(node, dict):

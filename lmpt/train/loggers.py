@@ -1,5 +1,7 @@
 """Where metrics go besides metrics.jsonl: TensorBoard and Weights & Biases, each on a switch, neither
-needed to run lmpt. The W&B run id lives in the checkpoint, so a resumed run continues the same curve."""
+needed to run lmpt. Both survive a resume with every step once: a resumed run logs again the steps after its
+checkpoint, so TensorBoard purges its own events from that step on, and W&B (the run id lives in the checkpoint)
+keeps the steps it already holds, which the resumed run repeats bit for bit."""
 
 from __future__ import annotations
 
@@ -17,12 +19,13 @@ def _numbers(record: dict) -> dict[str, float]:
 
 
 class TensorBoardSink:
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, first_step: int) -> None:
+        """`first_step`: the first step this launch logs; events of an earlier launch from it on are purged."""
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as exc:
             raise LmptError("trainer.tensorboard=true needs TensorBoard: pip install tensorboard") from exc
-        self.writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+        self.writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"), purge_step=first_step)
 
     def write(self, record: dict) -> None:
         for key, value in _numbers(record).items():
@@ -44,9 +47,13 @@ class WandbSink:
             project=cfg.trainer.wandb_project, id=run_id, resume="allow", dir=str(run_dir),
             name=run_dir.name, config=OmegaConf.to_container(cfg, resolve=True),
         )  # fmt: skip
+        # W&B ignores a step below its run's step counter; the steps it holds already are the ones this launch
+        # repeats (bit for bit), so they are left as they are and logging goes on from the first one it lacks
+        self.held_below = int(getattr(self.run, "step", 0) or 0)
 
     def write(self, record: dict) -> None:
-        self.run.log(_numbers(record), step=record["step"])
+        if record["step"] >= self.held_below:
+            self.run.log(_numbers(record), step=record["step"])
 
     def close(self) -> None:
         self.run.finish()
@@ -56,11 +63,12 @@ def new_wandb_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def open_sinks(cfg: DictConfig, run_dir: Path, wandb_id: str) -> list:
-    """The extra sinks this run asked for (rank 0 only)."""
+def open_sinks(cfg: DictConfig, run_dir: Path, wandb_id: str, start_step: int) -> list:
+    """The extra sinks this run asked for (rank 0 only); `start_step`: the step this launch starts from (the
+    checkpoint's, 0 for a new run)."""
     sinks: list = []
     if cfg.trainer.tensorboard:
-        sinks.append(TensorBoardSink(run_dir))
+        sinks.append(TensorBoardSink(run_dir, first_step=start_step + 1))
     if cfg.trainer.wandb:
         sinks.append(WandbSink(cfg, run_dir, wandb_id))
     return sinks

@@ -296,7 +296,8 @@ class TrainLoop:
         torch.set_rng_state(rng)
         self.display.start(self.state.step)
         self.interval_started = last_save = time.perf_counter()
-        self.sinks = open_sinks(self.cfg, self.metrics.path.parent, self.state.wandb_id) if self.ctx.is_main else []
+        run_dir = self.metrics.path.parent
+        self.sinks = open_sinks(self.cfg, run_dir, self.state.wandb_id, self.state.step) if self.ctx.is_main else []
         try:
             with self.preemption as preemption:
                 for micro_batches in steps:

@@ -237,3 +237,26 @@ def test_console_script_refusal_and_help(encoder_run: Path) -> None:
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "lmpt-fill" in refused.stderr
     helped = run("--help")
     assert helped.returncode == 0 and "max_tokens=" in helped.stdout and "top_p=" in helped.stdout
+
+
+# -- progress ----------------------------------------------------------------------------------------
+
+
+def test_eval_and_generate_show_progress_on_a_terminal_but_not_in_json(
+    decoder_run: Path, text_file: Path, capsys, monkeypatch
+) -> None:
+    from lmpt.console import console
+
+    monkeypatch.setattr(console, "_force_terminal", True)  # as on a terminal: off one (logs, CI) no bar is drawn
+    monkeypatch.setattr(console, "is_interactive", True)
+    argv = [str(decoder_run), f"data={text_file}", "seq_len=16", "stride=4"]
+    windows = _json(evaluate, argv, capsys)["windows"]  # json=true: stdout holds the JSON object alone
+    evaluate(argv)
+    out = capsys.readouterr().out
+    assert "scoring windows" in out and f"{windows}/{windows}" in out and "bits per byte" in out
+
+    argv = [str(decoder_run), "prompt=ROMEO:", "max_tokens=6", "seed=1"]
+    tokens = _json(generate, argv, capsys)["tokens"]
+    generate(argv)
+    out = capsys.readouterr().out
+    assert "generating tokens" in out and f"{tokens}/6" in out

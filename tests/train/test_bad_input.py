@@ -17,11 +17,12 @@ TEXT = "The quick brown fox jumps over the lazy dog near the riverbank at dawn.\
 
 
 def snapshot(directory: Path) -> dict[str, str]:
-    """lmpt's files of a run (Hydra rewrites its own .hydra/ record at every launch, refused ones included)."""
+    """A run's files, Hydra's .hydra/ record included (a resume leaves it as the first launch wrote it); not .lock,
+    which holds the PID of the last process that ran there."""
     return {
         str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(directory.rglob("*"))
-        if p.is_file() and ".hydra" not in p.relative_to(directory).parts
+        if p.is_file() and p.name != ".lock"
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from lmpt_cli import SMALL, run_lmpt
@@ -53,3 +54,38 @@ def test_missing_logger_package_is_one_line(tmp_path: Path, monkeypatch) -> None
     assert result.stderr.strip().splitlines() == [
         "lmpt: error: trainer.wandb=true needs Weights & Biases: pip install wandb"
     ]
+
+
+def test_trackers_hold_every_step_once_across_a_resume(tmp_path: Path, monkeypatch) -> None:
+    """Killed after logging steps 3 and 4 but before their checkpoint: the resumed launch logs them again.
+    TensorBoard purges the first launch's events from step 3 on; W&B keeps the ones it holds (the same values,
+    bit for bit) and nothing sent to it is ignored."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    log = tmp_path / "wandb.jsonl"
+    monkeypatch.setenv("FAKE_WANDB_LOG", str(log))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_WANDB), os.environ.get("PYTHONPATH", "")]))
+    run = tmp_path / "run"
+    args = [*ARGS, "trainer.max_steps=4", "trainer.ckpt_every=2", "trainer.eval_every=0", "trainer.tensorboard=true",
+            "trainer.wandb=true"]  # fmt: skip
+    assert run_lmpt(*args, f"hydra.run.dir={run}", cwd=tmp_path).returncode == 0
+    first = {
+        r["step"]: r["loss"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if "loss" in r
+    }
+    shutil.rmtree(run / "checkpoints" / "step_00000004")  # as if killed before the step-4 checkpoint
+    (run / "model.pt").unlink()
+
+    result = run_lmpt(f"trainer.resume={run}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "from step_00000002" in result.stdout
+    events = EventAccumulator(str(run / "tensorboard"))
+    events.Reload()
+    assert [(e.step, round(e.value, 5)) for e in events.Scalars("loss")] == [
+        (s, round(first[s], 5)) for s in (1, 2, 3, 4)
+    ]
+    assert [e.step for e in events.Scalars("val_loss")] == [4]
+
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["call"] for c in calls if c["call"] == "init"] == ["init", "init"] and len({c["id"] for c in calls}) == 1
+    assert not [c for c in calls if c["call"] == "dropped"]
+    assert [c["step"] for c in calls if c["call"] == "log" and "loss" in c["keys"]] == [1, 2, 3, 4]
