@@ -55,7 +55,8 @@ def _continue_runs(argv: list[str]) -> list[str]:
     from lmpt.train.runlock import lock_run_dir
 
     run_dir = run_dir_given(argv)
-    if run_dir is not None and run_dir.is_dir() and os.environ.get("RANK", "0") == "0":
+    one_process = int(os.environ.get("WORLD_SIZE", "1")) <= 1 and int(os.environ.get("SLURM_NTASKS", "1")) <= 1
+    if run_dir is not None and run_dir.is_dir() and one_process:  # ranks: rank 0 locks for all, once they know
         lock_run_dir(run_dir)  # a process training there is named before anything else is said
     return resumed_argv(argv)
 
