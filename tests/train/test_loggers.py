@@ -9,6 +9,8 @@ from pathlib import Path
 
 from lmpt_cli import SMALL, run_lmpt
 
+from lmpt.train.rundir import FINAL_MODEL
+
 FAKE_WANDB = Path(__file__).parent / "fake_wandb"
 ARGS = [*SMALL, "trainer.log_every=1", "trainer.eval_every=2", "trainer.sample_tokens=0"]
 
@@ -73,7 +75,7 @@ def test_trackers_hold_every_step_once_across_a_resume(tmp_path: Path, monkeypat
         r["step"]: r["loss"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if "loss" in r
     }
     shutil.rmtree(run / "checkpoints" / "step_00000004")  # as if killed before the step-4 checkpoint
-    (run / "model.pt").unlink()
+    (run / FINAL_MODEL).unlink()
 
     result = run_lmpt(f"trainer.resume={run}", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
