@@ -95,9 +95,18 @@ def _kept(override: Override, run: Path, saved: Any, choices: dict) -> bool:
     if old is _UNSET:
         return True  # not a key of this run: composing refuses it, naming the key
     old = OmegaConf.to_container(old) if OmegaConf.is_config(old) else old
-    if override.is_sweep_override() or override.value() != old:
+    if override.is_sweep_override() or not _same_value(override.value(), old):
         raise _refuse(run, f"{key}={override.value()}", old)
     return False  # the saved value already
+
+
+def _same_value(given: Any, saved: Any) -> bool:
+    """`given` on the command line means `saved`: equal, or a path lmpt saved resolved (model.init_from=../a)."""
+    if given == saved:
+        return True
+    if isinstance(given, str) and isinstance(saved, str) and Path(saved).is_absolute():
+        return Path(given).expanduser().resolve() == Path(saved)
+    return False
 
 
 def _quoted(key: str, value: str) -> str:

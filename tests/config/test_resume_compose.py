@@ -63,6 +63,15 @@ def test_naming_the_run_composes_its_own_config(run: Path, how: str) -> None:
     assert Path(hydra.run.dir) == run and hydra.output_subdir is None  # RUN/.hydra keeps the original launch
 
 
+def test_a_retyped_relative_path_means_the_saved_resolved_one(run: Path, tmp_path: Path) -> None:
+    saved = OmegaConf.load(run / "config.yaml")
+    saved.tokenizer.model_file = str(tmp_path / "tok.model")  # as lmpt saves a path it resolved
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(saved))
+    resumed_overrides([f"hydra.run.dir={run}", "tokenizer.model_file=tok.model"])  # cwd is tmp_path
+    with pytest.raises(LmptError, match="tokenizer.model_file=other.model"):
+        resumed_overrides([f"hydra.run.dir={run}", "tokenizer.model_file=other.model"])
+
+
 def test_allowed_keys_change_and_retyped_ones_are_accepted(run: Path) -> None:
     cfg, _ = resumed(
         f"trainer.resume={run}", "trainer.max_steps=9", "data.num_workers=2", "trainer.log_every=1", *ORIGINAL[:-1]
