@@ -1,0 +1,1 @@
+"""`lmpt-prepare`: the tokenizer and token cache of a run's data, built without training."""
