@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from lmpt.errors import LmptError
 from lmpt.inference.hf_names import fits, from_hf, llama_layout
+from lmpt.inference.load import load_trained
 from lmpt.model.language_model import LanguageModel
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.rundir import CONFIG_FILE, STATUS_FILE, TOKENIZER_FILE
@@ -72,9 +73,7 @@ def _lmpt_step(path: Path) -> int | None:
 
 
 def _read_lmpt(path: Path) -> Origin:
-    from lmpt.inference.load import load_trained  # the one loader of lmpt weights
-
-    trained = load_trained(path)
+    trained = load_trained(path)  # the one loader of lmpt weights
     m = trained.config.model
     keys = {k: m.get(k) for k in ARCH_KEYS} | {"flavour": m.get("flavour") or "llama"}
     state = {k: v.detach() for k, v in trained.model.state_dict().items()}
@@ -142,7 +141,7 @@ def _read_hf(path: Path) -> Origin:
 
 
 def read_origin(spec: str) -> Origin:
-    """The source named by model.init_from, weights loaded on the CPU."""
+    """The source named by model.init_from: its architecture now, its weights (CPU) when first needed."""
     path = Path(spec).expanduser().resolve()
     if not path.exists():
         raise LmptError(f"model.init_from={spec}: {path} does not exist")
