@@ -167,19 +167,24 @@ def adopt_origin(cfg: DictConfig, origin: Origin, given: set[str]) -> None:
 
 def check_tokenizer(origin: Origin, tokenizer: Tokenizer) -> None:
     """The run's tokenizer must give every id of the source's vocabulary the piece the source was trained
-    with: the same lmpt tokenizer file, or (a Hugging Face directory) the same tokens as its tokenizer.json
-    for the ids they share. Sets `origin.vocab_extends` when it does."""
-    if origin.tokenizer_file is not None:
-        if tokenizer.model_bytes != origin.tokenizer_file.read_bytes():
-            raise LmptError(
-                f"the run's tokenizer ({tokenizer.path}) is not the one {origin.path} was trained with "
-                f"({origin.tokenizer_file}): its embedding rows would mean other pieces; drop tokenizer.model_file"
-            )
+    with: the source's own tokenizer file, or the same tokens as the source's tokenizer.json (a Hugging Face
+    directory) for the ids they share. Sets `origin.vocab_extends` when it does."""
+    if origin.tokenizer_file is not None and tokenizer.model_bytes == origin.tokenizer_file.read_bytes():
         origin.vocab_extends = True
         return
     source_json = origin.path / "tokenizer.json"
-    if not source_json.is_file():
-        return  # nothing to compare with: the vocabulary must then match in size exactly
+    if source_json.is_file():
+        _check_pieces(source_json, tokenizer, origin.path)
+        origin.vocab_extends = True
+    elif origin.tokenizer_file is not None:
+        raise LmptError(
+            f"the run's tokenizer ({tokenizer.path}) is not the one {origin.path} was trained with "
+            f"({origin.tokenizer_file}): its embedding rows would mean other pieces; drop tokenizer.model_file"
+        )
+    # neither: nothing to compare with, the vocabulary must then match in size exactly
+
+
+def _check_pieces(source_json: Path, tokenizer: Tokenizer, origin: Path) -> None:
     from tokenizers import Tokenizer as FastTokenizer
 
     source = FastTokenizer.from_file(str(source_json))
@@ -188,9 +193,8 @@ def check_tokenizer(origin: Origin, tokenizer: Tokenizer) -> None:
         if theirs is not None and theirs != ours:
             raise LmptError(
                 f"the run's tokenizer gives id {i} to {ours!r}, {source_json} to {theirs!r}: the embedding rows "
-                f"would mean other pieces; use the model's own tokenizer (tokenizer=hf tokenizer.path={origin.path})"
+                f"would mean other pieces; use the model's own tokenizer (tokenizer=hf tokenizer.path={origin})"
             )
-    origin.vocab_extends = True
 
 
 def _load_lmpt_state(model: LanguageModel, origin: Origin) -> None:
