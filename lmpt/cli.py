@@ -110,8 +110,8 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
         if refusal is None:
             raise
         report(LmptError(refusal))
-    except KeyboardInterrupt:  # the second Ctrl-C: no traceback, the conventional exit status
-        print("lmpt: aborted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # the second Ctrl-C: no traceback, the conventional exit status
+        print(f"lmpt: aborted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
         sys.exit(130)
     if _failed_jobs:
         print(f"lmpt: {len(_failed_jobs)} sweep job(s) failed; the others ran", file=sys.stderr)

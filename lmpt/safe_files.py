@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,7 @@ def _refuse_code(path: Path, what: str) -> UnsafeFile:
 
 def save_weights(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
     """`tensors` as a safetensors file at `path` (string `metadata` in its header), written beside it, synced,
-    then renamed into place: `path` is whole or absent, never torn."""
+    then renamed into place: `path` is whole or absent, never torn. A failed write (a full disk) is one line."""
     import safetensors.torch
 
     tmp = path.with_name(f".{path.name}.tmp")
@@ -46,6 +47,11 @@ def save_weights(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[st
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except (OSError, SafetensorError) as exc:
+        reason = write_failure(exc)
+        if reason is None:
+            raise
+        raise LmptError(f"could not write {path} ({reason}): free space and run the same command again") from exc
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -100,6 +106,30 @@ def load_yaml(path: Path) -> DictConfig | ListConfig:
         raise _refuse_code(path, "a YAML tag that builds a Python object") from None
     except yaml.YAMLError as exc:
         raise LmptError(f"{path} is not valid YAML ({_first_line(exc)}): fix it or move it away") from None
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """The operating system's reason when `exc` is a failed write (a full disk, a quota), else None. torch.save
+    wraps the OSError of its file in a RuntimeError; safetensors reports it in its own error's message."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OSError):
+            return cause.strerror or str(cause)
+        code = re.search(r"os error (\d+)", str(cause)) if isinstance(cause, SafetensorError) else None
+        if code:
+            return os.strerror(int(code.group(1)))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def interrupted(exc: BaseException) -> bool:
+    """`exc` is, or was raised while handling, a KeyboardInterrupt (torch.save wraps one from its file)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _first_line(exc: BaseException) -> str:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from lmpt.config.strict import refuse_unknown_keys
 from lmpt.data.readers.text import DOCUMENT_MODES
@@ -53,10 +54,29 @@ def _validate_sources(sources: Any) -> None:
             _choice(source.documents, f"{key}.documents", DOCUMENT_MODES)
 
 
+def _numbers(node: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
+    """(dotted key, value) of every float in a config container."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _numbers(value, f"{prefix}{key}.")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _numbers(value, f"{prefix[:-1]}[{i}].")
+    elif isinstance(node, float):
+        yield prefix[:-1], node
+
+
+def refuse_nonfinite(cfg: DictConfig) -> None:
+    """No setting may be inf or nan (optimizer.lr=inf turns the weights to NaN at the first step)."""
+    for key, value in _numbers(OmegaConf.to_container(cfg, resolve=True)):
+        _require(math.isfinite(value), key, value, "a finite number")
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Check every key belongs to the schema, then every group's values except the objective's; raise LmptError
     on the first bad key or value."""
     refuse_unknown_keys(cfg)
+    refuse_nonfinite(cfg)
     t, d, m, o, s, tok = cfg.trainer, cfg.data, cfg.model, cfg.optimizer, cfg.scheduler, cfg.tokenizer
     _positive(t, "trainer", "max_steps", "batch_size", "grad_accum", "log_every", "eval_batches", "keep_last")
     _positive(t, "trainer", "max_nonfinite_steps")

@@ -100,8 +100,8 @@ def read_run(path: Path) -> RunSummary:
         measures={k: v for k, v in last_eval.items() if k.startswith("val_") and k not in HEADLINE_KEYS},
         tokens_per_s=statistics.median(speeds) if speeds else None,
         wall_s=_wall_seconds(path),
-        val_curve=[(r["step"], r["val_loss"]) for r in evals],
-        train_curve=[(r["step"], r["loss"]) for r in train],
+        val_curve=[(r["step"], r["val_loss"]) for r in evals if r["val_loss"] is not None],  # null: non-finite
+        train_curve=[(r["step"], r["loss"]) for r in train if r["loss"] is not None],
     )
 
 

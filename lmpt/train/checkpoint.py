@@ -13,10 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 
 from lmpt.console import console
 from lmpt.errors import LmptError
-from lmpt.safe_files import PICKLE_SUFFIX, WEIGHTS_SUFFIX, load_file_by_suffix, save_weights
+from lmpt.safe_files import (
+    PICKLE_SUFFIX,
+    WEIGHTS_SUFFIX,
+    interrupted,
+    load_file_by_suffix,
+    save_weights,
+    write_failure,
+)
 
 MANIFEST = "manifest.json"
 _STEP_DIR = re.compile(r"^step_(\d{8})$")
@@ -105,16 +113,24 @@ class CheckpointStore:
         return final
 
     def _guard(self, step: int, tmp: Path, write: Any) -> None:
+        """Run `write`; a failed write (a full disk, even inside torch.save or safetensors) or a second Ctrl-C
+        removes the staging directory and ends in one line saying which checkpoint still stands."""
         try:
             write()
-        except OSError as exc:
+        except (OSError, RuntimeError, SafetensorError, LmptError, KeyboardInterrupt) as exc:
+            reason, aborted = write_failure(exc), interrupted(exc)
+            if reason is None and not aborted:
+                raise
             shutil.rmtree(tmp, ignore_errors=True)
             previous = self.committed()
             kept = f"the previous checkpoint {previous[-1].name} is intact" if previous else "no checkpoint existed yet"
+            name = self.directory / f"step_{step:08d}"
+            if aborted:
+                message = f"checkpoint {name} was not written; {kept}: run the same command to resume"
+                raise KeyboardInterrupt(message) from None
             raise LmptError(
-                f"could not write checkpoint {self.directory / f'step_{step:08d}'} ({exc.strerror or exc}); {kept}: "
-                "free space and run the same command to resume"
-            ) from exc
+                f"could not write checkpoint {name} ({reason}); {kept}: free space and run the same command to resume"
+            ) from None
 
     def _write(self, tmp: Path, step: int, parts: dict[str, Any]) -> None:
         for name, obj in parts.items():

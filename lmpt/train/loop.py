@@ -23,6 +23,7 @@ from lmpt.train.checkpoint import CheckpointStore, load_parts
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
 from lmpt.train.efficiency import peak_flops, peak_memory_mb
+from lmpt.train.finite import refuse_nonfinite_weights
 from lmpt.train.loggers import new_wandb_id, open_sinks
 from lmpt.train.metrics import MetricsLog, RunningStats, perplexity
 from lmpt.train.precision import Precision
@@ -119,7 +120,8 @@ class TrainLoop:
 
     def save(self) -> None:
         """Rank 0 writes replicated state; under FSDP every rank first writes its shards into the same
-        staging directory. The others wait until rank 0 has committed."""
+        staging directory. The others wait until rank 0 has committed. Non-finite weights are never saved."""
+        refuse_nonfinite_weights(self.model, self.ctx, self.state.step)
         if not self.sharded:
             parts = self.checkpoint_parts()
             if self.ctx.is_main:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import torch
 
+from lmpt.console import console
+from lmpt.errors import LmptError
 from lmpt.objectives.base import Stats
 
 
@@ -63,26 +65,71 @@ def perplexity(loss: float) -> float:
     return math.exp(loss) if loss < 700 else math.inf
 
 
+def strict_json(record: dict) -> str:
+    """`record` as strict JSON: a non-finite float (a skipped step's gradient norm, an infinite perplexity)
+    becomes null, never the bare NaN / Infinity that other JSON readers reject."""
+    clean = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()}
+    return json.dumps(clean, allow_nan=False)
+
+
+def _record(line: str) -> dict | None:
+    """The lmpt record on `line` (an object with an integer step), or None."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("step"), int) else None
+
+
+def _torn(line: str) -> bool:
+    """What a write cut short leaves as the last line: the start of a record, or a zero-filled block."""
+    rest = line.strip("\x00")
+    return rest == "" or rest.startswith('{"step"')
+
+
 class MetricsLog:
-    """`metrics.jsonl`: one JSON object per logged step or evaluation, floats at full precision."""
+    """`metrics.jsonl`: one strict-JSON object per logged step or evaluation, floats at full precision."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    def _read(self) -> tuple[list[str], bool]:
+        """(the file's records as text, whether a torn last record was left out). A power cut mid-write
+        leaves such a record; anything else that is not an lmpt record makes the file foreign, refused."""
+        if not self.path.exists():
+            return [], False
+        lines = self.path.read_text(encoding="utf-8", errors="replace").split("\n")
+        tail = lines.pop()  # "" when the file ends with a newline, as every whole record does
+        if tail and (_record(tail) is not None or not _torn(tail)):
+            lines.append(tail)  # a whole record short of its newline is kept; anything else is judged below
+        for number, line in enumerate(lines, 1):
+            if line and _record(line) is None:
+                raise LmptError(
+                    f"{self.path} line {number} is not a metrics record lmpt wrote ({line[:40]!r}): it is not this "
+                    "run's; move it away or pick another hydra.run.dir"
+                )
+        return [line for line in lines if line], bool(tail) and lines[-1:] != [tail]
+
+    def repair(self) -> None:
+        """Before a run (re)starts: drop a torn last record with a warning; refuse a foreign file."""
+        kept, torn = self._read()
+        if torn:
+            console.print(f"[bold yellow]WARNING[/] {self.path}: dropped a torn last record (a write cut short)")
+            self._replace(kept)
+
     def truncate_after(self, step: int) -> None:
         """Drop records after `step` (written by a run that died before its next checkpoint), atomically."""
-        if not self.path.exists():
-            return
-        kept = [line for line in self.path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+        if self.path.exists():
+            self._replace([line for line in self._read()[0] if json.loads(line)["step"] <= step])
+
+    def _replace(self, lines: list[str]) -> None:
         tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(line + "\n" for line in kept))
+        tmp.write_text("".join(line + "\n" for line in lines))
         os.replace(tmp, self.path)
 
     def write(self, record: dict) -> None:
         with open(self.path, "a") as f:
-            f.write(json.dumps(record) + "\n")
+            f.write(strict_json(record) + "\n")
 
     def records(self) -> list[dict]:
-        if not self.path.exists():
-            return []
-        return [json.loads(line) for line in self.path.read_text().splitlines() if line]
+        return [json.loads(line) for line in self._read()[0]]

@@ -50,6 +50,7 @@ from lmpt.train.rundir import (
     METRICS_FILE,
     check_run_config,
     discard_if_fresh,
+    failure_recorded,
     load_run_tokenizer,
     locate_run,
     save_run_tokenizer,
@@ -57,6 +58,7 @@ from lmpt.train.rundir import (
     write_status,
 )
 from lmpt.train.runlock import lock_for_job, release_run_dirs
+from lmpt.train.runlog import close_run_log, open_run_log
 
 
 def run_training(cfg: DictConfig) -> float:
@@ -65,11 +67,13 @@ def run_training(cfg: DictConfig) -> float:
     ctx = init_distributed(cfg.trainer.strategy)
     try:
         result = _train(cfg, hydra_dir, ctx)
-    except LmptError:
-        if ctx.is_main and HydraConfig.get().mode != RunMode.MULTIRUN:  # a sweep keeps the failed job's folder
-            discard_if_fresh(hydra_dir)
+    except (Exception, KeyboardInterrupt) as exc:
+        close_run_log(exc)
+        if isinstance(exc, LmptError) and ctx.is_main and HydraConfig.get().mode != RunMode.MULTIRUN:
+            discard_if_fresh(hydra_dir)  # a sweep keeps the failed job's folder
         raise
     finally:
+        close_run_log()
         release_gpus()
         release_run_dirs()
     ctx.close()
@@ -127,6 +131,9 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     run = locate_run(cfg, run_path, discard=ctx.is_main)
     lock_for_job(run.path, ctx)  # before anything is read from or written to the run directory
     check_run_config(run, cfg)
+    if ctx.is_main:
+        open_run_log(run.path)
+        MetricsLog(run.path / METRICS_FILE).repair()  # a torn last record dropped; a foreign file refused
     if run.resume_from is not None:
         refuse_drift(run.resume_from, cfg)
 
@@ -179,16 +186,21 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
 
     started = time.perf_counter()
     batches = StepBatches(sampler, objective, t.seed, ctx.rank, t.grad_accum, loop.state.step, t.max_steps)
-    status = loop.run(
-        step_loader(batches, cfg.data.num_workers, device),
-        validation_batches(val_windows, objective, t.seed, n_val),
-    )
+    with failure_recorded(run.path if ctx.is_main else None, lambda: loop.state.step):
+        status = loop.run(
+            step_loader(batches, cfg.data.num_workers, device),
+            validation_batches(val_windows, objective, t.seed, n_val),
+        )
     wall = time.perf_counter() - started
     final_state = full_model_state(model, t.strategy) if status == "completed" else None  # collective
     if not ctx.is_main:
         if status == "preempted":
             ctx.leave()  # rank 0 hands over to the scheduler without a closing barrier: so do the others
         return float(loop.state.last_val.get("val_loss", float("nan")))
+    if status == "completed":  # the final model first: "completed" is never written without it
+        with failure_recorded(run.path, lambda: loop.state.step):
+            metadata = {"arch": objective.arch, "vocab_size": str(tokenizer.vocab_size)}
+            save_weights(run.path / FINAL_MODEL, final_state, metadata)
     write_status(run.path, status, step=loop.state.step, wall_s=round(wall, 3))
     if status == "preempted":
         console.print(f"stopped at step {loop.state.step} with a committed checkpoint")
@@ -196,7 +208,6 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         console.print(f"to resume: {resume_command(run.path, ctx.world_size)} (exit code {EXIT_PREEMPTED})")
         sys.exit(EXIT_PREEMPTED)
 
-    save_weights(run.path / FINAL_MODEL, final_state, {"arch": objective.arch, "vocab_size": str(tokenizer.vocab_size)})
     _print_summary(loop, run.path, wall, model)
     if objective.arch == "decoder" and t.sample_tokens > 0:
         if t.strategy == "fsdp":  # rank 0 alone cannot run a sharded model: sample from the consolidated one

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.checkpoint import MANIFEST, CheckpointStore
 from lmpt.train.drift import drifted_keys, flatten
 from lmpt.train.runlock import LOCK_FILE
+from lmpt.train.runlog import LOG_FILE
 
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"
@@ -40,8 +43,9 @@ class RunDir:
 
 
 def _is_fresh(path: Path) -> bool:
-    """Only Hydra's own .hydra/ folder (and this launch's lock) inside: the directory was created for this launch."""
-    return path.is_dir() and all(p.name in (".hydra", LOCK_FILE) for p in path.iterdir())
+    """Only Hydra's own .hydra/ folder (and this launch's lock and lmpt.log) inside: the directory was made for
+    this launch."""
+    return path.is_dir() and all(p.name in (".hydra", LOCK_FILE, LOG_FILE) for p in path.iterdir())
 
 
 def discard_if_fresh(path: Path) -> None:
@@ -112,9 +116,26 @@ def write_run_config(run: RunDir, cfg: DictConfig) -> None:
 
 
 def write_status(run_dir: Path, status: str, **fields: object) -> None:
-    """`status.json`: completed, preempted or failed (with the error), for reports and sweep summaries."""
+    """`status.json`: completed, preempted or failed (with the error), for reports and sweep summaries;
+    replaced whole (written beside it, then renamed)."""
     if run_dir.is_dir():
-        (run_dir / STATUS_FILE).write_text(json.dumps({"status": status, **fields}) + "\n")
+        tmp = run_dir / f".{STATUS_FILE}.tmp"
+        tmp.write_text(json.dumps({"status": status, **fields}) + "\n")
+        os.replace(tmp, run_dir / STATUS_FILE)
+
+
+@contextlib.contextmanager
+def failure_recorded(run_dir: Path | None, step: Callable[[], int]) -> Iterator[None]:
+    """status.json says `failed`, with the one-line error and the step reached, when the body raises a user
+    error (a full disk, non-finite weights) or is aborted by a second Ctrl-C. `run_dir` None: not rank 0."""
+    try:
+        yield
+    except (LmptError, KeyboardInterrupt) as exc:
+        if run_dir is not None:
+            error = str(exc) if isinstance(exc, LmptError) else f"aborted: {exc}".rstrip(": ")
+            with contextlib.suppress(OSError):  # best effort: the disk may be the very thing that is full
+                write_status(run_dir, "failed", error=error, step=step())
+        raise
 
 
 def save_run_tokenizer(run: RunDir, tokenizer: Tokenizer) -> None:

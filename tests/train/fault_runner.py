@@ -11,6 +11,9 @@ LMPT_TEST_FAULT_TRACE=path        append the label of every fault point passed t
 LMPT_TEST_DROP_STATE=piece        on resume, leave one piece of the checkpoint unrestored: model, optimizer,
                                   scheduler, scaler, rng or data_position
 LMPT_TEST_NAN_AT_STEPS=3,4        make the training loss NaN at these (1-based) optimizer steps
+LMPT_TEST_FULL_DISK_AT_SAVE=N     the N-th checkpoint's optimizer.pt is written to /dev/full: a real ENOSPC
+                                  from the kernel, inside torch.save
+LMPT_TEST_SIGINT_IN_SAVE=N        two real SIGINTs (Ctrl-C twice) while torch.save writes the N-th checkpoint
 LMPT_TEST_TRACE_WINDOWS=path      append "step micro_step" to `path` for every training batch the sampler makes
 LMPT_TEST_FAST_PEAK=1             skip the CPU matmul peak measurement behind MFU (a constant instead): it
                                   takes ~15 s in fp16 on one CPU thread and feeds no loss or weight
@@ -236,6 +239,59 @@ def _nan_at_steps(steps: set[int]) -> None:
     TrainLoop.train_step = train_step
 
 
+def _in_nth_save(n: int, staged) -> None:
+    """Call `staged(staging_directory)` once the N-th checkpoint's staging directory exists."""
+    import lmpt.train.checkpoint as ckpt
+
+    real_begin = ckpt.CheckpointStore.begin
+    saves = 0
+
+    def begin(store, step):
+        nonlocal saves
+        tmp = real_begin(store, step)
+        saves += 1
+        if saves == n:
+            staged(tmp)
+        return tmp
+
+    ckpt.CheckpointStore.begin = begin
+
+
+def _full_disk_at_save(n: int) -> None:
+    _in_nth_save(n, lambda tmp: (tmp / "optimizer.pt").symlink_to("/dev/full"))
+
+
+def _sigint_in_save(n: int) -> None:
+    import time
+
+    import torch
+
+    real_save, armed = torch.save, []
+
+    class CtrlCTwice:
+        """The file torch.save writes to; its first write is where both Ctrl-C's land."""
+
+        def __init__(self, f) -> None:
+            self.f = f
+
+        def write(self, data):
+            if armed:
+                armed.clear()
+                for _ in range(2):  # the second one, while the first's checkpoint is being written
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(0.05)  # the handler runs here
+            return self.f.write(data)
+
+        def flush(self):
+            return self.f.flush()
+
+    def save(obj, f, *args, **kwargs):
+        return real_save(obj, CtrlCTwice(f) if armed else f, *args, **kwargs)
+
+    torch.save = save
+    _in_nth_save(n, lambda tmp: armed.append(True))
+
+
 def _trace_windows(path: str) -> None:
     from lmpt.data.sampler import WindowSampler
 
@@ -268,6 +324,10 @@ def install_from_environment() -> None:
         _drop_state(env["LMPT_TEST_DROP_STATE"])
     if env.get("LMPT_TEST_NAN_AT_STEPS"):
         _nan_at_steps({int(s) for s in env["LMPT_TEST_NAN_AT_STEPS"].split(",")})
+    if env.get("LMPT_TEST_FULL_DISK_AT_SAVE"):
+        _full_disk_at_save(int(env["LMPT_TEST_FULL_DISK_AT_SAVE"]))
+    if env.get("LMPT_TEST_SIGINT_IN_SAVE"):
+        _sigint_in_save(int(env["LMPT_TEST_SIGINT_IN_SAVE"]))
     if env.get("LMPT_TEST_TRACE_WINDOWS"):
         _trace_windows(env["LMPT_TEST_TRACE_WINDOWS"])
 

@@ -58,6 +58,8 @@ def test_one_run_directory_and_checkpoints_written_once(ddp_run: Path) -> None:
     trainer = torch.load(ddp_run / "checkpoints" / "step_00000008" / "trainer.pt", weights_only=True)
     assert trainer["world_size"] == 2 and len(trainer["ranks"]) == 2
     assert not (ddp_run.parent / "outputs").exists()  # no per-rank folders
+    log = (ddp_run / "lmpt.log").read_text()  # rank 0 alone keeps it
+    assert log.count("=== lmpt") == 1 and log.count("step      8/8") == 1, log
 
 
 def test_two_processes_resume_bitwise(tmp_path: Path, ddp_run: Path) -> None:

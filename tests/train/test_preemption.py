@@ -79,7 +79,7 @@ def test_disk_full_during_checkpoint_keeps_the_previous_one(tmp_path: Path, monk
     from lmpt.train.checkpoint import CheckpointStore, load_parts
 
     store = CheckpointStore(tmp_path / "checkpoints", keep_last=2)
-    store.save(1, {"model": {"w": torch.ones(3)}})
+    store.save(1, {"model.pt": {"w": torch.ones(3)}})
     real_save = torch.save
 
     def full_disk(obj, f, *a, **k):
@@ -88,7 +88,7 @@ def test_disk_full_during_checkpoint_keeps_the_previous_one(tmp_path: Path, monk
 
     monkeypatch.setattr(torch, "save", full_disk)
     with pytest.raises(LmptError, match="No space left on device.*step_00000001 is intact"):
-        store.save(2, {"model": {"w": torch.zeros(3)}})
+        store.save(2, {"model.pt": {"w": torch.zeros(3)}})
     monkeypatch.undo()
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["step_00000001"]
     assert store.latest_valid().name == "step_00000001"
