@@ -55,6 +55,9 @@ class MlmConfig(ObjectiveConfig):
     """Share of selected tokens replaced by a random ordinary token (the rest stay unchanged)."""
     whole_word: bool = False
     """Select whole words: all pieces of a word or none."""
+    eval_mask_prob: float = 0.15
+    """Fixed yardstick: held-out windows are also scored with this share of tokens masked (all [MASK], the same
+    seeded positions in every run), so runs trained at different rates are ranked on one task."""
 
 
 @dataclass
@@ -249,7 +252,11 @@ class DataConfig:
 @dataclass
 class TrainerConfig:
     max_steps: int = 300
-    """Optimizer steps to train for."""
+    """Optimizer steps to train for (derived from `budget` when one is set)."""
+    budget: str | None = None
+    """Train for an amount of compute instead of max_steps: e.g. 3e12flops (the model's FLOP count), 2Mtokens
+    (non-padding input tokens) or 5min (training time). The schedule spans it, the run ends when it is spent,
+    a resumed run counts what earlier launches spent; null = train for max_steps."""
     batch_size: int = 16
     """Sequences per micro-batch (per device)."""
     grad_accum: int = 1

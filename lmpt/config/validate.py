@@ -15,6 +15,7 @@ from lmpt.config.strict import refuse_unknown_keys
 from lmpt.data.readers.text import DOCUMENT_MODES
 from lmpt.errors import LmptError
 from lmpt.model.t5 import FLAVOURS
+from lmpt.train.budget import parse_budget
 
 ARCHS = ("auto", "decoder", "encoder", "encoder-decoder")
 PRECISIONS = (None, "fp32", "bf16", "fp16")
@@ -81,6 +82,7 @@ def validate_config(cfg: DictConfig) -> None:
     _positive(t, "trainer", "max_steps", "batch_size", "grad_accum", "log_every", "eval_batches", "keep_last")
     _positive(t, "trainer", "max_nonfinite_steps")
     _positive(t, "trainer", "eval_every", "ckpt_every", "ckpt_minutes", "grad_clip", "sample_tokens", allow_zero=True)
+    parse_budget(t.budget)
     _choice(t.precision, "trainer.precision", PRECISIONS)
     _choice(t.progress, "trainer.progress", PROGRESS)
     _choice(t.strategy, "trainer.strategy", ("ddp", "fsdp"))

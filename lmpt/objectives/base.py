@@ -51,6 +51,12 @@ class Objective(ABC):
         """Decoder length of an encoder-decoder batch (0 for single-stack architectures)."""
         return 0
 
+    @property
+    def expected_loss_fraction(self) -> float:
+        """Expected share of the positions the head scores (target_length, else seq_len) that carry loss; a
+        compute budget turns FLOPs into steps with it."""
+        return 1.0
+
     @abstractmethod
     def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
         """Turn windows into a batch; every random draw comes from `gen` (seeded by (seed, step, ...))."""

@@ -64,6 +64,7 @@ def mask_tokens(
 def check_masking(cfg: Any) -> None:
     """The masking settings shared by mlm and nsp."""
     require_open_unit(cfg.mask_prob, "objective.mask_prob")
+    require_open_unit(cfg.eval_mask_prob, "objective.eval_mask_prob")
     mask_frac = require_fraction(cfg.mask_token_frac, "objective.mask_token_frac")
     random_frac = require_fraction(cfg.random_token_frac, "objective.random_token_frac")
     if mask_frac + random_frac > 1.0:
@@ -83,6 +84,10 @@ class MaskedLM(Objective):
         super().__init__(cfg, tokenizer, seq_len, arch)
         check_masking(cfg)
         self.word_starts = tokenizer.word_starts() if cfg.whole_word else None
+
+    @property
+    def expected_loss_fraction(self) -> float:
+        return float(self.cfg.mask_prob)
 
     @property
     def window_length(self) -> int:

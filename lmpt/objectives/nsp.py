@@ -101,6 +101,10 @@ class NextSentencePrediction(Objective):
         self.budget = seq_len - 3
 
     @property
+    def expected_loss_fraction(self) -> float:
+        return float(self.cfg.mask_prob)
+
+    @property
     def window_length(self) -> int:
         return self.seq_len  # only the start is used: it picks the document and the first sentence
 

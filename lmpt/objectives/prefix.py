@@ -53,6 +53,10 @@ class PrefixLM(Objective):
             )
 
     @property
+    def expected_loss_fraction(self) -> float:
+        return 1.0 - (self.low + self.high) / 2 / self.seq_len
+
+    @property
     def window_length(self) -> int:
         return self.seq_len + 1
 

@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader, Dataset
 from lmpt.batch import Batch
 from lmpt.data.sampler import StepSamples, ValidationWindows
 from lmpt.objectives.base import Objective
+from lmpt.objectives.yardstick import fixed_rate_objective, yardstick_generator
 from lmpt.rng import generator
 from lmpt.train.preemption import SIGNALS
 
@@ -72,3 +73,16 @@ def validation_batches(
         ]
         for name, windows in sets.items()
     }
+
+
+def yardstick_batches(sets: dict[str, ValidationWindows], objective: Objective, n_batches: int) -> list[Batch]:
+    """Every source's held-out windows masked at the objective's fixed `eval_mask_prob`, with draws that depend on
+    the source and batch index only (identical in every run); empty for objectives without a yardstick."""
+    fixed = fixed_rate_objective(objective)
+    if fixed is None:
+        return []
+    return [
+        fixed.make_batch(windows.batch(i), yardstick_generator(name, i))
+        for name, windows in sets.items()
+        for i in range(n_batches)
+    ]

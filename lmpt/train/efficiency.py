@@ -5,8 +5,12 @@ from __future__ import annotations
 import functools
 import resource
 import time
+from dataclasses import dataclass
 
 import torch
+
+ASSUMED_MFU = 0.4
+"""Utilisation assumed for time estimates before a run has measured its own."""
 
 DATASHEET_BF16_PEAK = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
 """Dense bf16 FLOP/s (never the 2:4-sparse figure), by GPU name."""
@@ -51,3 +55,31 @@ def peak_memory_mb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """The expected cost of one optimizer step (all processes), from which a budget's step count is derived."""
+
+    tokens: float
+    flops: float
+    seconds: float
+
+    def of(self, unit: str) -> float:
+        return {"tokens": self.tokens, "flops": self.flops, "minutes": self.seconds / 60}[unit]
+
+
+def training_flops(model, examples: int, loss_tokens: float, seq_len: int, target_len: int = 0) -> float:
+    """Training FLOPs of `examples` examples whose output head ran on `loss_tokens` positions, by the model's own
+    count (`flops_per_example`): the one FLOP figure behind MFU, budgets, metrics.jsonl and the dry-run plan."""
+    positions = examples * (target_len or seq_len)
+    return examples * model.flops_per_example(seq_len, target_len, min(1.0, loss_tokens / max(1, positions)))
+
+
+def expected_step_cost(model, objective, examples: int, peak: float) -> StepCost:
+    """Tokens, FLOPs and seconds (at ASSUMED_MFU of `peak`) one optimizer step of `examples` examples is expected
+    to cost, the head counted on the objective's expected loss-bearing share of positions."""
+    seq_len, target_len = objective.seq_len, objective.target_length
+    loss_tokens = examples * (target_len or seq_len) * objective.expected_loss_fraction
+    flops = training_flops(model, examples, loss_tokens, seq_len, target_len)
+    return StepCost(tokens=examples * (seq_len + target_len), flops=flops, seconds=flops / (peak * ASSUMED_MFU))

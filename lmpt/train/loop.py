@@ -7,7 +7,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -19,15 +19,18 @@ from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
 from lmpt.safe_files import load_sharded
+from lmpt.train.budget import RunLength
 from lmpt.train.checkpoint import CheckpointStore, load_parts
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
 from lmpt.train.efficiency import peak_flops, peak_memory_mb
+from lmpt.train.evaluation import Evaluator
 from lmpt.train.finite import refuse_nonfinite_weights
 from lmpt.train.loggers import new_wandb_id, open_sinks
 from lmpt.train.metrics import MetricsLog, RunningStats, perplexity
 from lmpt.train.precision import Precision
 from lmpt.train.preemption import PreemptionFlag
+from lmpt.train.work import Work, add_step
 
 
 @dataclass
@@ -35,17 +38,9 @@ class LoopState:
     """Everything besides model and optimizer that a checkpoint must carry to continue bit for bit."""
 
     step: int = 0
-    tokens_seen: int = 0
     nonfinite_in_row: int = 0
     last_val: dict = field(default_factory=dict)
     wandb_id: str = field(default_factory=new_wandb_id)
-
-
-def _count_tokens(batch: Batch, pad_id: int) -> torch.Tensor:
-    total = (batch.input_ids != pad_id).sum()
-    if batch.decoder_input_ids is not None:
-        total = total + (batch.decoder_input_ids != pad_id).sum()
-    return total
 
 
 class TrainLoop:
@@ -62,6 +57,7 @@ class TrainLoop:
         display: Display,
         forward: Callable[[Batch], ModelOutput] | None = None,
         ctx: Distributed | None = None,
+        length: RunLength | None = None,
     ) -> None:
         self.cfg, self.t = cfg, cfg.trainer
         self.model, self.objective = model, objective
@@ -72,14 +68,16 @@ class TrainLoop:
         self.scaler = precision.grad_scaler()
         self.store, self.metrics, self.display = store, metrics, display
         self.ctx = ctx or Distributed()
+        self.length = length or RunLength(self.t.max_steps)
+        self.work = self.length.work  # restored in place on resume
         self.state = LoopState()
         self.preemption = PreemptionFlag()
         self.stats = RunningStats()
         self.pad_id = objective.special.pad
-        self.interval_tokens = torch.zeros((), dtype=torch.long, device=self.device)
+        self.interval_start = Work()
         self.interval_started = time.perf_counter()
-        self.interval_steps = 0
         self.peak_flops, self.peak_source = peak_flops(self.device, precision.dtype or torch.float32)
+        self.evaluate = Evaluator(model, self.forward, objective, precision, self.ctx)
 
     # -- state ------------------------------------------------------------------------------------
     def _rank_state(self) -> dict:
@@ -107,7 +105,8 @@ class TrainLoop:
                 "step": self.state.step,
                 "data_position": {"step": self.state.step, "micro_step": 0},
                 "world_size": self.ctx.world_size,
-                "tokens_seen": self.state.tokens_seen,
+                "tokens_seen": self.work.tokens,
+                "work": self.work.state_dict(),
                 "nonfinite_in_row": self.state.nonfinite_in_row,
                 "last_val": self.state.last_val,
                 "wandb_id": self.state.wandb_id,
@@ -164,9 +163,9 @@ class TrainLoop:
         if "cuda" in mine["rng"] and self.device.type == "cuda":
             torch.cuda.set_rng_state(mine["rng"]["cuda"].cpu(), self.device)
         self.stats.load_state_dict(mine["running_stats"], self.device)
+        self.work.load_state_dict(trainer.get("work", {"tokens": trainer["tokens_seen"]}))
         self.state = LoopState(
             step=trainer["step"],
-            tokens_seen=trainer["tokens_seen"],
             nonfinite_in_row=trainer["nonfinite_in_row"],
             last_val=trainer["last_val"],
             wandb_id=trainer.get("wandb_id", self.state.wandb_id),
@@ -192,7 +191,9 @@ class TrainLoop:
     def train_step(self, micro_batches: list[Batch]) -> torch.Tensor:
         """One optimizer step over the accumulated micro-batches; returns the gradient norm."""
         self.model.train()
-        step_stats, step_tokens = RunningStats(), torch.zeros((), dtype=torch.long, device=self.device)
+        examples = self.t.batch_size * self.t.grad_accum * self.ctx.world_size
+        add_step(self.work, micro_batches, self.model, self.objective, examples, self.ctx)
+        step_stats = RunningStats()
         for i, batch in enumerate(micro_batches):
             batch = batch.to(self.device, non_blocking=True)
             with self.gradient_sync(i == len(micro_batches) - 1), self.precision.autocast():
@@ -200,7 +201,6 @@ class TrainLoop:
                 loss, stats = self.objective.loss(out, batch)
                 self.scaler.scale(loss / len(micro_batches)).backward()
             step_stats.add(stats)
-            step_tokens += _count_tokens(batch, self.pad_id)
         self.scaler.unscale_(self.optimizer)
         clip = self.t.grad_clip if self.t.grad_clip > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
@@ -213,7 +213,6 @@ class TrainLoop:
         if finite:
             self.state.nonfinite_in_row = 0
             self.stats.merge(step_stats)  # a skipped step's non-finite loss never reaches the logged means
-            self.interval_tokens += step_tokens
         else:
             self.state.nonfinite_in_row += 1
             console.print(f"[bold yellow]step {self.state.step + 1}: non-finite gradient, step skipped[/]")
@@ -223,73 +222,39 @@ class TrainLoop:
                     "The last good checkpoint is intact: lower optimizer.lr or use trainer.precision=fp32"
                 )
         self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()
+        self.work.seconds += time.perf_counter() - self.step_clock  # data wait included, evaluation not
+        self.scheduler.step()  # after the work is counted: a budgeted schedule follows the share spent
         self.state.step += 1
-        self.interval_steps += 1
         return grad_norm
-
-    @torch.no_grad()
-    def evaluate(self, batches: dict[str, list[Batch]]) -> dict:
-        """Validation metrics over every source's held-out batches (val_*), and per source (val_*/NAME) when
-        the run mixes several."""
-        self.model.eval()
-        overall, record = RunningStats(), {}
-        for name, source_batches in batches.items():
-            stats = RunningStats()
-            for batch in source_batches[self.ctx.rank :: self.ctx.world_size]:  # ranks share the held-out batches
-                batch = batch.to(self.device, non_blocking=True)
-                with self.precision.autocast():
-                    _, batch_stats = self.objective.loss(self.forward(batch), batch)
-                stats.add(batch_stats)
-            stats.sum_over(self.ctx)
-            overall.merge(stats)
-            if name:
-                means = stats.means()
-                record |= {f"val_{k}/{name}": v for k, v in means.items()}
-                record[f"val_ppl/{name}"] = perplexity(means[self.objective.perplexity_of])
-        means = overall.means()
-        result = {f"val_{name}": value for name, value in means.items()}
-        result["val_ppl"] = perplexity(means[self.objective.perplexity_of])
-        return result | record
-
-    def mfu(self, steps: int, loss_tokens: int, elapsed: float) -> float:
-        """Model FLOPs utilisation per device over the interval (global work over all devices' peak); the
-        head is counted on the loss-bearing share of positions only. `loss_tokens` is the global count."""
-        examples = steps * self.t.batch_size * self.t.grad_accum * self.ctx.world_size
-        seq_len, target_len = self.objective.seq_len, self.objective.target_length
-        head_fraction = loss_tokens / max(1, examples * (target_len or seq_len))
-        flops = examples * self.model.flops_per_example(seq_len, target_len, min(1.0, head_fraction))
-        return flops / elapsed / (self.peak_flops * self.ctx.world_size)
 
     def log_record(self, grad_norm: torch.Tensor) -> dict:
         now = time.perf_counter()
         elapsed = max(now - self.interval_started, 1e-9)
         self.stats.sum_over(self.ctx)  # global-batch means: sums and counts add up over ranks
-        self.ctx.sum_(self.interval_tokens)
         means = self.stats.means()
-        loss_tokens = self.stats.count(self.objective.perplexity_of)
-        tokens = int(self.interval_tokens.item())
+        start, work = self.interval_start, self.work
         record = {"step": self.state.step, **means}
         if self.objective.perplexity_of in means:  # absent when every step since the last log was skipped
             record["ppl"] = perplexity(means[self.objective.perplexity_of])
         record.update(
             lr=self.scheduler.get_last_lr()[0],
             grad_norm=float(grad_norm),
-            tokens_per_s=tokens / elapsed,
-            loss_tokens_per_s=loss_tokens / elapsed,
-            mfu=self.mfu(self.interval_steps, loss_tokens, elapsed),
+            tokens_per_s=(work.tokens - start.tokens) / elapsed,
+            loss_tokens_per_s=(work.loss_tokens - start.loss_tokens) / elapsed,
+            # per device: global work over all devices' peak; the head counted on loss-bearing positions only
+            mfu=(work.flops - start.flops) / elapsed / (self.peak_flops * self.ctx.world_size),
             peak_memory_mb=peak_memory_mb(self.device),
+            **self.work.record(),
         )
-        self.state.tokens_seen += tokens
         self.stats.reset()
-        self.interval_tokens.zero_()
+        self.interval_start = replace(work)
         self.interval_started = now
-        self.interval_steps = 0
         return record
 
     # -- the loop ---------------------------------------------------------------------------------
-    def run(self, loader, val_batches: dict[str, list[Batch]]) -> str:
-        """Train to `trainer.max_steps`; returns "completed", or "preempted" after a stop signal (checkpointed)."""
+    def run(self, loader, val_batches: dict[str, list[Batch]], fixed_batches: list[Batch] = ()) -> str:
+        """Train to max_steps or until the budget is spent; returns "completed", or "preempted" after a stop
+        signal (checkpointed). `fixed_batches`: the held-out windows at the fixed yardstick rate (mlm, nsp)."""
         t = self.t
         if self.ctx.is_main:  # drop lines written after the checkpoint this run starts from (or before any)
             self.metrics.truncate_after(self.state.step)
@@ -302,27 +267,30 @@ class TrainLoop:
         self.sinks = open_sinks(self.cfg, run_dir, self.state.wandb_id, self.state.step) if self.ctx.is_main else []
         try:
             with self.preemption as preemption:
-                for micro_batches in steps:
+                self.step_clock = time.perf_counter()
+                for micro_batches in steps if not self.length.finished(self.state.step) else ():
                     grad_norm = self.train_step(micro_batches)
                     step = self.state.step
                     self.display.advance(step)
-                    if step % t.log_every == 0 or step == t.max_steps:
+                    overdue = t.ckpt_minutes > 0 and time.perf_counter() - last_save >= 60 * t.ckpt_minutes
+                    # ranks see signals and clocks at different moments: they agree before acting
+                    stop, overdue, last = self.ctx.any(preemption.requested, overdue, self.length.finished(step))
+                    if step % t.log_every == 0 or last:
                         record = self.log_record(grad_norm)
                         self.emit(record)
                         self.display.log(step, record)
-                    if (t.eval_every and step % t.eval_every == 0) or step == t.max_steps:
-                        self.state.last_val = self.evaluate(val_batches)
-                        self.emit({"step": step, **self.state.last_val})
+                    if (t.eval_every and step % t.eval_every == 0) or last:
+                        self.state.last_val = self.evaluate(val_batches, fixed_batches)
+                        self.emit({"step": step, **self.work.record(), **self.state.last_val})
                         self.display.evaluation(step, self.state.last_val)
-                    due = (t.ckpt_every and step % t.ckpt_every == 0) or step == t.max_steps
-                    overdue = t.ckpt_minutes > 0 and time.perf_counter() - last_save >= 60 * t.ckpt_minutes
-                    # ranks see signals and clocks at different moments: they agree before acting
-                    stop, overdue = self.ctx.any(preemption.requested, overdue)
-                    if due or overdue or stop:
+                    if (t.ckpt_every and step % t.ckpt_every == 0) or last or overdue or stop:
                         self.save()
                         last_save = time.perf_counter()
                     if stop:
                         return "preempted"
+                    if last:
+                        break
+                    self.step_clock = time.perf_counter()
         finally:
             self.display.close()
             for sink in self.sinks:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from omegaconf import DictConfig
@@ -32,11 +33,13 @@ def build_optimizer(cfg: DictConfig, model: nn.Module, device: torch.device) -> 
     raise ValueError(f"unknown optimizer {cfg.name}")  # unreachable: the config group has no other option
 
 
-def lr_multiplier(step: int, cfg: DictConfig, max_steps: int) -> float:
-    """Learning rate at `step` as a fraction of the peak: linear warm-up, then the named decay."""
+def lr_multiplier(step: int, cfg: DictConfig, max_steps: int, position: float | None = None) -> float:
+    """Learning rate at `step` as a fraction of the peak: linear warm-up over steps, then the named decay.
+    `position` (a budgeted run: the share of the budget spent times max_steps) replaces the step after warm-up."""
     warmup = cfg.warmup_steps
     if step < warmup:
         return (step + 1) / (warmup + 1)
+    step = step if position is None else max(position, warmup)
     floor = cfg.min_lr_ratio
     progress = min(1.0, (step - warmup) / max(1, max_steps - warmup))
     if cfg.name == "cosine":
@@ -56,6 +59,10 @@ def lr_multiplier(step: int, cfg: DictConfig, max_steps: int) -> float:
 
 
 def build_scheduler(
-    cfg: DictConfig, optimizer: torch.optim.Optimizer, max_steps: int
+    cfg: DictConfig,
+    optimizer: torch.optim.Optimizer,
+    max_steps: int,
+    position: Callable[[], float | None] = lambda: None,
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, cfg, max_steps))
+    """The schedule over `max_steps`; `position` tells a budgeted run's place in it (see lr_multiplier)."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, cfg, max_steps, position()))

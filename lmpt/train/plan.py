@@ -12,11 +12,9 @@ from lmpt.model import build_model
 from lmpt.objectives.registry import PlannedTokenizer, build_objective
 from lmpt.tokenizer.special import SpecialTokens
 from lmpt.tokenizer.tokenizer import Tokenizer
-from lmpt.train.efficiency import peak_flops
+from lmpt.train.budget import plan_length
+from lmpt.train.efficiency import ASSUMED_MFU, expected_step_cost, peak_flops
 from lmpt.train.precision import Precision
-
-ASSUMED_MFU = 0.4
-"""Utilisation assumed for the time estimate (the console reports the real one once training runs)."""
 
 
 def config_tree(cfg: DictConfig) -> Tree:
@@ -43,9 +41,11 @@ def print_plan(cfg: DictConfig, precision: Precision) -> None:
                             objective.n_sequence_classes)  # fmt: skip
     examples_per_step = t.batch_size * t.grad_accum
     tokens_per_example = cfg.data.seq_len + objective.target_length
-    flops = model.flops_per_example(cfg.data.seq_len, objective.target_length) * examples_per_step * t.max_steps
     peak, source = peak_flops(precision.device, precision.dtype or torch.float32)
-    seconds = flops / (peak * ASSUMED_MFU)
+    cost = expected_step_cost(model, objective, examples_per_step, peak)
+    length = plan_length(t.budget, t.max_steps, cost)
+    steps = length.max_steps
+    flops, seconds = cost.flops * steps, cost.seconds * steps
 
     console.print(config_tree(cfg))
     table = Table(title="plan (dry run: nothing trained)", show_header=False, title_justify="left")
@@ -55,8 +55,11 @@ def print_plan(cfg: DictConfig, precision: Precision) -> None:
         "objective / architecture": f"{objective.name} / {objective.arch}",
         "parameters": f"{model.num_parameters():,} ({model.num_parameters(non_embedding=True):,} non-embedding)",
         "tokens per step": f"{examples_per_step * tokens_per_example:,} ({examples_per_step} x {tokens_per_example})",
-        "total tokens": f"{examples_per_step * tokens_per_example * t.max_steps:,} over {t.max_steps:,} steps",
-        "training FLOPs": f"{flops:.3e}",
+        "budget": length.budget.describe() if length.budget else "none (trainer.max_steps)",
+        "max_steps": f"{steps:,}" + (" (derived: the budget over the expected cost per step)" if length.budget else ""),
+        "total tokens": f"{examples_per_step * tokens_per_example * steps:,} over {steps:,} steps",
+        "training FLOPs": f"{flops:.3e} ({cost.flops:.3e} per step, the head on the expected "
+        f"{objective.expected_loss_fraction:.0%} of positions that carry loss)",
         "estimated time": f"{seconds / 3600:.2f} h ({seconds:,.0f} s) at {ASSUMED_MFU:.0%} MFU of the {source} "
         f"({peak / 1e12:.2f} TFLOP/s), {precision.name} on {precision.device}",
     }

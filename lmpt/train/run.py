@@ -25,7 +25,8 @@ from lmpt.objectives.registry import build_objective, preflight_objective
 from lmpt.rng import derive_seed, generator
 from lmpt.safe_files import save_weights
 from lmpt.tokenizer.tokenizer import Tokenizer
-from lmpt.train.batches import StepBatches, step_loader, validation_batches
+from lmpt.train.batches import StepBatches, step_loader, validation_batches, yardstick_batches
+from lmpt.train.budget import plan_length
 from lmpt.train.checkpoint import CheckpointStore
 from lmpt.train.display import make_display, summary_table
 from lmpt.train.distributed import (
@@ -37,6 +38,7 @@ from lmpt.train.distributed import (
     rank_device,
 )
 from lmpt.train.drift import refuse_drift
+from lmpt.train.efficiency import expected_step_cost, peak_flops
 from lmpt.train.init_from import Origin, adopt_origin, check_tokenizer, load_origin, read_origin, stage_record
 from lmpt.train.loop import TrainLoop
 from lmpt.train.metrics import MetricsLog
@@ -161,11 +163,14 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     if t.compile:
         model.compile_parts()
     optimizer = build_optimizer(cfg.optimizer, model, device)
-    scheduler = build_scheduler(cfg.scheduler, optimizer, t.max_steps)
+    peak, _ = peak_flops(device, precision.dtype or torch.float32)
+    cost = expected_step_cost(model, objective, t.batch_size * t.grad_accum * ctx.world_size, peak)
+    length = plan_length(t.budget, t.max_steps, cost)
+    scheduler = build_scheduler(cfg.scheduler, optimizer, length.max_steps, length.position)
     loop = TrainLoop(
         cfg, model, objective, optimizer, scheduler, precision,
         CheckpointStore(run.checkpoints, t.keep_last), MetricsLog(run.path / METRICS_FILE),
-        make_display(t.progress, t.max_steps), forward=forward, ctx=ctx,
+        make_display(t.progress, length.max_steps), forward=forward, ctx=ctx, length=length,
     )  # fmt: skip
     if ctx.is_main:
         loop.store.remove_leftovers()
@@ -183,13 +188,16 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         f"{f' x {ctx.world_size} processes' if ctx.enabled else ''}, run directory [bold]{run.path}[/]; "
         f"MFU against the {loop.peak_source} ({loop.peak_flops / 1e9:,.0f} GFLOP/s)"
     )
+    if length.budget is not None:
+        info(f"budget: {length.budget.describe()}, about {length.max_steps:,} steps")
 
     started = time.perf_counter()
-    batches = StepBatches(sampler, objective, t.seed, ctx.rank, t.grad_accum, loop.state.step, t.max_steps)
+    batches = StepBatches(sampler, objective, t.seed, ctx.rank, t.grad_accum, loop.state.step, length.loader_steps)
     with failure_recorded(run.path if ctx.is_main else None, lambda: loop.state.step):
         status = loop.run(
             step_loader(batches, cfg.data.num_workers, device),
             validation_batches(val_windows, objective, t.seed, n_val),
+            yardstick_batches(val_windows, objective, n_val),
         )
     wall = time.perf_counter() - started
     final_state = full_model_state(model, t.strategy) if status == "completed" else None  # collective
@@ -227,7 +235,13 @@ def _print_summary(loop: TrainLoop, run_path: Path, wall: float, model) -> None:
         "parameters": f"{model.num_parameters() / 1e6:.2f}M",
         "train loss": f"{first.get('loss', float('nan')):.4f} -> {last.get('loss', float('nan')):.4f}",
         "val loss / ppl": f"{val.get('val_loss', float('nan')):.4f} / {val.get('val_ppl', float('nan')):.2f}",
-        "tokens seen": f"{loop.state.tokens_seen:,}",
+        **(
+            {"val loss at the fixed rate": f"{val['val_fixed_loss']:.4f} (objective.eval_mask_prob)"}
+            if "val_fixed_loss" in val
+            else {}
+        ),
+        "tokens seen / loss-bearing": f"{loop.work.tokens:,} / {loop.work.loss_tokens:,}",
+        "training FLOPs": f"{loop.work.flops:.3e}",
         "wall time": f"{wall:.1f}s",
         "run directory": str(run_path),
     }
