@@ -1,8 +1,10 @@
-"""Validation-loss curves of several runs on one chart, written as a PNG."""
+"""Validation-loss curves of several runs against steps, training FLOPs and loss-bearing tokens, side by side
+on one chart written as a PNG."""
 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -11,36 +13,54 @@ matplotlib.use("Agg")  # files only: no display, no GUI toolkit
 
 import matplotlib.pyplot as plt  # noqa: E402
 
+from lmpt.report.ranking import Ranking, choose_ranking  # noqa: E402
 from lmpt.report.runs import RunSummary  # noqa: E402
 from lmpt.report.table import run_labels  # noqa: E402
 
 MARKERS_UP_TO = 30  # evaluations per run below which each point gets a marker
+X_AXES: dict[str, Callable[[RunSummary, int], float | None]] = {
+    "step": lambda run, step: step,
+    "training FLOPs": lambda run, step: run.compute_at.get(step, (None, None))[0],
+    "loss-bearing tokens": lambda run, step: run.compute_at.get(step, (None, None))[1],
+}
+"""Each panel's x axis: a run's value at an evaluation step (None where its records do not say)."""
 
 
-def plot_val_curves(runs: list[RunSummary], path: Path, log_y: bool = False, title: str = "validation loss") -> None:
-    """Every run's (step, val_loss) curve, labelled by the overrides that tell the runs apart; runs without an
-    evaluation are left out (a chart that says so is written when none has one)."""
+def plot_val_curves(
+    runs: list[RunSummary],
+    path: Path,
+    log_y: bool = False,
+    title: str = "validation loss",
+    ranking: Ranking | None = None,
+) -> None:
+    """Every run's curve of the ranked validation loss (the fixed-rate loss when the runs are ranked by it),
+    against steps, FLOPs and loss-bearing tokens, labelled by the overrides that tell the runs apart; runs
+    without an evaluation are left out (a chart that says so is written when none has one)."""
+    ranking = ranking or choose_ranking(runs)
     labels, common = run_labels(runs)
-    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=120)
+    fig, axes = plt.subplots(1, len(X_AXES), figsize=(16, 5.5), dpi=110, sharey=True)
     try:
         plotted = 0
-        for run, label in zip(runs, labels, strict=True):
-            if not run.val_curve:
-                continue
-            steps, losses = zip(*run.val_curve, strict=True)
-            ax.plot(steps, losses, label=label, marker="o" if len(steps) <= MARKERS_UP_TO else None, markersize=3)
-            plotted += 1
-        if plotted:
-            ax.legend(fontsize="small", loc="best")
-            if log_y:
+        for ax, (x_label, x_of) in zip(axes, X_AXES.items(), strict=True):
+            for run, label in zip(runs, labels, strict=True):
+                points = [(x_of(run, step), loss) for step, loss in ranking.curve(run)]
+                points = [(x, loss) for x, loss in points if x is not None]
+                if not points:
+                    continue
+                xs, losses = zip(*points, strict=True)
+                ax.plot(xs, losses, label=label, marker="o" if len(xs) <= MARKERS_UP_TO else None, markersize=3)
+                plotted += 1
+            ax.set_xlabel(x_label)
+            ax.grid(True, alpha=0.3)
+            if log_y and plotted:
                 ax.set_yscale("log")
+        if plotted:
+            axes[0].legend(fontsize="small", loc="best")
         else:
-            ax.text(0.5, 0.5, "no evaluations yet", ha="center", va="center", transform=ax.transAxes)
-        shared = textwrap.fill(" ".join(common), width=110)  # a long line would run off the figure
-        ax.set_title(title + (f"\n{shared}" if common else ""), fontsize="small")
-        ax.set_xlabel("step")
-        ax.set_ylabel("validation loss" + (" (log scale)" if log_y and plotted else ""))
-        ax.grid(True, alpha=0.3)
+            axes[1].text(0.5, 0.5, "no evaluations yet", ha="center", va="center", transform=axes[1].transAxes)
+        axes[0].set_ylabel(ranking.label + (" (log scale)" if log_y and plotted else ""))
+        shared = textwrap.fill(" ".join(common), width=160)  # a long line would run off the figure
+        fig.suptitle(f"{title}\n{ranking.header}" + (f"\n{shared}" if common else ""), fontsize="small")
         fig.tight_layout()
         fig.savefig(path, format="png")
     finally:

@@ -21,7 +21,8 @@ STATUS_FILE = "status.json"
 HYDRA_DIR = ".hydra"
 OVERRIDES_FILE = f"{HYDRA_DIR}/overrides.yaml"
 RUN_MARKERS = (METRICS_FILE, CONFIG_FILE, HYDRA_DIR, STATUS_FILE)
-HEADLINE_KEYS = ("val_loss", "val_ppl")  # columns of their own; every other val_* key is an objective measure
+HEADLINE_KEYS = ("val_loss", "val_ppl", "val_fixed_loss", "val_fixed_ppl")  # columns of their own; other val_* keys
+# are objective measures
 
 
 @dataclass
@@ -38,14 +39,26 @@ class RunSummary:
     step: int | None
     """The last step any record names."""
     val_loss: float | None
+    """At the run's own objective settings (an mlm run: its own training mask_prob)."""
     val_ppl: float | None
+    fixed_loss: float | None = None
+    """Masked-token loss at the shared objective.eval_mask_prob (mlm, nsp): comparable across masking rates."""
+    fixed_ppl: float | None = None
+    eval_mask_prob: float | None = None
     measures: dict[str, float] = field(default_factory=dict)
     """The last evaluation's other `val_*` values (val_acc, val_nsp_acc, val_loss/R3-0.15, ...)."""
     tokens_per_s: float | None = None
     """Median over the training records."""
+    loss_tokens_per_s: float | None = None
+    """Median over the training records: tokens that carried loss, per second."""
+    flops: float | None = None
+    """Training FLOPs spent by the last record."""
     wall_s: float | None = None
     val_curve: list[tuple[int, float]] = field(default_factory=list)
+    fixed_curve: list[tuple[int, float]] = field(default_factory=list)
     train_curve: list[tuple[int, float]] = field(default_factory=list)
+    compute_at: dict[int, tuple[float, int]] = field(default_factory=dict)
+    """step -> (cumulative FLOPs, cumulative loss-bearing tokens), from the records that carry them."""
 
 
 def is_run_dir(path: Path) -> bool:
@@ -87,20 +100,31 @@ def read_run(path: Path) -> RunSummary:
     evals = [r for r in records if "val_loss" in r]
     last_eval = evals[-1] if evals else {}
     speeds = [r["tokens_per_s"] for r in train if r.get("tokens_per_s") is not None]
+    loss_speeds = [r["loss_tokens_per_s"] for r in train if r.get("loss_tokens_per_s") is not None]
+    counted = [r for r in records if isinstance(r.get("flops"), int | float) and "loss_tokens" in r]
     overrides = _overrides(path)
+    objective = _objective_config(path)
+    eval_mask_prob = objective.get("eval_mask_prob")
     return RunSummary(
         path=path,
         name=" ".join(overrides) or path.name,
         overrides=overrides,
-        objective=_objective(path),
+        objective=objective.get("name"),
         status=_status(path),
         step=max((r["step"] for r in records), default=None),
         val_loss=last_eval.get("val_loss"),
         val_ppl=last_eval.get("val_ppl"),
+        fixed_loss=last_eval.get("val_fixed_loss"),
+        fixed_ppl=last_eval.get("val_fixed_ppl"),
+        eval_mask_prob=float(eval_mask_prob) if isinstance(eval_mask_prob, int | float) else None,
         measures={k: v for k, v in last_eval.items() if k.startswith("val_") and k not in HEADLINE_KEYS},
         tokens_per_s=statistics.median(speeds) if speeds else None,
+        loss_tokens_per_s=statistics.median(loss_speeds) if loss_speeds else None,
+        flops=counted[-1]["flops"] if counted else None,
         wall_s=_wall_seconds(path),
         val_curve=[(r["step"], r["val_loss"]) for r in evals if r["val_loss"] is not None],  # null: non-finite
+        fixed_curve=[(r["step"], r["val_fixed_loss"]) for r in evals if r.get("val_fixed_loss") is not None],
+        compute_at={r["step"]: (r["flops"], r["loss_tokens"]) for r in counted},
         train_curve=[(r["step"], r["loss"]) for r in train if r["loss"] is not None],
     )
 
@@ -154,10 +178,11 @@ def _overrides(path: Path) -> list[str]:
     return [str(o) for o in overrides] if isinstance(overrides, list) else []
 
 
-def _objective(path: Path) -> str | None:
+def _objective_config(path: Path) -> dict:
+    """The run's objective section (empty when config.yaml is missing or unreadable)."""
     config = _load_yaml(path / CONFIG_FILE)
     objective = config.get("objective") if isinstance(config, dict) else None
-    return objective.get("name") if isinstance(objective, dict) else None
+    return objective if isinstance(objective, dict) else {}
 
 
 def _wall_seconds(path: Path) -> float | None:

@@ -14,6 +14,7 @@ from rich.segment import Segments
 
 from lmpt.console import console
 from lmpt.errors import LmptError
+from lmpt.report.ranking import rank_runs
 from lmpt.report.runs import RunSummary, find_runs
 
 SUMMARY_CSV = "summary.csv"
@@ -36,25 +37,27 @@ def print_whole(renderable: RenderableType) -> None:
 def write_report(
     runs: list[RunSummary], csv_path: Path, md_path: Path, plot_path: Path, title: str, log_y: bool = False
 ) -> None:
-    """Print the table and write it as CSV and Markdown, with the validation-loss chart beside them."""
+    """Print the table, ranked where the runs share a comparable loss (the title says by what), and write it as
+    CSV and Markdown, with the validation-loss chart (against steps, FLOPs and loss-bearing tokens) beside them."""
     from lmpt.report.plot import plot_val_curves  # matplotlib only once there is something to draw
     from lmpt.report.table import run_labels, runs_table, write_csv, write_markdown
 
-    print_whole(runs_table(runs, title=title))
+    runs, ranking = rank_runs(runs)
+    print_whole(runs_table(runs, title=f"{title}: {ranking.header}"))
     common = run_labels(runs)[1]
     if common:
         console.print(f"all runs: {escape(' '.join(common))}")
     try:
         write_csv(runs, csv_path)
-        write_markdown(runs, md_path)
-        plot_val_curves(runs, plot_path, log_y=log_y, title=f"validation loss: {title}")
+        write_markdown(runs, md_path, ranking.header)
+        plot_val_curves(runs, plot_path, log_y=log_y, title=f"validation loss: {title}", ranking=ranking)
     except OSError as exc:
         raise LmptError(f"cannot write the report into {csv_path.parent}: {exc.strerror or exc}") from exc
     console.print(f"wrote {csv_path}, {md_path.name} and {plot_path.name}")
 
 
 def summarize_sweep(sweep_dir: Path | str) -> list[RunSummary]:
-    """Summarize every job under `sweep_dir` into its summary.csv, summary.md and val_loss.png."""
+    """Summarize every job under `sweep_dir` into its summary.csv, summary.md and val_loss.png (in job order)."""
     sweep_dir = Path(sweep_dir)
     runs = find_runs([sweep_dir])
     write_report(runs, sweep_dir / SUMMARY_CSV, sweep_dir / SUMMARY_MD, sweep_dir / SUMMARY_PLOT, str(sweep_dir))

@@ -54,20 +54,32 @@ def format_duration(value: Value) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
+def format_flops(value: Value) -> str:
+    return "" if value is None else f"{value:.2e}"
+
+
 def columns(runs: list[RunSummary]) -> list[Column]:
-    """run, objective, status, step, val_loss, val_ppl, every objective measure any run has, tokens/s, wall."""
+    """run, objective, status, step, the fixed-rate loss (when any run has one), val_loss, val_ppl, every
+    objective measure any run has, tokens/s, loss-bearing tokens/s, FLOPs, wall."""
     labels = dict(zip((id(r) for r in runs), run_labels(runs)[0], strict=True))
     measures = sorted({key for r in runs for key in r.measures})
     optional = lambda v: "" if v is None else str(v)
+    fixed = [
+        Column("val_fixed_loss", lambda r: r.fixed_loss, _number(4), numeric=True),
+        Column("val_fixed_ppl", lambda r: r.fixed_ppl, _number(2), numeric=True),
+    ]
     return [
         Column("run", lambda r: labels[id(r)]),
         Column("objective", lambda r: r.objective, optional),
         Column("status", lambda r: r.status),
         Column("step", lambda r: r.step, optional, numeric=True),
+        *(fixed if any(r.fixed_loss is not None for r in runs) else []),
         Column("val_loss", lambda r: r.val_loss, _number(4), numeric=True),
         Column("val_ppl", lambda r: r.val_ppl, _number(2), numeric=True),
         *(Column(key, lambda r, key=key: r.measures.get(key), _number(4), numeric=True) for key in measures),
         Column("tokens_per_s", lambda r: r.tokens_per_s, format_rate, numeric=True),
+        Column("loss_tokens_per_s", lambda r: r.loss_tokens_per_s, format_rate, numeric=True),
+        Column("flops", lambda r: r.flops, format_flops, numeric=True),
         Column("wall_s", lambda r: r.wall_s, format_duration, numeric=True),
     ]
 
@@ -104,8 +116,8 @@ def write_csv(runs: list[RunSummary], path: Path) -> None:
             writer.writerow(["" if v is None else v for v in values] + [run.name, str(run.path)])
 
 
-def write_markdown(runs: list[RunSummary], path: Path) -> None:
-    """The table as GitHub Markdown, with the overrides every run shares above it."""
+def write_markdown(runs: list[RunSummary], path: Path, ranking: str = "") -> None:
+    """The table as GitHub Markdown, with the overrides every run shares and the `ranking` sentence above it."""
     header, rows = formatted_rows(runs)
     numeric = [c.numeric for c in columns(runs)]
     cell = lambda text: text.replace("|", "\\|").replace("\n", " ")
@@ -113,6 +125,8 @@ def write_markdown(runs: list[RunSummary], path: Path) -> None:
     common = run_labels(runs)[1]
     if common:
         lines += [f"All runs: `{' '.join(common)}`", ""]
+    if ranking:
+        lines += [ranking[0].upper() + ranking[1:] + ".", ""]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("| " + " | ".join("---:" if n else "---" for n in numeric) + " |")
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]

@@ -97,11 +97,14 @@ def test_real_sweep_then_compare(tmp_path: Path) -> None:
     result = compare_command(str(sweep_dir), "--out", "report", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     rows = read_csv(tmp_path / "report" / "compare.csv")
-    assert [r["run"] for r in rows] == ["optimizer.lr=0.001", "optimizer.lr=0.003"]
+    assert sorted(r["run"] for r in rows) == ["optimizer.lr=0.001", "optimizer.lr=0.003"]
+    assert [float(r["val_loss"]) for r in rows] == sorted(float(r["val_loss"]) for r in rows)  # best first
+    assert "ranked by val_loss" in result.stdout
     for row in rows:
         assert row["status"] == "completed"
         assert row["step"] == "10"
         assert float(row["val_loss"]) > 0 and float(row["tokens_per_s"]) > 0
+        assert float(row["loss_tokens_per_s"]) > 0 and float(row["flops"]) > 0
         last_eval = [
             line for line in (Path(row["path"]) / "metrics.jsonl").read_text().splitlines() if "val_loss" in line
         ]

@@ -22,6 +22,8 @@ HEADER = [
     "val_loss/R3-0.15",
     "val_loss/S",
     "tokens_per_s",
+    "loss_tokens_per_s",
+    "flops",
     "wall_s",
 ]
 
@@ -96,6 +98,8 @@ def test_markdown_table(tmp_path: Path) -> None:
     lines = (tmp_path / "runs.md").read_text().splitlines()
     assert lines[0] == f"All runs: `{' '.join(SHARED)}`"
     assert lines[2] == "| " + " | ".join(HEADER) + " |"
-    assert lines[3] == "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-    assert lines[4] == "| optimizer.lr=0.001 | clm | completed | 30 | 6.3000 | 544.57 | 0.0400 |  |  | 8.0k | 12.5s |"
+    assert lines[3] == "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    assert lines[4] == (
+        "| optimizer.lr=0.001 | clm | completed | 30 | 6.3000 | 544.57 | 0.0400 |  |  | 8.0k | 8.0k |  | 12.5s |"
+    )
     assert len(lines) == 4 + 5

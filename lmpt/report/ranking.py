@@ -1,0 +1,71 @@
+"""Which loss a table of runs may rank by, and the header that says so.
+
+A run's val_loss is measured on its own task: an mlm run at its own masking rate, a clm run on next-token
+prediction. Ranking is only honest on a loss every run measured the same way: the fixed-rate masked-token
+loss (val_fixed_loss, at one shared eval_mask_prob) among masked runs, or val_loss when every run has the
+same objective and no fixed-rate loss exists."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lmpt.report.runs import RunSummary
+
+MASKED_OBJECTIVES = ("mlm", "nsp")
+
+
+@dataclass(frozen=True)
+class Ranking:
+    key: str | None
+    """val_fixed_loss, val_loss, or None when the runs share no comparable loss (rows keep their order)."""
+    header: str
+    """One sentence for the table's title: what the rows are ranked by, and why."""
+
+    @property
+    def curve(self) -> Callable[[RunSummary], list[tuple[int, float]]]:
+        """Each run's (step, loss) curve of the ranked loss (val_loss when unranked)."""
+        return (lambda r: r.fixed_curve) if self.key == "val_fixed_loss" else (lambda r: r.val_curve)
+
+    @property
+    def label(self) -> str:
+        if self.key == "val_fixed_loss":
+            return "validation loss at the fixed masking rate"
+        return "validation loss (each run's own objective)"
+
+
+def choose_ranking(runs: list[RunSummary]) -> Ranking:
+    """The fixed-rate loss when every evaluated run has one at the same rate; val_loss when they all share an
+    objective without one; otherwise none."""
+    evaluated = [r for r in runs if r.val_loss is not None]
+    rates = {r.eval_mask_prob for r in evaluated}
+    if evaluated and all(r.fixed_loss is not None for r in evaluated) and len(rates) == 1:
+        return Ranking(
+            "val_fixed_loss",
+            f"ranked by val_fixed_loss: masked-token loss at the shared eval_mask_prob={rates.pop():g}, the same "
+            "masked positions in every run (val_loss is each run at its own training masking rate)",
+        )
+    objectives = {r.objective for r in evaluated}
+    if len(objectives) == 1 and not any(r.fixed_loss is not None for r in evaluated):
+        (objective,) = objectives
+        caveat = (
+            " (each at its own masking rate: runs that differ in mask_prob are scored on different tasks)"
+            if objective in MASKED_OBJECTIVES
+            else ""
+        )
+        return Ranking("val_loss", f"ranked by val_loss{caveat}")
+    return Ranking(
+        None,
+        "not ranked: these runs share no comparable validation loss (val_loss is each objective's own task; "
+        "val_fixed_loss compares masked runs at one rate); compare the curves against FLOPs",
+    )
+
+
+def rank_runs(runs: list[RunSummary]) -> tuple[list[RunSummary], Ranking]:
+    """The runs best first by the chosen loss (runs without it after, in their order), and the ranking."""
+    ranking = choose_ranking(runs)
+    if ranking.key is None:
+        return list(runs), ranking
+    value = (lambda r: r.fixed_loss) if ranking.key == "val_fixed_loss" else (lambda r: r.val_loss)
+    scored = sorted((r for r in runs if value(r) is not None), key=value)
+    return scored + [r for r in runs if value(r) is None], ranking
