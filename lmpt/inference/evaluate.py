@@ -18,6 +18,7 @@ from lmpt.data.sources import iter_documents, resolve_paths
 from lmpt.errors import LmptError
 from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
 from lmpt.inference.options import parse_command, require, run_command
+from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Text, score_decoder, score_encoder, score_encoder_decoder
 from lmpt.tokenizer.tokenizer import Tokenizer
@@ -25,8 +26,8 @@ from lmpt.tokenizer.tokenizer import Tokenizer
 PROG = "lmpt-eval"
 SUMMARY = (
     "Loss (nats per scored token), perplexity = exp(loss) and bits per byte of a trained model on any text: "
-    "decoders by sliding windows, encoders by a fixed seeded masking, encoder-decoders by the run's seeded "
-    "span corruption."
+    "decoders by sliding windows, encoders by a fixed seeded masking (or method=pll: pseudo-log-likelihood, each "
+    "token scored with only itself masked), encoder-decoders by the run's seeded span corruption."
 )
 POSITIONALS = [RUN_ARGUMENT]
 
@@ -35,6 +36,9 @@ POSITIONALS = [RUN_ARGUMENT]
 class EvalOptions:
     data: list[str]
     """Text to evaluate: files, directories, globs or bundled:NAME, comma-separated (like data.paths)."""
+    method: str = "auto"
+    """auto (the architecture's own measure) or pll (encoders: pseudo-log-likelihood, every token scored with only
+    itself masked; reports pseudo-perplexity)."""
     seq_len: int | None = None
     """Window length in tokens; null = the run's data.seq_len."""
     stride: int | None = None
@@ -77,12 +81,21 @@ def evaluate_text(trained: Trained, o: EvalOptions) -> dict:
     stride = o.stride if o.stride is not None else max(1, seq_len // 2)
     require(1 <= stride <= seq_len, f"stride={stride} must be in [1, seq_len={seq_len}]")
     require(o.batch_size >= 1, f"batch_size={o.batch_size} must be at least 1")
+    require(o.method in ("auto", "pll"), f"method={o.method} is unknown: use auto or pll")
+    require(
+        o.method != "pll" or trained.arch == "encoder",
+        f"method=pll scores encoders (mlm, nsp) and this model is {'an' if trained.arch[0] == 'e' else 'a'} "
+        f"{trained.arch}: leave method=auto",
+    )
     documents = o.documents or str(cfg.data.documents)
     text_field = o.text_field or str(cfg.data.text_field)
     text = read_text(o.data, documents, text_field, trained.tokenizer)
     device = trained.model.head_weight.device
     with torch.inference_mode(), WorkBar("scoring windows", hidden=o.json) as bar:
-        if trained.arch == "decoder":
+        if o.method == "pll":
+            score = score_pll(trained, text, seq_len, o.batch_size, device, bar)
+            method = f"pseudo-log-likelihood (each token masked alone), seq_len {seq_len}"
+        elif trained.arch == "decoder":
             score = score_decoder(trained, text, seq_len, stride, o.batch_size, device, bar)
             method = f"sliding window: seq_len {seq_len}, stride {stride}"
         elif trained.arch == "encoder":
@@ -107,6 +120,7 @@ def evaluate_text(trained: Trained, o: EvalOptions) -> dict:
         "perplexity": math.exp(loss),
         "accuracy": score.correct / max(score.tokens, 1),
         "bits_per_byte": score.nats / math.log(2) / score.bytes if score.bytes else float("nan"),
+        **({"pseudo_perplexity": math.exp(loss)} if o.method == "pll" else {}),
     }
 
 
@@ -122,7 +136,7 @@ def render(result: dict) -> None:
         ),
         ("scored tokens / their bytes", f"{result['scored_tokens']:,} / {result['scored_bytes']:,}"),
         ("loss (nats/token)", f"{result['loss']:.4f}"),
-        ("perplexity", f"{result['perplexity']:.2f}"),
+        ("pseudo-perplexity" if "pseudo_perplexity" in result else "perplexity", f"{result['perplexity']:.2f}"),
         ("bits per byte", f"{result['bits_per_byte']:.4f}"),
         ("token accuracy", f"{result['accuracy']:.4f}"),
     ]

@@ -84,7 +84,7 @@ def _run(trained: Trained, batches: list[Batch], sizes: torch.Tensor | None, sco
         score.bytes += int(sizes[targets].sum())
 
 
-def _score_in_batches(
+def score_in_batches(
     trained: Trained,
     batches: Iterable[Batch],
     batch_size: int,
@@ -141,7 +141,7 @@ def score_decoder(
                 labels=pad_rows([labels], seq_len, IGNORE),
             )
 
-    return _score_in_batches(trained, batches(), batch_size, None, score, device, bar)
+    return score_in_batches(trained, batches(), batch_size, None, score, device, bar)
 
 
 def score_encoder(
@@ -178,7 +178,7 @@ def score_encoder(
                 segment_ids=torch.zeros(1, seq_len, dtype=torch.long) if nsp else None,
             )
 
-    return _score_in_batches(trained, batches(), batch_size, sizes, score, device, bar)
+    return score_in_batches(trained, batches(), batch_size, sizes, score, device, bar)
 
 
 def score_encoder_decoder(
@@ -209,4 +209,4 @@ def score_encoder_decoder(
             windows = Windows(tokens=window, starts=torch.tensor([k * width]), corpus=None)  # type: ignore[arg-type]
             yield objective.make_batch(windows, generator(seed, "eval", k))
 
-    return _score_in_batches(trained, batches(), batch_size, sizes, score, device, bar)
+    return score_in_batches(trained, batches(), batch_size, sizes, score, device, bar)

@@ -164,6 +164,18 @@ def test_eval_encoder_masking_is_seeded(encoder_run: Path, text_file: Path, caps
     assert other["scored_tokens"] != first["scored_tokens"] or other["nats"] != first["nats"]
 
 
+def test_eval_encoder_pll_scores_every_ordinary_token(encoder_run: Path, text_file: Path, capsys) -> None:
+    out = _json(evaluate, [str(encoder_run), f"data={text_file}", "seq_len=32", "method=pll", "batch_size=16"], capsys)
+    trained = load_trained(encoder_run)
+    text = read_text([str(text_file)], "blank_line", "text", trained.tokenizer)
+    ordinary = sum(t >= trained.tokenizer.special.first_ordinary for t in text.tokens)
+    assert out["scored_tokens"] == ordinary and out["method"].startswith("pseudo-log-likelihood")
+    assert out["pseudo_perplexity"] == pytest.approx(math.exp(out["nats"] / ordinary), rel=1e-9)
+    assert out["bits_per_byte"] == pytest.approx(out["nats"] / math.log(2) / out["scored_bytes"], rel=1e-9)
+    evaluate([str(encoder_run), f"data={text_file}", "seq_len=32", "method=pll"])
+    assert "pseudo-perplexity" in capsys.readouterr().out
+
+
 def test_eval_encoder_decoder_table(encoder_decoder_run: Path, text_file: Path, capsys) -> None:
     evaluate([str(encoder_decoder_run), f"data={text_file}", "seq_len=16"])
     out = capsys.readouterr().out
@@ -227,6 +239,8 @@ def test_refusals(decoder_run, encoder_run, encoder_decoder_run, tmp_path, capsy
     assert "no span" in _refused(generate, [str(encoder_decoder_run), "prompt=plain"], capsys, monkeypatch)
     assert "needs data=" in _refused(evaluate, [str(decoder_run)], capsys, monkeypatch)
     assert "data path not found" in _refused(evaluate, [str(decoder_run), "data=nope.txt"], capsys, monkeypatch)
+    pll = [str(decoder_run), f"data={tmp_path}", "method=pll"]
+    assert "method=pll scores encoders" in _refused(evaluate, pll, capsys, monkeypatch)
 
 
 def test_console_script_refusal_and_help(encoder_run: Path) -> None:

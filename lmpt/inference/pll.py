@@ -1,0 +1,66 @@
+"""Pseudo-log-likelihood of an encoder (Salazar et al., 2020, "Masked Language Model Scoring"): each token is
+scored with only that token masked, so no masking rate biases the figure. A window of L scoreable tokens
+becomes L copies, copy j with token j replaced by [MASK] and labelled there only; the copies go through the
+model `batch_size` at a time. Pseudo-perplexity = exp(total nats / scored tokens)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from lmpt.batch import IGNORE, Batch
+from lmpt.inference.load import Trained
+from lmpt.inference.options import require
+from lmpt.inference.progress import WorkBar
+from lmpt.inference.scoring import Score, Text, piece_bytes, score_in_batches
+from lmpt.objectives.sequences import pad_rows
+
+
+def masked_copies(row: torch.Tensor, positions: torch.Tensor, mask_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, labels), both [len(positions), len(row)]: copy j is `row` with positions[j] replaced by
+    `mask_id`, labelled with the original token there and IGNORE everywhere else."""
+    copies = torch.arange(positions.numel())
+    inputs = row.repeat(positions.numel(), 1)
+    inputs[copies, positions] = mask_id
+    labels = torch.full_like(inputs, IGNORE)
+    labels[copies, positions] = row[positions]
+    return inputs, labels
+
+
+def encoder_rows(trained: Trained, text: Text, seq_len: int) -> Iterator[torch.Tensor]:
+    """Consecutive windows of the token stream (the last may be shorter); nsp runs see [CLS] window [SEP]."""
+    special = trained.tokenizer.special
+    nsp = trained.objective_name == "nsp"
+    body = seq_len - 2 if nsp else seq_len
+    require(body >= 1, f"seq_len={seq_len} is too short")
+    stream = torch.tensor(text.tokens)
+    for start in range(0, stream.numel(), body):
+        row = stream[start : start + body]
+        yield torch.cat([torch.tensor([special.cls]), row, torch.tensor([special.sep])]) if nsp else row
+
+
+def score_pll(trained: Trained, text: Text, seq_len: int, batch_size: int, device, bar: WorkBar) -> Score:
+    """Pseudo-log-likelihood of every ordinary token of the text (eos and other reserved ids are not scored: a
+    masked LM is never trained to predict them); `bar` counts masked copies."""
+    special = trained.tokenizer.special
+    segments = torch.zeros(1, seq_len, dtype=torch.long) if trained.objective_name == "nsp" else None
+    rows = list(encoder_rows(trained, text, seq_len))
+    bar.start(sum(int((row >= special.first_ordinary).sum()) for row in rows))
+
+    def batches() -> Iterator[Batch]:
+        for row in rows:
+            positions = torch.nonzero(row >= special.first_ordinary).flatten()
+            inputs, labels = masked_copies(row, positions, special.mask)
+            for copy_inputs, copy_labels in zip(inputs, labels, strict=True):
+                yield Batch(
+                    input_ids=pad_rows([copy_inputs], seq_len, special.pad),
+                    labels=pad_rows([copy_labels], seq_len, IGNORE),
+                    attention="bidirectional",
+                    segment_ids=segments,
+                )
+
+    sizes = piece_bytes(trained.tokenizer)
+    score = score_in_batches(trained, batches(), batch_size, sizes, Score(0.0, 0, 0, 0, 0), device, bar)
+    score.windows = len(rows)  # windows of text, not masked copies
+    return score
