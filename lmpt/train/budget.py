@@ -22,11 +22,14 @@ UNBOUNDED_STEPS = 2**62
 
 @dataclass(frozen=True)
 class Budget:
+    """An amount of compute a run may spend."""
+
     amount: float
     unit: str
     """tokens (non-padding input tokens), flops (the model's training FLOP count) or minutes (training time)."""
 
     def describe(self) -> str:
+        """The budget in words, for the console and the dry-run plan."""
         if self.unit == "minutes":
             return f"{self.amount:g} minutes of training"
         if self.unit == "flops":
