@@ -13,8 +13,11 @@ from lmpt.errors import LmptError
 from lmpt.train.budget import Budget, parse_budget
 from lmpt.train.optim import lr_multiplier
 
-ARGS = [*SMALL, "scheduler.warmup_steps=1", "trainer.log_every=1", "trainer.eval_every=0", "trainer.sample_tokens=0",
-        "trainer.eval_batches=2"]  # fmt: skip
+ARGS = [
+    *(a for a in SMALL if not a.startswith("scheduler.warmup_steps=")),  # a resume refuses a retyped, changed key
+    "scheduler.warmup_steps=1", "trainer.log_every=1", "trainer.eval_every=0", "trainer.sample_tokens=0",
+    "trainer.eval_batches=2",
+]  # fmt: skip
 FLOPS_BUDGET = 2.5e10  # about 8 steps of this tiny model
 
 
