@@ -242,6 +242,9 @@ class DataConfig:
     """DataLoader worker processes making batches."""
     tokenize_workers: int = 0
     """Processes tokenising the corpus into the cache; 0 = every core."""
+    shard_docs: int = 16384
+    """Documents per token-cache shard: the unit a killed build keeps (sealed) and that lmpt-prepare's
+    prepare.shard=i/N divides; the tokens do not depend on it."""
     cache_dir: str | None = None
     """Where tokenizers and token caches live; null = $LMPT_CACHE_DIR or ~/.cache/lmpt."""
     verify: str = "stat"

@@ -89,7 +89,7 @@ def validate_config(cfg: DictConfig) -> None:
     device = t.device.split(":")[0]
     _choice(device, "trainer.device", ("auto", "cpu", "cuda", "mps"))
 
-    _positive(d, "data", "seq_len")
+    _positive(d, "data", "seq_len", "shard_docs")
     _require(d.seq_len >= 4, "data.seq_len", d.seq_len, ">= 4")
     _positive(d, "data", "num_workers", "tokenize_workers", allow_zero=True)
     _choice(d.documents, "data.documents", DOCUMENT_MODES)

@@ -3,35 +3,29 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import multiprocessing as mp
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
 from lmpt.config.schema import DataConfig, TokenizerConfig
-from lmpt.console import console, info, is_main_process
+from lmpt.console import info
 from lmpt.data.corpus import META_NAME, TokenCorpus, token_dtype
-from lmpt.data.corpus_writer import CorpusWriter
 from lmpt.data.fingerprint import corpus_fingerprint
 from lmpt.data.mixture import resolve_sources
 from lmpt.data.readers import format_of
 from lmpt.data.readers.streams import compression_of
 from lmpt.data.sampler import Span
+from lmpt.data.shard_build import build_shards
+from lmpt.data.shards import assemble, read_manifest, shard_path, shards_dir
 from lmpt.data.split import Items, source_items, train_only
-from lmpt.data.tokenize_worker import encode_chunk, init_worker
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.tokenizer.train import prepare_tokenizer
 
 _CACHE_VERSION = 2  # bump when the cache layout changes so old caches are rebuilt
-_CHUNK_DOCS = 256
 _POOL_MIN_BYTES = 8_000_000
 
 
@@ -68,49 +62,6 @@ def default_cache_root(cfg_cache_dir: str | None) -> Path:
     return Path(chosen).expanduser()
 
 
-def _chunks(items: Iterator[tuple[str, list[str]]]) -> Iterator[list[tuple[str, list[str]]]]:
-    while chunk := list(itertools.islice(items, _CHUNK_DOCS)):
-        yield chunk
-
-
-def _pool_context() -> mp.context.BaseContext:
-    # fork starts workers instantly and needs no importable __main__; spawn elsewhere
-    return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-
-
-def _build(directory: Path, items: list[Items], tokenizer: Tokenizer, workers: int, total_bytes: int | None) -> dict:
-    """Tokenise every source's documents into `directory` (train.* and val.*), source after source; return
-    the counts and each source's token span in each split."""
-    dtype = token_dtype(tokenizer.vocab_size)
-    writers = {s: CorpusWriter(directory, s, dtype) for s in ("train", "val")}
-    columns = (TextColumn("tokenising"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
-    live = is_main_process() and console.is_terminal  # no bar in logs and on other ranks
-    progress = Progress(*columns, console=console, transient=True, disable=not live)
-    init_args = (str(tokenizer.path), tokenizer.special.eos)
-    spans: list[dict[str, list[int]]] = []
-    pool = _pool_context().Pool(workers, init_worker, init_args) if workers > 1 else None
-    if pool is None:
-        init_worker(*init_args, threads=os.cpu_count() or 1)
-    try:
-        with progress:
-            task = progress.add_task("tokenising", total=total_bytes)  # None: compressed, no known end
-            for source_items in items:
-                first = {split: writer.n_tokens for split, writer in writers.items()}
-                chunks = _chunks(source_items())
-                results = pool.imap(encode_chunk, chunks) if pool else map(encode_chunk, chunks)
-                for encoded, n_chars in results:
-                    for split, docs in encoded.items():
-                        writers[split].add(docs)
-                    progress.advance(task, n_chars)  # characters approximate bytes well enough for a bar
-                spans.append({split: [first[split], writer.n_tokens] for split, writer in writers.items()})
-    finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
-        counts = {split: writer.close() for split, writer in writers.items()}
-    return {"dtype": dtype.name, "eos_id": tokenizer.special.eos, "splits": counts, "sources": spans}
-
-
 def _read_meta(directory: Path, tokenizer: Tokenizer | None = None) -> dict | None:
     """The cache's meta.json when the cache is complete (and, given `tokenizer`, was made with it)."""
     try:
@@ -132,6 +83,22 @@ def prepare_corpora(
     """Resolve the text, train or reuse the tokenizer (training text only) unless `tokenizer` is given (a
     resumed run's own), and build or reuse the token cache of that tokenizer under `cache_root/tokens/<key>/`
     (the key holds the tokenizer's fingerprint: a cache made with another tokenizer is never used)."""
+    prepared = prepare_part(cfg, tokenizer_cfg, base_dir, cache_root, (0, 1), tokenizer)
+    assert prepared is not None, "a build of every shard completes the cache"
+    return prepared
+
+
+def prepare_part(
+    cfg: DataConfig,
+    tokenizer_cfg: TokenizerConfig,
+    base_dir: Path,
+    cache_root: Path,
+    part: tuple[int, int],
+    tokenizer: Tokenizer | None = None,
+) -> PreparedData | None:
+    """prepare_corpora for part `part` = (i, N) of the cache's shards (lmpt-prepare prepare.shard=i/N): build
+    the unsealed shards j with j % N == i; None while other parts' shards are still missing (the part that
+    seals the last shard completes the cache)."""
     sources = resolve_sources(cfg, base_dir)
     fingerprint = corpus_fingerprint(cfg, sources, Path(cache_root) / "fingerprints")
     items = [source_items(source, cfg.text_field, cfg.val_fraction) for source in sources]
@@ -143,7 +110,9 @@ def prepare_corpora(
     reused = meta is not None
     if meta is None:
         paths = [p for source in sources for p in source.train_paths + source.val_paths]
-        meta = _build_cache(cache_dir, items, tokenizer, cfg, paths)
+        meta = _build_cache(cache_dir, items, tokenizer, cfg, paths, part)
+        if meta is None:
+            return None
     else:
         info(f"reusing token cache {cache_dir} ({meta['splits']['train']['n_tokens']:,} train tokens)")
     spans = [
@@ -166,31 +135,81 @@ def cache_key(cfg: DataConfig, corpus_fingerprint: str, tokenizer: Tokenizer) ->
     return hashlib.sha256(json.dumps([_CACHE_VERSION, *key_settings]).encode()).hexdigest()[:32]
 
 
-def _build_cache(cache_dir: Path, items: list[Items], tokenizer: Tokenizer, cfg: DataConfig, paths: list[Path]) -> dict:
-    """Build into a temporary directory, write meta.json last, rename into place (a lost race is fine)."""
+def _build_cache(
+    cache_dir: Path,
+    items: list[Items],
+    tokenizer: Tokenizer,
+    cfg: DataConfig,
+    paths: list[Path],
+    part: tuple[int, int] = (0, 1),
+) -> dict | None:
+    """Tokenise the shards of part `part` = (i, N) (all of them when N is 1) that are not sealed yet (see
+    shards.py); once every shard is sealed, assemble them into a temporary directory, write meta.json last and
+    rename it into place (a lost race is fine). None when other parts' shards are still missing."""
     total_bytes = sum(p.stat().st_size for p in paths)
     workers = max(1, cfg.tokenize_workers or os.cpu_count() or 1)
     if not cfg.tokenize_workers and total_bytes < _POOL_MIN_BYTES:
         workers = 1  # starting a pool costs more than it saves on a few MB (one process still uses all cores)
     plain = all(format_of(p) != "parquet" and not compression_of(p) for p in paths)  # file size = text size
     what = "text" if plain else "files"
-    info(f"tokenising {total_bytes / 1e6:.1f} MB of {what} with {workers} process(es) into {cache_dir}")
-    cache_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(prefix=f".tmp-{cache_dir.name}-", dir=cache_dir.parent))
+    index, count = part
+    which = f" (part {index}/{count}: shards j with j % {count} == {index})" if count > 1 else ""
+    info(f"tokenising {total_bytes / 1e6:.1f} MB of {what}{which} with {workers} process(es) into {cache_dir}")
+    shards = shards_dir(cache_dir, cfg.shard_docs)
     started = time.perf_counter()
     try:
-        meta = _build(tmp_dir, items, tokenizer, workers, total_bytes if plain else None)
+        plan = build_shards(
+            shards,
+            items,
+            tokenizer,
+            workers,
+            cfg.shard_docs,
+            lambda j: j % count == index,
+            total_bytes if plain else None,
+        )
+        manifests = [read_manifest(shard_path(shards, j)) for j in range(plan.n_shards)]
+        missing = sum(m is None for m in manifests)
+        if missing:
+            info(
+                f"{plan.n_shards - missing} of {plan.n_shards} shards sealed: "
+                "the cache is complete once the other parts finish"
+            )
+            return None
+        extra = dict(text_bytes=total_bytes, shards=plan.n_shards, shard_docs=cfg.shard_docs)
+        extra.update(build_seconds=round(time.perf_counter() - started, 3))
+        meta = _assemble(cache_dir, shards, manifests, tokenizer, len(items), extra)
+    except OSError:
+        meta = _read_meta(cache_dir, tokenizer)
+        if meta is None:
+            raise
+        return meta  # another process completed the cache (and removed the shards) meanwhile
+    seconds = time.perf_counter() - started
+    counts = meta["splits"]
+    info(
+        f"token cache {cache_dir}: {counts['train']['n_tokens']:,} train / {counts['val']['n_tokens']:,} val "
+        f"tokens ({total_bytes / 1e6 / max(seconds, 1e-9):.1f} MB/s of {what})"
+    )
+    return meta
+
+
+def _assemble(
+    cache_dir: Path, shards: Path, manifests: list[dict], tokenizer: Tokenizer, n_sources: int, extra: dict
+) -> dict:
+    """Concatenate the sealed shards into the cache, meta.json last; rename into place; remove the shards."""
+    tmp_dir = Path(tempfile.mkdtemp(prefix=f".tmp-{cache_dir.name}-", dir=cache_dir.parent))
+    try:
+        meta = assemble(shards, manifests, tmp_dir, n_sources)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
-    seconds = time.perf_counter() - started
     meta.update(
         complete=True,
         version=_CACHE_VERSION,
+        dtype=token_dtype(tokenizer.vocab_size).name,
+        eos_id=tokenizer.special.eos,
         vocab_size=tokenizer.vocab_size,
         tokenizer_fingerprint=tokenizer.fingerprint,
-        text_bytes=total_bytes,
-        build_seconds=round(seconds, 3),
+        **extra,
     )
     (tmp_dir / META_NAME).write_text(json.dumps(meta, indent=2) + "\n")
     if cache_dir.exists() and _read_meta(cache_dir, tokenizer) is None:
@@ -201,9 +220,6 @@ def _build_cache(cache_dir: Path, items: list[Items], tokenizer: Tokenizer, cfg:
         if _read_meta(cache_dir, tokenizer) is None:
             raise
         shutil.rmtree(tmp_dir, ignore_errors=True)  # another process committed the same cache first
-    counts = meta["splits"]
-    info(
-        f"token cache {cache_dir}: {counts['train']['n_tokens']:,} train / {counts['val']['n_tokens']:,} val "
-        f"tokens ({total_bytes / 1e6 / max(seconds, 1e-9):.1f} MB/s of {what})"
-    )
+        meta = _read_meta(cache_dir, tokenizer)
+    shutil.rmtree(shards, ignore_errors=True)  # the cache holds every token now
     return meta

@@ -56,3 +56,12 @@ def encode_chunk(chunk: list[tuple[str, list[str]]]) -> tuple[dict[str, EncodedD
         for split in ids
     }
     return out, n_chars
+
+
+def encode_shard_chunk(
+    task: tuple[int, int, list[tuple[str, list[str]]]],
+) -> tuple[int, int, dict[str, EncodedDocs], int]:
+    """encode_chunk for a chunk of shard `ordinal` of source `source`: (ordinal, source, encoded, characters)."""
+    ordinal, source, chunk = task
+    encoded, n_chars = encode_chunk(chunk)
+    return ordinal, source, encoded, n_chars

@@ -1,6 +1,9 @@
 """The `lmpt-prepare` command: lmpt's config groups and overrides; trains (or reuses) the tokenizer and builds
-(or reuses) the token cache exactly as `lmpt` would, then stops. A later `lmpt` with the same data and tokenizer
-settings reuses both and starts training at once. Writes nothing but lmpt's shared caches: no run directory."""
+(or reuses) the token cache exactly as `lmpt` would, then stops. With `prepare.shard=i/N` it tokenises only the
+cache shards j with j % N == i into the shared cache directory (N processes, on N machines or as a SLURM array,
+build the cache between them; whichever seals the last shard completes it). A later `lmpt` with the same data
+and tokenizer settings reuses both and starts training at once. Writes nothing but lmpt's shared caches: no run
+directory."""
 
 from __future__ import annotations
 
@@ -11,6 +14,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from lmpt.cli import run_hydra_app
 from lmpt.console import console
+from lmpt.errors import LmptError
+
+SHARD_KEY = "prepare.shard"
+_part: tuple[int, int] | str = (0, 1)  # prepare.shard=i/N from the command line (the text when malformed)
 
 # as lmpt-preview: command-line overrides, so no run directory is claimed; the user's overrides still come later
 NO_RUN_DIRECTORY = ["hydra.run.dir=.", "hydra.output_subdir=null"]
@@ -19,11 +26,16 @@ NO_RUN_DIRECTORY = ["hydra.run.dir=.", "hydra.output_subdir=null"]
 def prepare(cfg: DictConfig) -> None:
     """Build the configured data's tokenizer and token cache; print where they are and what they hold."""
     from lmpt.config.validate import validate_config  # heavy imports only once the config is composed
-    from lmpt.data.cache import default_cache_root, prepare_corpora
+    from lmpt.data.cache import default_cache_root, prepare_part
 
+    if isinstance(_part, str):
+        raise LmptError(f"{SHARD_KEY}={_part} must be i/N with 0 <= i < N (for example {SHARD_KEY}=2/8)")
     validate_config(cfg)
     data_cfg, tokenizer_cfg = OmegaConf.to_object(cfg.data), OmegaConf.to_object(cfg.tokenizer)
-    data = prepare_corpora(data_cfg, tokenizer_cfg, Path.cwd(), default_cache_root(cfg.data.cache_dir))
+    data = prepare_part(data_cfg, tokenizer_cfg, Path.cwd(), default_cache_root(cfg.data.cache_dir), _part)
+    if data is None:
+        console.print(f"part {_part[0]}/{_part[1]} sealed: the cache is complete once every part has run")
+        return
     console.print(f"tokenizer: {data.tokenizer.path}")
     console.print(f"token cache: {data.cache_dir}")
     for source in data.sources:
@@ -32,7 +44,20 @@ def prepare(cfg: DictConfig) -> None:
         console.print(f"{label}{train:,} train / {val:,} val tokens")
 
 
+def _parse_part(text: str) -> tuple[int, int] | str:
+    """(i, N) from "i/N"; the text itself when it is not a valid part."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        return text
+    return int(index), int(count)
+
+
 def main() -> None:
+    """Take prepare.shard=i/N off the command line (it is no setting of the run), then run Hydra."""
+    global _part
+    for arg in [a for a in sys.argv[1:] if a.startswith(f"{SHARD_KEY}=")]:
+        sys.argv.remove(arg)
+        _part = _parse_part(arg.split("=", 1)[1])
     sys.argv[1:1] = NO_RUN_DIRECTORY
     run_hydra_app(prepare)
 
