@@ -22,6 +22,7 @@ from lmpt.data.sampler import Span
 from lmpt.data.shard_build import build_shards
 from lmpt.data.shards import assemble, read_manifest, shard_path, shards_dir
 from lmpt.data.split import Items, source_items, train_only
+from lmpt.errors import LmptError
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.tokenizer.train import prepare_tokenizer
 
@@ -178,6 +179,9 @@ def _build_cache(
         extra = dict(text_bytes=total_bytes, shards=plan.n_shards, shard_docs=cfg.shard_docs)
         extra.update(build_seconds=round(time.perf_counter() - started, 3))
         meta = _assemble(cache_dir, shards, manifests, tokenizer, len(items), extra)
+    except LmptError:
+        shutil.rmtree(shards, ignore_errors=True)  # bad text: fixing it changes the key, so no shard is of use
+        raise
     except OSError:
         meta = _read_meta(cache_dir, tokenizer)
         if meta is None:

@@ -12,6 +12,7 @@ from lmpt.config.schema import DataConfig, SourceConfig, TokenizerConfig
 from lmpt.data.cache import prepare_corpora, prepare_part
 from lmpt.data.shards import MANIFEST_NAME, shards_dir
 from lmpt.data.sources import bundled_dir, iter_documents
+from lmpt.errors import LmptError
 
 SMALL_TOK = TokenizerConfig(vocab_size=500, num_sentinels=4)
 
@@ -93,3 +94,13 @@ def test_parts_keep_sealed_shards_and_the_last_completes(whole, two_sources: Pat
     assert done is not None and done.cache_dir.name == whole.cache_dir.name
     assert _cache_bytes(done.cache_dir) == _cache_bytes(whole.cache_dir) and done.sources == whole.sources
     assert not shards.exists()
+
+
+def test_bad_text_mid_build_leaves_no_shard(whole, tmp_path: Path) -> None:
+    lines = [json.dumps({"text": f"Record {i} says something of note."}) for i in range(300)]
+    (tmp_path / "records.jsonl").write_text("\n".join([*lines, "{not json", *lines]) + "\n")
+    data = DataConfig(paths=["records.jsonl"], tokenize_workers=1, shard_docs=50)
+    tokenizer = TokenizerConfig(model_file=str(whole.tokenizer.path))  # the build, not the tokenizer, meets the line
+    with pytest.raises(LmptError, match=r"records.jsonl:301 is not valid JSON"):
+        prepare_corpora(data, tokenizer, tmp_path, tmp_path / "cache")
+    assert list((tmp_path / "cache" / "tokens").iterdir()) == []  # neither sealed shards nor a cache
