@@ -35,7 +35,7 @@ MAY_CHANGE = frozenset({
     "trainer.eval_every", "trainer.eval_batches",  # evaluation
     "trainer.ckpt_every", "trainer.ckpt_minutes", "trainer.keep_last",  # checkpoints
     "trainer.device",  # device
-    "data.num_workers", "data.tokenize_workers", "data.cache_dir", "data.verify",  # workers, caches
+    "data.num_workers", "data.tokenize_workers", "data.shard_docs", "data.cache_dir", "data.verify",  # workers, caches
     "trainer.resume", "trainer.dry_run", "trainer.max_nonfinite_steps",  # how this launch starts and stops
 })  # fmt: skip
 """Keys a resumed run may set differently from the run it continues; every other key is the run's own."""

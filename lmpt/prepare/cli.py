@@ -44,7 +44,7 @@ def prepare(cfg: DictConfig) -> None:
         console.print(f"{label}{train:,} train / {val:,} val tokens")
 
 
-def _parse_part(text: str) -> tuple[int, int] | str:
+def parse_part(text: str) -> tuple[int, int] | str:
     """(i, N) from "i/N"; the text itself when it is not a valid part."""
     index, _, count = text.partition("/")
     if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
@@ -57,7 +57,7 @@ def main() -> None:
     global _part
     for arg in [a for a in sys.argv[1:] if a.startswith(f"{SHARD_KEY}=")]:
         sys.argv.remove(arg)
-        _part = _parse_part(arg.split("=", 1)[1])
+        _part = parse_part(arg.split("=", 1)[1])
     sys.argv[1:1] = NO_RUN_DIRECTORY
     run_hydra_app(prepare)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from lmpt.prepare.cli import parse_part
 from tests.train.lmpt_cli import SMALL, run_lmpt, train_losses
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,3 +112,17 @@ def test_a_killed_build_keeps_its_sealed_shards(built) -> None:
     assert seen and all(seen[name] == sealed[name] for name in seen)  # kept as they were, not rewritten
     assert json.loads((cache_dir / "meta.json").read_text())["shards"] == total
     assert _cache_bytes(cache_dir) == reference
+
+
+def test_a_malformed_part_is_refused_in_one_line(tmp_path: Path) -> None:
+    assert [parse_part(text) for text in ("0/1", "2/8", "2/2", "1/0", "a/2", "-1/2", "1")] == [
+        (0, 1), (2, 8), "2/2", "1/0", "a/2", "-1/2", "1",
+    ]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "lmpt.prepare", "prepare.shard=2/2"], cwd=tmp_path, env=_env(tmp_path),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "lmpt: error: prepare.shard=2/2 must be i/N with 0 <= i < N (for example prepare.shard=2/8)"
+    ]
+    assert not (tmp_path / "cache").exists()
