@@ -11,24 +11,32 @@ from omegaconf import MISSING
 
 @dataclass
 class TokenizerConfig:
+    backend: str = "sentencepiece"
+    """sentencepiece or bytelevel (trained on the training text, cached), or hf (a pretrained tokenizer.json)."""
+    path: str | None = None
+    """hf: a tokenizer.json, or a directory holding one (GPT-2, Llama 3, SmolLM, ModernBERT style)."""
     model_file: str | None = None
-    """An existing SentencePiece .model to use; null trains one on the training text (cached)."""
-    vocab_size: int = 4096
-    """Vocabulary size, reserved tokens included."""
+    """sentencepiece: an existing .model with lmpt's reserved layout; null trains one on the training text."""
+    vocab_size: int | None = 4096
+    """Vocabulary size of a trained tokenizer, reserved tokens included (null for hf: the file decides)."""
     model_type: str = "unigram"
-    """SentencePiece algorithm: unigram or bpe."""
+    """sentencepiece: the algorithm, unigram or bpe."""
     character_coverage: float = 0.9995
-    """Share of characters the vocabulary must cover; the rest fall back to bytes."""
+    """sentencepiece: share of characters the vocabulary must cover; the rest fall back to bytes."""
     byte_fallback: bool = True
-    """Spell unknown characters as UTF-8 bytes instead of <unk>."""
+    """sentencepiece: spell unknown characters as UTF-8 bytes instead of <unk>."""
+    lossless: bool = False
+    """sentencepiece: keep text as written, decode(encode(x)) == x (no NFKC, no whitespace folding; byte fallback)."""
+    split_digits: bool = False
+    """sentencepiece: split every number into single digits."""
     num_sentinels: int = 100
-    """Span sentinels <extra_id_0> ... reserved for span corruption."""
+    """Span sentinels <extra_id_0> ... reserved for span corruption (hf: added when the file has none)."""
     max_sentences: int = 2000000
     """Most sentences sampled from the corpus to train the tokenizer."""
     seed: int = 0
     """Seed of the sentence sample the tokenizer is trained on (the same corpus and settings give the same file)."""
     threads: int = 4
-    """Threads that train the tokenizer; part of its identity (SentencePiece's result depends on the count)."""
+    """Threads that train a SentencePiece tokenizer; part of its identity (the result depends on the count)."""
 
 
 @dataclass

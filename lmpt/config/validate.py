@@ -22,6 +22,7 @@ PRECISIONS = (None, "fp32", "bf16", "fp16")
 PROGRESS = ("auto", "rich", "plain", "tqdm")
 _LABEL = re.compile(r"[A-Za-z0-9_.-]+")
 SCHEDULES = ("cosine", "linear", "constant", "inverse_sqrt", "wsd")
+TOKENIZER_BACKENDS = ("sentencepiece", "bytelevel", "hf")
 
 
 def _require(ok: bool, key: str, value: Any, rule: str) -> None:
@@ -71,6 +72,31 @@ def refuse_nonfinite(cfg: DictConfig) -> None:
     """No setting may be inf or nan (optimizer.lr=inf turns the weights to NaN at the first step)."""
     for key, value in _numbers(OmegaConf.to_container(cfg, resolve=True)):
         _require(math.isfinite(value), key, value, "a finite number")
+
+
+def _validate_tokenizer(tok: DictConfig) -> None:
+    _choice(tok.backend, "tokenizer.backend", TOKENIZER_BACKENDS)
+    _choice(tok.model_type, "tokenizer.model_type", ("unigram", "bpe"))
+    _positive(tok, "tokenizer", "num_sentinels", "seed", allow_zero=True)
+    _positive(tok, "tokenizer", "max_sentences", "threads")
+    if tok.backend == "hf":
+        if not tok.path:
+            raise LmptError("tokenizer=hf needs tokenizer.path=DIR_OR_tokenizer.json (a pretrained fast tokenizer)")
+        if tok.vocab_size is not None:
+            raise LmptError(
+                f"tokenizer.vocab_size={tok.vocab_size} cannot be set with a pretrained tokenizer "
+                f"(tokenizer.path={tok.path} decides the vocabulary): drop tokenizer.vocab_size"
+            )
+        return
+    if tok.path:
+        raise LmptError(f"tokenizer.path is for tokenizer=hf, not {tok.backend}: use tokenizer=hf or drop it")
+    reserved = 10 + tok.num_sentinels
+    _require(
+        tok.vocab_size is not None and tok.vocab_size > reserved + 256,
+        "tokenizer.vocab_size",
+        tok.vocab_size,
+        f"> {reserved + 256} (reserved tokens + bytes)",
+    )
 
 
 def validate_config(cfg: DictConfig) -> None:
@@ -130,14 +156,5 @@ def validate_config(cfg: DictConfig) -> None:
     _require(0 <= s.min_lr_ratio <= 1, "scheduler.min_lr_ratio", s.min_lr_ratio, "in [0, 1]")
     _require(0 <= s.decay_fraction <= 1, "scheduler.decay_fraction", s.decay_fraction, "in [0, 1]")
 
-    _choice(tok.model_type, "tokenizer.model_type", ("unigram", "bpe"))
-    _positive(tok, "tokenizer", "num_sentinels", "seed", allow_zero=True)
-    _positive(tok, "tokenizer", "max_sentences", "threads")
-    reserved = 10 + tok.num_sentinels
-    _require(
-        tok.vocab_size > reserved + 256,
-        "tokenizer.vocab_size",
-        tok.vocab_size,
-        f"> {reserved + 256} (reserved tokens + bytes)",
-    )
+    _validate_tokenizer(tok)
     _require(0 < tok.character_coverage <= 1, "tokenizer.character_coverage", tok.character_coverage, "in (0, 1]")

@@ -75,7 +75,7 @@ def build_shards(
     columns = (TextColumn("tokenising"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
     live = is_main_process() and console.is_terminal  # no bar in logs and on other ranks
     progress = Progress(*columns, console=console, transient=True, disable=not live)
-    init_args = (str(tokenizer.path), tokenizer.special.eos)
+    init_args = (tokenizer, tokenizer.special.eos)
     pool = _pool_context().Pool(workers, init_worker, init_args) if workers > 1 else None
     if pool is None:
         init_worker(*init_args, threads=os.cpu_count() or 1)

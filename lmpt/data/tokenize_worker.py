@@ -1,13 +1,14 @@
-"""What each tokenising process runs: load the SentencePiece model once, then encode chunks of documents."""
+"""What each tokenising process runs: receive the tokenizer once, then encode chunks of documents."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-import sentencepiece as spm
 
-_sp: spm.SentencePieceProcessor | None = None
+from lmpt.tokenizer.tokenizer import Tokenizer
+
+_tokenizer: Tokenizer | None = None
 _eos = 3
 _threads = 1
 
@@ -21,18 +22,18 @@ class EncodedDocs:
     doc_sentences: np.ndarray  # int64 sentences per document
 
 
-def init_worker(model_path: str, eos_id: int, threads: int = 1) -> None:
-    """Pool initializer: one model per process; `threads` > 1 only when there is no pool."""
-    global _sp, _eos, _threads
-    _sp = spm.SentencePieceProcessor(model_file=model_path)
+def init_worker(tokenizer: Tokenizer, eos_id: int, threads: int = 1) -> None:
+    """Pool initializer: one tokenizer per process; `threads` > 1 only when there is no pool."""
+    global _tokenizer, _eos, _threads
+    _tokenizer = tokenizer
     _eos = eos_id
     _threads = threads
 
 
 def encode_chunk(chunk: list[tuple[str, list[str]]]) -> tuple[dict[str, EncodedDocs], int]:
     """Encode (split, sentences) documents grouped by split, order kept; also the characters consumed."""
-    assert _sp is not None, "init_worker was not called"
-    encoded = iter(_sp.encode([s for _, doc in chunk for s in doc], out_type=int, num_threads=_threads))
+    assert _tokenizer is not None, "init_worker was not called"
+    encoded = iter(_tokenizer.encode_batch([s for _, doc in chunk for s in doc], threads=_threads))
     ids: dict[str, list[int]] = {}
     lengths: dict[str, list[int]] = {}
     counts: dict[str, list[int]] = {}

@@ -20,7 +20,8 @@ from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
 from lmpt.inference.options import parse_command, run_command
 from lmpt.model.block import flavour, kv_heads
 from lmpt.model.t5 import MAX_DISTANCE, NUM_BUCKETS
-from lmpt.tokenizer.special import BOS, EOS, MASK, PAD, UNK
+from lmpt.tokenizer.hf import HfTokenizer
+from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.rundir import TOKENIZER_FILE
 
 PROG = "lmpt-export"
@@ -144,7 +145,17 @@ def hf_state_dict(trained: Trained, dtype: torch.dtype) -> dict[str, torch.Tenso
     return to_hf(layout(trained.model), trained.model.state_dict(), dtype)
 
 
-def tokenizer_json(model_file: Path) -> str:
+def tokenizer_json(tokenizer: Tokenizer) -> str:
+    """tokenizer.json that encodes text to the ids lmpt used: an hf or bytelevel run's own file (roles added,
+    post-processor dropped: lmpt adds no [CLS]/bos/eos to text), or lmpt's SentencePiece model converted."""
+    if isinstance(tokenizer, HfTokenizer):
+        content = json.loads(tokenizer.model_bytes)
+        content["post_processor"] = None
+        return json.dumps(content, ensure_ascii=False)
+    return sentencepiece_tokenizer_json(tokenizer.path)
+
+
+def sentencepiece_tokenizer_json(model_file: Path) -> str:
     """tokenizer.json of lmpt's SentencePiece model: its normaliser, unigram pieces and byte fallback, converted
     by transformers' generic SentencePiece converter (the Llama one assumes BPE and skips the normaliser)."""
     import types
@@ -164,8 +175,12 @@ def tokenizer_json(model_file: Path) -> str:
 
 
 def tokenizer_files(trained: Trained) -> dict[str, dict]:
-    """tokenizer_config.json and special_tokens_map.json. lmpt adds neither bos nor eos when encoding text."""
-    special = {"bos_token": BOS, "eos_token": EOS, "unk_token": UNK, "pad_token": PAD, "mask_token": MASK}
+    """tokenizer_config.json and special_tokens_map.json: the token of each role lmpt resolved. lmpt adds
+    neither bos nor eos when encoding text."""
+    tok, ids = trained.tokenizer, trained.tokenizer.special
+    roles = {"bos": ids.bos, "eos": ids.eos, "unk": ids.unk, "pad": ids.pad, "mask": ids.mask, "cls": ids.cls}
+    roles["sep"] = ids.sep
+    special = {f"{role}_token": tok.id_to_piece(i) for role, i in roles.items() if i is not None}
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         **special,
@@ -180,7 +195,7 @@ def tokenizer_files(trained: Trained) -> dict[str, dict]:
 def write_export(trained: Trained, out_dir: Path, dtype: torch.dtype) -> None:
     from safetensors.torch import save_file
 
-    converted = tokenizer_json(trained.tokenizer.path)  # first: a missing converter dependency writes nothing
+    converted = tokenizer_json(trained.tokenizer)  # first: a missing converter dependency writes nothing
     out_dir.mkdir(parents=True, exist_ok=True)
     save_file(hf_state_dict(trained, dtype), str(out_dir / "model.safetensors"), metadata={"format": "pt"})
     (out_dir / "tokenizer.json").write_text(converted)
@@ -193,7 +208,8 @@ def write_export(trained: Trained, out_dir: Path, dtype: torch.dtype) -> None:
         files["generation_config.json"] = {k: config[k] for k in keys}
     for name, content in files.items():
         (out_dir / name).write_text(json.dumps(content, indent=2) + "\n")
-    shutil.copyfile(trained.tokenizer.path, out_dir / TOKENIZER_FILE)
+    if not isinstance(trained.tokenizer, HfTokenizer):
+        shutil.copyfile(trained.tokenizer.path, out_dir / TOKENIZER_FILE)
 
 
 def export(argv: list[str]) -> None:

@@ -53,7 +53,9 @@ def predict_masks(trained: Trained, text: str, top_k: int) -> dict:
     hidden = model.body(input_ids, segment_ids=segment_ids)[0]
     positions = [i for i, t in enumerate(ids) if t == special.mask]
     logits = (hidden[positions] @ model.head_weight.t()).float()
-    logits[:, : special.first_ordinary] = float("-inf")  # mlm labels are ordinary pieces only
+    ordinary = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)
+    ordinary[special.ordinary_ids(tok.vocab_size).to(logits.device)] = True
+    logits[:, ~ordinary] = float("-inf")  # mlm labels are ordinary pieces only (not the vocabulary's padding)
     probs = logits.softmax(-1)
     best = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
     masks, filled = [], list(ids)

@@ -59,7 +59,7 @@ def continue_text(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
     prompt_ids = [tok.special.eos, *tok.encode(o.prompt)]
     new = sample(
         trained.model, prompt_ids, o.max_tokens, o.temperature, o.top_k, generator(o.seed, "generate"),
-        eos_id=tok.special.eos, top_p=o.top_p, on_token=bar.advance,
+        eos_id=tok.special.eos, top_p=o.top_p, vocab_size=tok.vocab_size, on_token=bar.advance,
     )  # fmt: skip
     text = tok.decode(prompt_ids[1:] + new)
     prompt_text = tok.decode(prompt_ids[1:])
@@ -84,18 +84,18 @@ def fill_spans(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
         raise LmptError(f"the prompt has {len(encoder_ids)} tokens; the model takes {trained.model.max_seq_len}")
     target = sample(
         trained.model, [special.bos], o.max_tokens, o.temperature, o.top_k, generator(o.seed, "generate"),
-        eos_id=special.eos, top_p=o.top_p, encoder_ids=encoder_ids, on_token=bar.advance,
+        eos_id=special.eos, top_p=o.top_p, vocab_size=tok.vocab_size, encoder_ids=encoder_ids, on_token=bar.advance,
     )  # fmt: skip
     spans: dict[int, list[int]] = {}
     current: list[int] | None = None
     for token in target:
-        if special.first_sentinel <= token < special.first_ordinary:
+        if special.sentinel_number(token) is not None:
             current = spans.setdefault(token, [])
         elif current is not None:
             current.append(token)
     filled: list[int] = []
     for i in ids:
-        if special.first_sentinel <= i < special.first_ordinary:
+        if special.sentinel_number(i) is not None:
             filled.extend(spans.get(i, []))
         else:
             filled.append(i)

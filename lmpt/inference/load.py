@@ -17,7 +17,7 @@ from lmpt.objectives.registry import OBJECTIVES, resolve_arch
 from lmpt.safe_files import WEIGHTS_SUFFIX, load_torch, load_weights, load_yaml, weights_metadata
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.checkpoint import MANIFEST, CheckpointStore, load_part
-from lmpt.train.rundir import CONFIG_FILE, FINAL_MODEL, LEGACY_FINAL_MODEL, TOKENIZER_FILE
+from lmpt.train.rundir import CONFIG_FILE, FINAL_MODEL, LEGACY_FINAL_MODEL, TOKENIZER_FILES, run_tokenizer_path
 
 RUN_ARGUMENT = (
     "RUN",
@@ -122,7 +122,12 @@ def load_trained(path: str | Path, device: str = "cpu") -> Trained:
     """The model saved in a run directory or checkpoint directory `path`, on `device`, in eval mode."""
     located = locate_weights(path)
     weights, config = located.weights, located.config
-    tokenizer = Tokenizer.load(located.run_dir / TOKENIZER_FILE)
+    tokenizer_path = run_tokenizer_path(located.run_dir)
+    if tokenizer_path is None:
+        raise LmptError(
+            f"run {located.run_dir} has no tokenizer file ({' or '.join(TOKENIZER_FILES)}): it was not trained"
+        )
+    tokenizer = Tokenizer.load(tokenizer_path, "the run directory")
     name = str(config.objective.name)
     if name not in OBJECTIVES:
         raise LmptError(f"{weights} was trained with objective {name}, which this lmpt does not know")

@@ -20,7 +20,8 @@ from lmpt.objectives.mlm import mask_tokens
 from lmpt.objectives.registry import build_objective
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rng import generator
-from lmpt.tokenizer.tokenizer import WORD_START, Tokenizer
+from lmpt.tokenizer.sentencepiece import WORD_START
+from lmpt.tokenizer.tokenizer import Tokenizer
 
 _BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
 
@@ -47,9 +48,10 @@ def piece_bytes(tokenizer: Tokenizer) -> torch.Tensor:
     """[V] UTF-8 bytes each piece spells: a word-start mark counts as a space, a byte piece as one byte,
     reserved tokens (eos, sentinels, ...) as none."""
     sizes = []
+    reserved = set(tokenizer.special.reserved_ids())
     for i in range(tokenizer.vocab_size):
         piece = tokenizer.id_to_piece(i)
-        if i < tokenizer.special.first_ordinary:
+        if i in reserved:
             sizes.append(0)
         elif _BYTE_PIECE.fullmatch(piece):
             sizes.append(1)

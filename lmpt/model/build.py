@@ -51,6 +51,15 @@ def check_model_config(cfg: Any, arch: str, vocab_size: int) -> None:
         raise LmptError(f"vocabulary size {vocab_size} must be positive")
 
 
+VOCAB_MULTIPLE = 64
+
+
+def padded_vocab_size(tokenizer_vocab_size: int) -> int:
+    """The model's vocabulary: the tokenizer's rounded up to a multiple of 64 (faster embedding and head
+    matmuls); the rows above the tokenizer's are never a target and never sampled."""
+    return -(-tokenizer_vocab_size // VOCAB_MULTIPLE) * VOCAB_MULTIPLE
+
+
 def build_model(
     cfg: Any, arch: str, vocab_size: int, pad_id: int, n_segments: int = 0, n_sequence_classes: int = 0
 ) -> LanguageModel:

@@ -144,11 +144,13 @@ def sample(
     encoder_ids: list[int] | None = None,
     use_cache: bool = True,
     on_token: Callable[[], None] | None = None,
+    vocab_size: int | None = None,
 ) -> list[int]:
     """The new tokens only (prompt excluded), at most max_new_tokens, stopping before eos_id.
     A decoder continues `prompt_ids`; an encoder-decoder's decoder continues them (e.g. [bos]) while
     attending to `encoder_ids`. See `pick_token` for temperature, top_k, top_p; `generator` is a CPU one.
-    `on_token` is called after each new token (a progress bar)."""
+    `on_token` is called after each new token (a progress bar). `vocab_size`: the tokenizer's; the model's
+    padding rows above it are never drawn."""
     if not prompt_ids:
         raise ValueError("sample() needs at least one prompt token")
     was_training = model.training
@@ -158,6 +160,8 @@ def sample(
         decoding = IncrementalDecoding(model, encoder_ids, use_cache)
         logits = decoding.feed(list(prompt_ids))
         for step in range(max_new_tokens):
+            if vocab_size is not None:
+                logits[vocab_size:] = float("-inf")
             token = pick_token(logits, temperature, top_k, top_p, generator)
             if eos_id is not None and token == eos_id:
                 break

@@ -48,11 +48,12 @@ def mask_tokens(
     `eligible`, if given) can be selected; of the selected, `mask_token_frac` become [MASK],
     `random_token_frac` a random ordinary id, the rest stay. labels = original token where selected,
     IGNORE elsewhere; unselected inputs are untouched. Draws: selection, action, random ids, always all three."""
-    ordinary = tokens >= special.first_ordinary
+    ordinary = ~special.reserved_mask(vocab_size).to(tokens.device)[tokens]
     eligible = ordinary if eligible is None else ordinary & eligible
     selected = select_positions(tokens, gen, mask_prob, eligible, word_starts)
     action = torch.rand(tokens.shape, generator=gen)
-    random_ids = torch.randint(special.first_ordinary, vocab_size, tokens.shape, generator=gen)
+    pool = special.ordinary_ids(vocab_size)
+    random_ids = pool[torch.randint(len(pool), tokens.shape, generator=gen)]
     to_mask = selected & (action < mask_token_frac)
     to_random = selected & (action >= mask_token_frac) & (action < mask_token_frac + random_token_frac)
     inputs = torch.where(to_mask, torch.full_like(tokens, special.mask), tokens)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -16,9 +16,7 @@ from lmpt.objectives.prefix import PrefixLM
 from lmpt.objectives.span import SpanCorruption
 from lmpt.objectives.ul2 import Ul2Mixture
 from lmpt.tokenizer.special import SpecialTokens
-
-if TYPE_CHECKING:
-    from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.tokenizer.tokenizer import Tokenizer
 
 OBJECTIVES: dict[str, type[Objective]] = {
     cls.name: cls for cls in (CausalLM, MaskedLM, NextSentencePrediction, SpanCorruption, PrefixLM, Ul2Mixture)
@@ -67,6 +65,10 @@ class PlannedTokenizer:
 def preflight_objective(cfg: Any, tokenizer_cfg: Any, seq_len: int, requested_arch: str) -> None:
     """Refuse bad objective settings before any data work. A user-supplied tokenizer file is only known once
     loaded, so then only the architecture is checked here; build_objective checks the rest."""
+    if tokenizer_cfg.backend == "hf":  # the pretrained file is known: check against its real roles now
+        pretrained = Tokenizer.load(tokenizer_cfg.path, "tokenizer.path", tokenizer_cfg.num_sentinels)
+        build_objective(cfg, pretrained, seq_len, requested_arch)
+        return
     if tokenizer_cfg.model_file:
         cls = OBJECTIVES.get(str(cfg.name))
         if cls is not None:

@@ -89,7 +89,9 @@ def sentinel_ids(noise: torch.Tensor, special: SpecialTokens) -> torch.Tensor:
     previous[..., 1:] = noise[..., :-1]
     starts = noise & ~previous
     index = torch.cumsum(starts.long(), dim=-1) - 1
-    return torch.where(starts, special.first_sentinel + index, torch.full_like(index, _ABSENT))
+    table = special.sentinel_table().to(index.device)
+    sentinels = table[index.clamp(0, max(len(table) - 1, 0))] if len(table) else torch.full_like(index, _ABSENT)
+    return torch.where(starts, sentinels, torch.full_like(index, _ABSENT))
 
 
 def corrupt_spans(

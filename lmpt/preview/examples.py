@@ -146,7 +146,7 @@ def read_example(objective: Objective, batch: Batch, windows: Windows, i: int) -
         corruption = [_replacement(int(input_ids[p]), int(original[p]), special.mask) for p in corrupted]
     else:
         original = window
-        is_sentinel = (input_ids >= special.first_sentinel) & (input_ids < special.first_ordinary)
+        is_sentinel = torch.isin(input_ids, special.sentinel_table())
         if batch.prefix_len is not None:  # a decoder's targets follow the prefix: their sentinels are targets
             is_sentinel[int(batch.prefix_len[i]) :] = False
         corrupted = is_sentinel.nonzero().flatten().tolist()

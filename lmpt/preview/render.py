@@ -12,7 +12,8 @@ from rich.text import Text
 
 from lmpt.objectives.base import Objective
 from lmpt.preview.examples import Preview, PreviewExample
-from lmpt.tokenizer.tokenizer import WORD_START, Tokenizer
+from lmpt.tokenizer.sentencepiece import WORD_START
+from lmpt.tokenizer.tokenizer import Tokenizer
 
 DEFAULT_WIDTH = 64
 """Tokens shown per row when preview.width is 0."""
@@ -174,13 +175,13 @@ def pieces_text(tokenizer: Tokenizer, ids: list[int], styles: list[str], origina
     a reserved token stands apart. Where `originals` is given, the original token decides the joint (a
     [MASK] inside a word still reads as inside it)."""
     text = Text()
-    first_ordinary = tokenizer.special.first_ordinary
+    reserved = set(tokenizer.special.reserved_ids())
     after_bare_space = False  # a lone word-start piece is the space before the next piece
     for p, (token, style) in enumerate(zip(ids, styles, strict=True)):
         piece = tokenizer.id_to_piece(token)
         joint_of = originals[p] if originals is not None else token
         joint_piece = tokenizer.id_to_piece(joint_of)
-        starts_word = joint_of < first_ordinary or joint_piece.startswith(WORD_START) or joint_piece in _BYTE_NAMES
+        starts_word = joint_of in reserved or tokenizer.piece_starts_word(joint_piece) or joint_piece in _BYTE_NAMES
         if p > 0 and not after_bare_space:
             text.append(" " if starts_word else "·", "" if starts_word else "dim")
         after_bare_space = piece == WORD_START
@@ -205,8 +206,9 @@ def decoded_text(tokenizer: Tokenizer, ids: list[int]) -> Text:
             text.append((" " if text else "") + tokenizer.decode(run))
             run.clear()
 
+    reserved = set(tokenizer.special.reserved_ids())
     for token in ids:
-        if token < tokenizer.special.first_ordinary:
+        if token in reserved:
             flush()
             text.append((" " if text else "") + tokenizer.id_to_piece(token), STYLES["special"])
         else:
@@ -217,9 +219,9 @@ def decoded_text(tokenizer: Tokenizer, ids: list[int]) -> Text:
 
 def _target_style(tokenizer: Tokenizer, token: int) -> str:
     special = tokenizer.special
-    if special.first_sentinel <= token < special.first_ordinary:
+    if special.sentinel_number(token) is not None:
         return STYLES["sentinel"]
-    return STYLES["special"] if token < special.first_ordinary else STYLES["suffix"]
+    return STYLES["special"] if token in special.reserved_ids() else STYLES["suffix"]
 
 
 def _cut(text: Text, ids: list[int], shown: int) -> Text:

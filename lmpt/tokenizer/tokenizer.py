@@ -1,73 +1,56 @@
-"""The Tokenizer: a SentencePiece model whose first ids are lmpt's reserved tokens."""
+"""The tokenizer interface every backend implements (sentencepiece.py, hf.py), and `Tokenizer.load`, which
+picks the backend from the file: a SentencePiece `.model` or a Hugging Face `tokenizer.json`."""
 
 from __future__ import annotations
 
 import hashlib
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import sentencepiece as spm
 import torch
 
 from lmpt.errors import LmptError
-from lmpt.tokenizer.special import BOS, EOS, PAD, UNK, SpecialTokens, sentinel_piece
-
-WORD_START = "\u2581"  # SentencePiece marks the start of a word with U+2581
+from lmpt.tokenizer.special import SpecialTokens
 
 
-def _check_reserved_layout(sp: spm.SentencePieceProcessor, path: Path) -> SpecialTokens:
-    """The SpecialTokens of `sp`, or a refusal when its first ids are not lmpt's reserved pieces."""
-    fixed = [PAD, UNK, BOS, EOS, *SpecialTokens.user_defined_pieces(0)]
-    size = sp.get_piece_size()
-    actual = [sp.id_to_piece(i) if i < size else None for i in range(len(fixed))]
-    if actual != fixed:
-        raise LmptError(
-            f"tokenizer {path} was not trained with lmpt's reserved tokens (ids 0-{len(fixed) - 1} are "
-            f"{actual[:4]}...): let lmpt train one (tokenizer.model_file=null)"
-        )
-    first = SpecialTokens(num_sentinels=0).first_sentinel
-    n = 0
-    while first + n < size and sp.id_to_piece(first + n) == sentinel_piece(n):
-        n += 1
-    if first + n >= size:
-        raise LmptError(
-            f"tokenizer {path} has no ordinary pieces after its reserved tokens: "
-            "let lmpt train one (tokenizer.model_file=null)"
-        )
-    return SpecialTokens(num_sentinels=n)
+class Tokenizer(ABC):
+    """Text <-> ids, with every reserved role at a known id (`special`). A tokenizer is its serialized bytes:
+    `fingerprint` hashes them (token caches are keyed by it), a run directory stores them, and the object
+    pickles as them (it travels to DataLoader and tokenising workers)."""
 
+    suffix: str = ""
+    """File suffix of the serialized form (.model, .json): a run directory stores it as tokenizer<suffix>."""
 
-class Tokenizer:
-    """SentencePiece with lmpt's reserved layout (see SpecialTokens). Picklable: it travels to
-    DataLoader workers as its model bytes."""
+    special: SpecialTokens
+    vocab_size: int
 
     def __init__(self, path: Path, model_bytes: bytes) -> None:
         self.path = Path(path)
         self._model_bytes = model_bytes
-        self._sp = spm.SentencePieceProcessor(model_proto=model_bytes)
-        self.special: SpecialTokens = _check_reserved_layout(self._sp, self.path)
-        self.vocab_size: int = self._sp.get_piece_size()
         self.fingerprint: str = hashlib.sha256(model_bytes).hexdigest()
         self._word_starts: torch.Tensor | None = None
 
-    @classmethod
-    def load(cls, path: Path | str) -> Tokenizer:
-        """Load a .model file and verify it carries lmpt's reserved tokens at their fixed ids."""
+    @staticmethod
+    def load(path: Path | str, what: str = "tokenizer.model_file", num_sentinels: int = 100) -> Tokenizer:
+        """The tokenizer in `path`: a SentencePiece .model (lmpt's reserved layout), or a tokenizer.json or a
+        directory holding one (a Hugging Face fast tokenizer, given `num_sentinels` where it has none of its
+        own). `what` names the setting to fix on refusal."""
+        from lmpt.tokenizer.hf import HfTokenizer, tokenizer_json_path
+        from lmpt.tokenizer.sentencepiece import SentencePieceTokenizer
+
         path = Path(path).expanduser()
+        if path.is_dir():
+            path = tokenizer_json_path(path, what)
         if not path.is_file():
-            raise LmptError(f"tokenizer model not found: {path}: fix tokenizer.model_file or set it to null")
-        data = path.read_bytes()
-        try:
-            spm.SentencePieceProcessor(model_proto=data)
-        except Exception:
-            raise LmptError(
-                f"{path} is not a SentencePiece model: fix tokenizer.model_file or set it to null"
-            ) from None
-        return cls(path, data)
+            raise LmptError(f"tokenizer file not found: {path}: fix {what}")
+        if path.suffix == ".json":
+            return HfTokenizer(path, path.read_bytes(), num_sentinels, what)
+        return SentencePieceTokenizer(path, path.read_bytes())
 
     @property
     def model_bytes(self) -> bytes:
-        """The serialized model: what `fingerprint` hashes and what a run directory stores."""
+        """The serialized tokenizer: what `fingerprint` hashes and what a run directory stores."""
         return self._model_bytes
 
     def __getstate__(self) -> dict:
@@ -77,35 +60,40 @@ class Tokenizer:
         self.__init__(state["path"], state["model_bytes"])
 
     def __repr__(self) -> str:
-        return f"Tokenizer({self.path}, vocab_size={self.vocab_size}, sentinels={self.special.num_sentinels})"
+        return (
+            f"{type(self).__name__}({self.path}, vocab_size={self.vocab_size}, sentinels={self.special.num_sentinels})"
+        )
 
+    @abstractmethod
     def encode(self, text: str) -> list[int]:
         """Ids of `text`; no bos or eos is added."""
-        return self._sp.encode(text, out_type=int)
 
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        """Ids of each text (no bos or eos)."""
-        return self._sp.encode(list(texts), out_type=int)
+    @abstractmethod
+    def encode_batch(self, texts: Sequence[str], threads: int = -1) -> list[list[int]]:
+        """Ids of each text (no bos or eos); `threads` where the backend takes a thread count (-1: all)."""
 
+    @abstractmethod
     def decode(self, ids: Iterable[int]) -> str:
-        """Text of `ids`; pad ids are skipped, other reserved pieces appear as their text."""
-        pad = self.special.pad
-        return self._sp.decode([int(i) for i in ids if int(i) != pad])
+        """Text of `ids`; pad ids are skipped, other reserved tokens appear as their text."""
 
+    @abstractmethod
     def id_to_piece(self, i: int) -> str:
         """The piece of id `i` (reserved ones included, e.g. `[MASK]`)."""
-        return self._sp.id_to_piece(int(i))
 
+    @abstractmethod
     def piece_to_id(self, piece: str) -> int:
-        """The id of `piece` (unk's id when the vocabulary lacks it)."""
-        return self._sp.piece_to_id(piece)
+        """The id of `piece`."""
+
+    @abstractmethod
+    def piece_starts_word(self, piece: str) -> bool:
+        """Whether an ordinary piece begins a word (rather than continuing the one before it)."""
 
     def word_starts(self) -> torch.Tensor:
-        """[vocab_size] bool: True where a piece begins a word (starts with U+2581) and for every
-        reserved id; whole-word masking groups each start with the continuation pieces after it."""
+        """[vocab_size] bool: True where a piece begins a word and for every reserved id; whole-word masking
+        groups each start with the continuation pieces after it."""
         if self._word_starts is None:
-            pieces = (self._sp.id_to_piece(i) for i in range(self.vocab_size))
-            starts = torch.tensor([p.startswith(WORD_START) for p in pieces], dtype=torch.bool)
-            starts[: self.special.first_ordinary] = True
+            pieces = (self.id_to_piece(i) for i in range(self.vocab_size))
+            starts = torch.tensor([self.piece_starts_word(p) for p in pieces], dtype=torch.bool)
+            starts[list(self.special.reserved_ids())] = True
             self._word_starts = starts
         return self._word_starts.clone()

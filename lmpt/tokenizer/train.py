@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import random
-import re
 import shutil
 import tempfile
 import time
@@ -15,22 +13,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
-import sentencepiece as spm
-
 from lmpt.config.schema import TokenizerConfig
 from lmpt.console import info
 from lmpt.errors import LmptError
+from lmpt.tokenizer.bytelevel import train_bytelevel
+from lmpt.tokenizer.sentencepiece import train_sentencepiece
 from lmpt.tokenizer.special import SpecialTokens
 from lmpt.tokenizer.tokenizer import Tokenizer
 
 MODEL_NAME = "tokenizer.model"
 _CACHE_VERSION = 2  # bump when training changes so old cached tokenizers are not reused
-_TOO_LARGE = re.compile(r"value <= (\d+)")
 
 
 def tokenizer_key(cfg: TokenizerConfig, corpus_fingerprint: str) -> str:
     """Cache key of the tokenizer trained on a corpus with these settings."""
-    settings = {k: v for k, v in asdict(cfg).items() if k != "model_file"}
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("model_file", "path")}
     payload = json.dumps({"v": _CACHE_VERSION, "corpus": corpus_fingerprint, **settings}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
@@ -57,57 +54,30 @@ def sample_sentences(sentences: Iterator[str], limit: int, seed: int) -> list[st
 
 
 def train_model(cfg: TokenizerConfig, documents: Callable[[], Iterator[list[str]]]) -> bytes:
-    """The serialized SentencePiece model trained on the sentences of `documents`."""
-    if cfg.model_type not in ("unigram", "bpe"):
-        raise LmptError(f"tokenizer.model_type={cfg.model_type} is unknown: use unigram or bpe")
+    """The serialized tokenizer (SentencePiece .model or byte-level tokenizer.json) trained on a seeded sample
+    of the sentences of `documents`."""
     reserved = SpecialTokens(cfg.num_sentinels).first_ordinary
-    if cfg.vocab_size <= reserved:
+    if cfg.vocab_size is None or cfg.vocab_size <= reserved:
         raise LmptError(
             f"tokenizer.vocab_size={cfg.vocab_size} leaves no room after {reserved} reserved tokens: raise it"
         )
-    model = io.BytesIO()
-    try:
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sample_sentences(_sentences(documents), cfg.max_sentences, cfg.seed)),
-            model_writer=model,
-            vocab_size=cfg.vocab_size,
-            model_type=cfg.model_type,
-            character_coverage=cfg.character_coverage,
-            byte_fallback=cfg.byte_fallback,
-            pad_id=0,
-            unk_id=1,
-            bos_id=2,
-            eos_id=3,
-            user_defined_symbols=SpecialTokens.user_defined_pieces(cfg.num_sentinels),
-            input_sentence_size=0,  # sampled above, with a seed
-            shuffle_input_sentence=False,
-            num_threads=cfg.threads,  # part of the settings: the trained model depends on the thread count
-            minloglevel=2,
-        )
-    except RuntimeError as e:
-        message = str(e)
-        if "Vocabulary size too high" in message:
-            found = _TOO_LARGE.search(message)
-            most = f" (at most ~{found.group(1)})" if found else ""
-            raise LmptError(
-                f"tokenizer.vocab_size={cfg.vocab_size} is larger than this corpus supports{most}: "
-                "lower tokenizer.vocab_size"
-            ) from None
-        if "Increase vocab_size" in message:
-            raise LmptError(
-                f"tokenizer.vocab_size={cfg.vocab_size} is too small for the characters of this corpus: "
-                "raise it or lower tokenizer.character_coverage"
-            ) from None
-        raise LmptError(f"training the tokenizer failed: {message.splitlines()[-1]}") from None
-    return model.getvalue()
+    sentences = sample_sentences(_sentences(documents), cfg.max_sentences, cfg.seed)
+    if cfg.backend == "bytelevel":
+        return train_bytelevel(cfg, sentences)
+    return train_sentencepiece(cfg, sentences)
 
 
-def _commit(tmp_dir: Path, final_dir: Path) -> None:
+def model_name(backend: str) -> str:
+    """The file a trained tokenizer is cached as: tokenizer.model (SentencePiece) or tokenizer.json."""
+    return "tokenizer.json" if backend == "bytelevel" else MODEL_NAME
+
+
+def _commit(tmp_dir: Path, final_dir: Path, name: str) -> None:
     """Rename `tmp_dir` into place; when another process got there first, keep the winner's."""
     try:
         os.rename(tmp_dir, final_dir)
     except OSError:
-        if not (final_dir / MODEL_NAME).is_file():
+        if not (final_dir / name).is_file():
             raise
         shutil.rmtree(tmp_dir, ignore_errors=True)
 
@@ -118,23 +88,28 @@ def prepare_tokenizer(
     corpus_fingerprint: str,
     cache_root: Path,
 ) -> Tokenizer:
-    """The tokenizer for this run: `cfg.model_file` when set, else the one cached for this corpus and
-    these settings, else one trained now on `documents()` (training text only) and cached."""
+    """The tokenizer for this run: the pretrained file of `cfg.path` (hf) or `cfg.model_file`, else the one
+    cached for this corpus and these settings, else one trained now on `documents()` (training text only)
+    and cached."""
+    if cfg.backend == "hf":
+        return Tokenizer.load(cfg.path, "tokenizer.path", cfg.num_sentinels)
     if cfg.model_file:
         return Tokenizer.load(cfg.model_file)
     key = tokenizer_key(cfg, corpus_fingerprint)
     final_dir = Path(cache_root) / "tokenizers" / key
-    if (final_dir / MODEL_NAME).is_file():
-        info(f"reusing tokenizer {final_dir / MODEL_NAME}")
-        return Tokenizer.load(final_dir / MODEL_NAME)
-    info(f"training a {cfg.model_type} tokenizer ({cfg.vocab_size} pieces) on the training text")
+    name = model_name(cfg.backend)
+    if (final_dir / name).is_file():
+        info(f"reusing tokenizer {final_dir / name}")
+        return Tokenizer.load(final_dir / name)
+    kind = "byte-level BPE" if cfg.backend == "bytelevel" else f"SentencePiece {cfg.model_type}"
+    info(f"training a {kind} tokenizer ({cfg.vocab_size} pieces) on the training text")
     started = time.perf_counter()
     model = train_model(cfg, documents)
     final_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp_dir = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=final_dir.parent))
-    (tmp_dir / MODEL_NAME).write_bytes(model)
+    (tmp_dir / name).write_bytes(model)
     settings = {**asdict(cfg), "corpus_fingerprint": corpus_fingerprint}
     (tmp_dir / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
-    _commit(tmp_dir, final_dir)
-    info(f"trained tokenizer in {time.perf_counter() - started:.1f}s -> {final_dir / MODEL_NAME}")
-    return Tokenizer.load(final_dir / MODEL_NAME)
+    _commit(tmp_dir, final_dir, name)
+    info(f"trained tokenizer in {time.perf_counter() - started:.1f}s -> {final_dir / name}")
+    return Tokenizer.load(final_dir / name)

@@ -9,6 +9,7 @@ from rich.tree import Tree
 
 from lmpt.console import console
 from lmpt.model import build_model
+from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.registry import PlannedTokenizer, build_objective
 from lmpt.tokenizer.special import SpecialTokens
 from lmpt.tokenizer.tokenizer import Tokenizer
@@ -27,6 +28,8 @@ def config_tree(cfg: DictConfig) -> Tree:
 
 
 def _planned_tokenizer(cfg: DictConfig):
+    if cfg.tokenizer.backend == "hf":
+        return Tokenizer.load(cfg.tokenizer.path, "tokenizer.path", cfg.tokenizer.num_sentinels)
     if cfg.tokenizer.model_file:
         return Tokenizer.load(cfg.tokenizer.model_file)
     return PlannedTokenizer(SpecialTokens(num_sentinels=cfg.tokenizer.num_sentinels), cfg.tokenizer.vocab_size)
@@ -37,7 +40,7 @@ def print_plan(cfg: DictConfig, precision: Precision) -> None:
     tokenizer = _planned_tokenizer(cfg)
     objective = build_objective(cfg.objective, tokenizer, cfg.data.seq_len, cfg.model.arch)
     with torch.device("meta"):  # sized, never allocated
-        model = build_model(cfg.model, objective.arch, tokenizer.vocab_size, 0, objective.n_segments,
+        model = build_model(cfg.model, objective.arch, padded_vocab_size(tokenizer.vocab_size), 0, objective.n_segments,
                             objective.n_sequence_classes)  # fmt: skip
     examples_per_step = t.batch_size * t.grad_accum
     tokens_per_example = cfg.data.seq_len + objective.target_length

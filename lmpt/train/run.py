@@ -19,6 +19,7 @@ from lmpt.data.cache import default_cache_root, prepare_corpora
 from lmpt.data.sampling import training_sampler, validation_sets
 from lmpt.errors import LmptError
 from lmpt.model import build_model
+from lmpt.model.build import padded_vocab_size
 from lmpt.model.generate import sample
 from lmpt.objectives.corpus_checks import check_splits
 from lmpt.objectives.registry import build_objective, preflight_objective
@@ -148,9 +149,11 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
                                t.grad_accum)  # fmt: skip
     n_val = t.eval_batches * ctx.world_size  # the same held-out windows whatever the world size, shared out
     val_windows = validation_sets(data, objective.window_length, t.batch_size, n_val)
+
+    model_vocab = padded_vocab_size(tokenizer.vocab_size)
     torch.manual_seed(derive_seed(t.seed, "init"))  # the same initial weights on every rank
     model = build_model(
-        cfg.model, objective.arch, tokenizer.vocab_size, tokenizer.special.pad,
+        cfg.model, objective.arch, model_vocab, tokenizer.special.pad,
         n_segments=objective.n_segments, n_sequence_classes=objective.n_sequence_classes,
     )  # fmt: skip
     if origin is not None and run.resume_from is None:  # a resumed stage takes its weights from the checkpoint
@@ -207,7 +210,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         return float(loop.state.last_val.get("val_loss", float("nan")))
     if status == "completed":  # the final model first: "completed" is never written without it
         with failure_recorded(run.path, lambda: loop.state.step):
-            metadata = {"arch": objective.arch, "vocab_size": str(tokenizer.vocab_size)}
+            metadata = {"arch": objective.arch, "vocab_size": str(model_vocab)}
             save_weights(run.path / FINAL_MODEL, final_state, metadata)
     write_status(run.path, status, step=loop.state.step, wall_s=round(wall, 3))
     if status == "preempted":
@@ -219,7 +222,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     _print_summary(loop, run.path, wall, model)
     if objective.arch == "decoder" and t.sample_tokens > 0:
         if t.strategy == "fsdp":  # rank 0 alone cannot run a sharded model: sample from the consolidated one
-            model = build_model(cfg.model, objective.arch, tokenizer.vocab_size, tokenizer.special.pad)
+            model = build_model(cfg.model, objective.arch, model_vocab, tokenizer.special.pad)
             model.load_state_dict(final_state)
         _print_sample(model, tokenizer, data.val, t, device)
     console.print(f"run directory: [bold]{run.path}[/]")
@@ -252,7 +255,8 @@ def _print_sample(model, tokenizer, val_corpus, t, device) -> None:
     """A continuation of the first held-out document's opening; each document it starts is a new line."""
     start, end = val_corpus.doc_span(0)
     prompt = [int(i) for i in val_corpus.window(start, min(8, end - start))]
-    ids = prompt + sample(model, prompt, t.sample_tokens, generator=generator(t.seed, "sample"))
+    new = sample(model, prompt, t.sample_tokens, generator=generator(t.seed, "sample"), vocab_size=tokenizer.vocab_size)
+    ids = prompt + new
     documents, current = [], []
     for token in ids:  # decode each document whole so pieces keep their leading spaces
         if token == tokenizer.special.eos:

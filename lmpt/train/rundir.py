@@ -24,7 +24,8 @@ from lmpt.train.runlog import LOG_FILE
 
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"
-TOKENIZER_FILE = "tokenizer.model"
+TOKENIZER_FILE = "tokenizer.model"  # a SentencePiece run's; an hf or bytelevel run stores tokenizer.json
+TOKENIZER_FILES = (TOKENIZER_FILE, "tokenizer.json")
 METRICS_FILE = "metrics.jsonl"
 FINAL_MODEL = "model.safetensors"
 """The final weights; its header metadata names the architecture (`arch`) and `vocab_size`."""
@@ -138,22 +139,30 @@ def failure_recorded(run_dir: Path | None, step: Callable[[], int]) -> Iterator[
         raise
 
 
+def run_tokenizer_path(run_dir: Path) -> Path | None:
+    """The tokenizer file a run directory holds (tokenizer.model or tokenizer.json), or None."""
+    return next((run_dir / name for name in TOKENIZER_FILES if (run_dir / name).is_file()), None)
+
+
 def save_run_tokenizer(run: RunDir, tokenizer: Tokenizer) -> None:
     """Write the run's tokenizer (a temporary file renamed into place: it is whole or absent). A resumed run
     keeps the one it has: that file, not the cache, decides its token ids."""
-    path = run.path / TOKENIZER_FILE
-    if run.resume_from is not None and path.is_file():
+    if run.resume_from is not None and run_tokenizer_path(run.path) is not None:
         return
+    path = run.path / f"tokenizer{tokenizer.suffix}"
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(tokenizer.model_bytes)
     os.replace(tmp, path)
+    for stale in TOKENIZER_FILES:  # a run started over with another backend keeps one tokenizer file
+        if stale != path.name:
+            (run.path / stale).unlink(missing_ok=True)
 
 
 def load_run_tokenizer(run: RunDir) -> Tokenizer | None:
     """The tokenizer a resumed run was trained with (None for a new run, or an old run that lacks the file):
     it is the authority on resume, whatever the cache or tokenizer.model_file hold now."""
-    path = run.path / TOKENIZER_FILE
-    if run.resume_from is None or not path.is_file():
+    path = run_tokenizer_path(run.path)
+    if run.resume_from is None or path is None:
         return None
     tokenizer = Tokenizer.load(path)
     info(f"resuming with the run's own tokenizer {path}")

@@ -78,7 +78,7 @@ def test_user_model_without_reserved_tokens_is_refused(tmp_path: Path) -> None:
     garbage.write_bytes(b"not a model at all")
     with pytest.raises(LmptError, match="not a SentencePiece model"):
         Tokenizer.load(garbage)
-    with pytest.raises(LmptError, match="tokenizer model not found"):
+    with pytest.raises(LmptError, match="tokenizer file not found"):
         prepare_tokenizer(TokenizerConfig(model_file=str(tmp_path / "nope.model")), CountingDocuments(), "x", tmp_path)
 
 
@@ -96,7 +96,7 @@ def test_losing_the_commit_race_keeps_the_winner(tmp_path: Path) -> None:
     (final / MODEL_NAME).write_bytes(b"winner")
     loser.mkdir()
     (loser / MODEL_NAME).write_bytes(b"loser")
-    _commit(loser, final)
+    _commit(loser, final, MODEL_NAME)
     assert (final / MODEL_NAME).read_bytes() == b"winner" and not loser.exists()
 
 
