@@ -6,7 +6,6 @@ Encoders: a fixed, seeded masking at the run's objective settings. Encoder-decod
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 
@@ -20,10 +19,7 @@ from lmpt.objectives.mlm import mask_tokens
 from lmpt.objectives.registry import build_objective
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rng import generator
-from lmpt.tokenizer.sentencepiece import WORD_START
 from lmpt.tokenizer.tokenizer import Tokenizer
-
-_BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
 
 
 @dataclass
@@ -45,18 +41,11 @@ class Score:
 
 
 def piece_bytes(tokenizer: Tokenizer) -> torch.Tensor:
-    """[V] UTF-8 bytes each piece spells: a word-start mark counts as a space, a byte piece as one byte,
-    reserved tokens (eos, sentinels, ...) as none."""
-    sizes = []
+    """[V] UTF-8 bytes each piece spells (the backend's `piece_byte_count`); reserved tokens (eos, sentinels,
+    ...) count none."""
     reserved = set(tokenizer.special.reserved_ids())
-    for i in range(tokenizer.vocab_size):
-        piece = tokenizer.id_to_piece(i)
-        if i in reserved:
-            sizes.append(0)
-        elif _BYTE_PIECE.fullmatch(piece):
-            sizes.append(1)
-        else:
-            sizes.append(len(piece.replace(WORD_START, " ").encode("utf-8")))
+    pieces = (tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size))
+    sizes = [0 if i in reserved else tokenizer.piece_byte_count(piece) for i, piece in enumerate(pieces)]
     return torch.tensor(sizes, dtype=torch.long)
 
 

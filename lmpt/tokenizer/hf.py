@@ -11,6 +11,7 @@ from tokenizers import Tokenizer as FastTokenizer
 
 from lmpt.errors import LmptError
 from lmpt.tokenizer.roles import resolve_roles
+from lmpt.tokenizer.sentencepiece import BYTE_PIECE
 from lmpt.tokenizer.tokenizer import Tokenizer
 
 TOKENIZER_JSON = "tokenizer.json"
@@ -38,11 +39,12 @@ def parse_tokenizer_json(data: bytes, path: Path, what: str) -> FastTokenizer:
 
 class HfTokenizer(Tokenizer):
     """A `tokenizers` fast tokenizer. Its bytes (and fingerprint) are the tokenizer.json with the added roles,
-    which is what a run directory stores and what `lmpt-export` writes."""
+    which is what a run directory stores and what `lmpt-export` writes; loaded again (or unpickled) with
+    num_sentinels=0 it resolves to the same ids and adds nothing."""
 
     suffix = ".json"
 
-    def __init__(self, path: Path, model_bytes: bytes, num_sentinels: int = 100, what: str = "tokenizer.path") -> None:
+    def __init__(self, path: Path, model_bytes: bytes, num_sentinels: int = 0, what: str = "tokenizer.path") -> None:
         tok = parse_tokenizer_json(model_bytes, Path(path), what)
         special = resolve_roles(tok, num_sentinels)
         super().__init__(path, tok.to_str().encode("utf-8"))
@@ -50,6 +52,7 @@ class HfTokenizer(Tokenizer):
         self.special = special
         added = tok.get_added_tokens_decoder()
         self.vocab_size = max(tok.get_vocab_size(with_added_tokens=True), max(added, default=-1) + 1)
+        self._byte_level = "ByteLevel" in (tok.decoder.__class__.__name__ if tok.decoder else "")
         model = tok.model
         self._continuation = (
             getattr(model, "continuing_subword_prefix", None) if type(model).__name__ == "WordPiece" else None
@@ -80,6 +83,15 @@ class HfTokenizer(Tokenizer):
                 raise LmptError(f"the tokenizer {self.path} has no token {piece!r}")
             return self.special.unk
         return found
+
+    def piece_byte_count(self, piece: str) -> int:
+        """Byte-level: one byte per character of the token; WordPiece: the text after ##; SentencePiece style
+        (Metaspace): a byte piece is one, U+2581 a space."""
+        if self._byte_level:
+            return len(piece)
+        if self._continuation:
+            return len(piece.removeprefix(self._continuation).encode("utf-8"))
+        return 1 if BYTE_PIECE.fullmatch(piece) else len(piece.replace("\u2581", " ").encode("utf-8"))
 
     def piece_starts_word(self, piece: str) -> bool:
         """WordPiece: a piece without the continuation prefix (##); others: one starting with a space mark."""

@@ -16,6 +16,7 @@ from lmpt.tokenizer.special import BOS, EOS, PAD, UNK, SpecialTokens, sentinel_p
 from lmpt.tokenizer.tokenizer import Tokenizer
 
 WORD_START = "\u2581"  # SentencePiece marks the start of a word with U+2581
+BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # byte fallback pieces
 _TOO_LARGE = re.compile(r"value <= (\d+)")
 
 
@@ -77,6 +78,10 @@ class SentencePieceTokenizer(Tokenizer):
     def piece_to_id(self, piece: str) -> int:
         """The id of `piece` (unk's id when the vocabulary lacks it)."""
         return self._sp.piece_to_id(piece)
+
+    def piece_byte_count(self, piece: str) -> int:
+        """UTF-8 bytes of the piece's text: a byte piece (<0x0A>) is one, the word-start mark a space."""
+        return 1 if BYTE_PIECE.fullmatch(piece) else len(piece.replace(WORD_START, " ").encode("utf-8"))
 
     def piece_starts_word(self, piece: str) -> bool:
         """A SentencePiece piece begins a word when it starts with U+2581."""

@@ -32,10 +32,10 @@ class Tokenizer(ABC):
         self._word_starts: torch.Tensor | None = None
 
     @staticmethod
-    def load(path: Path | str, what: str = "tokenizer.model_file", num_sentinels: int = 100) -> Tokenizer:
+    def load(path: Path | str, what: str = "tokenizer.model_file", num_sentinels: int = 0) -> Tokenizer:
         """The tokenizer in `path`: a SentencePiece .model (lmpt's reserved layout), or a tokenizer.json or a
-        directory holding one (a Hugging Face fast tokenizer, given `num_sentinels` where it has none of its
-        own). `what` names the setting to fix on refusal."""
+        directory holding one (a Hugging Face fast tokenizer; `num_sentinels` are added where it has none of
+        its own: 0 for a file lmpt stored, which already holds every role). `what` names the setting to fix."""
         from lmpt.tokenizer.hf import HfTokenizer, tokenizer_json_path
         from lmpt.tokenizer.sentencepiece import SentencePieceTokenizer
 
@@ -83,6 +83,10 @@ class Tokenizer(ABC):
     @abstractmethod
     def piece_to_id(self, piece: str) -> int:
         """The id of `piece`."""
+
+    @abstractmethod
+    def piece_byte_count(self, piece: str) -> int:
+        """UTF-8 bytes of text an ordinary piece spells (bits per byte counts them)."""
 
     @abstractmethod
     def piece_starts_word(self, piece: str) -> bool:

@@ -43,6 +43,8 @@ def test_gpt2_style_keeps_its_ids_and_gets_the_missing_roles_added(files: Path) 
     assert original.vocab_size == 715 and padded_vocab_size(original.vocab_size) == 768
     ids = original.encode(TEXT)
     assert max(ids) < 699 and original.decode(ids) == TEXT  # text keeps the file's own ids
+    spelled = sum(original.piece_byte_count(original.id_to_piece(i)) for i in original.encode(TEXT + " é😀"))
+    assert spelled == len((TEXT + " é😀").encode("utf-8"))  # bits per byte counts each byte once
 
 
 def test_the_stored_file_resolves_to_the_same_ids(files: Path, tmp_path: Path) -> None:
@@ -52,6 +54,9 @@ def test_the_stored_file_resolves_to_the_same_ids(files: Path, tmp_path: Path) -
     again = Tokenizer.load(stored, num_sentinels=100)  # the run's file decides, not the setting
     assert again.special == first.special and again.fingerprint == first.fingerprint
     assert pickle.loads(pickle.dumps(first)).special == first.special
+    no_sentinels = Tokenizer.load(files / "wordpiece")  # as a run that asked for none stores it
+    unpickled = pickle.loads(pickle.dumps(no_sentinels))  # as it reaches a worker
+    assert unpickled.fingerprint == no_sentinels.fingerprint and unpickled.special.num_sentinels == 0
 
 
 def test_wordpiece_roles_map_onto_its_own_specials(files: Path) -> None:
