@@ -32,7 +32,8 @@ def make(overrides: list[str]):
 
 @pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in options(g)])
 def test_every_option_composes_typed_and_valid(group: str, option: str) -> None:
-    extra = ["data.paths=[x.txt]"] if (group, option) == ("data", "text") else []
+    needs = {("data", "text"): ["data.paths=[x.txt]"], ("tokenizer", "hf"): ["tokenizer.path=tokenizer.json"]}
+    extra = needs.get((group, option), [])
     cfg = make([f"{group}={option}", *extra])
     node = cfg[group]
     assert OmegaConf.get_type(node).__module__ == "lmpt.config.schema"  # typed: typos fail
