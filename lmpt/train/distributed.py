@@ -56,7 +56,9 @@ class Distributed:
         """Each flag true on any rank, so every rank takes the same branch (stop, checkpoint) at the same step."""
         if not self.enabled:
             return flags
-        tensor = torch.tensor([float(f) for f in flags])
+        # NCCL reduces GPU tensors only; gloo reduces CPU ones
+        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else None
+        tensor = torch.tensor([float(f) for f in flags], device=device)
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
         return tuple(bool(v) for v in tensor.tolist())
 
