@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from golden import assert_same
 from lmpt_cli import SMALL, lmpt_command, lmpt_env, run_lmpt, wait_for_step
@@ -72,6 +73,7 @@ def _submitit_task(folder: Path) -> int:
     raise AssertionError("no submitit task process")
 
 
+@pytest.mark.soak  # CI runs the same requeue on a live Slurm cluster (test_slurm.py)
 def test_submitit_requeues_a_preempted_job_into_its_own_run_directory(tmp_path: Path) -> None:
     """SLURM's warning signal (SIGUSR2) mid-run: lmpt commits a checkpoint and hands the signal to submitit, which
     requeues the job; the requeued job resumes in the same directory and ends as a run that was never stopped.

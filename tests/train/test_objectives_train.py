@@ -44,7 +44,7 @@ def test_mask_rate_sweep_shares_tokenizer_and_cache(tmp_path: Path) -> None:
         "tokenizer.vocab_size=1000", cwd=tmp_path,  # a vocabulary no other test uses: this sweep builds it
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("training a unigram tokenizer") == 1
+    assert result.stdout.count("training a SentencePiece unigram tokenizer") == 1
     assert result.stdout.count("tokenising ") == 1
     assert result.stdout.count("reusing tokenizer") == 2 and result.stdout.count("reusing token cache") == 2
     (sweep,) = (tmp_path / "multirun").glob("*/*")
