@@ -56,6 +56,15 @@ def save_weights(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[st
         tmp.unlink(missing_ok=True)
 
 
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file inside `directory` durable (a commit is only as safe as its directory entry)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def load_weights(path: Path, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
     """A safetensors file's tensors; anything else (a pickle under the same name, a torn file) is refused."""
     import safetensors.torch

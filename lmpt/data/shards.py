@@ -25,6 +25,7 @@ import numpy as np
 from lmpt.data.corpus import split_files
 from lmpt.data.corpus_writer import CorpusWriter
 from lmpt.data.tokenize_worker import EncodedDocs
+from lmpt.safe_files import fsync_dir
 
 MANIFEST_NAME = "manifest.json"
 SPLITS = ("train", "val")
@@ -38,14 +39,6 @@ def shards_dir(cache_dir: Path, shard_docs: int) -> Path:
 def shard_path(shards: Path, ordinal: int) -> Path:
     """The directory of sealed shard `ordinal`."""
     return shards / f"shard-{ordinal:06d}"
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _discard(shard: Path) -> None:
@@ -95,7 +88,7 @@ class ShardWriter:
             f.write(json.dumps(manifest, indent=2) + "\n")
             f.flush()
             os.fsync(f.fileno())
-        _fsync_dir(self._tmp)
+        fsync_dir(self._tmp)
         if self._final.exists() and read_manifest(self._final) is None:
             _discard(self._final)  # unfinished or damaged: never trusted, replaced by this one
         try:
@@ -104,7 +97,7 @@ class ShardWriter:
             if read_manifest(self._final) is None:
                 raise
             shutil.rmtree(self._tmp, ignore_errors=True)
-        _fsync_dir(self._final.parent)
+        fsync_dir(self._final.parent)
 
     def abandon(self) -> None:
         """Drop the unfinished shard (an exception stopped the build)."""

@@ -20,6 +20,7 @@ from lmpt.errors import LmptError
 from lmpt.safe_files import (
     PICKLE_SUFFIX,
     WEIGHTS_SUFFIX,
+    fsync_dir,
     interrupted,
     load_file_by_suffix,
     save_weights,
@@ -28,14 +29,6 @@ from lmpt.safe_files import (
 
 MANIFEST = "manifest.json"
 _STEP_DIR = re.compile(r"^step_(\d{8})$")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _sha256(path: Path) -> str:
@@ -108,7 +101,7 @@ class CheckpointStore:
         if final.exists():  # an older attempt at the same step: move it aside, never overwrite in place
             os.rename(final, self.directory / f".trash-{final.name}-{os.getpid()}")
         os.rename(tmp, final)
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         self.prune()
         return final
 
@@ -152,7 +145,7 @@ class CheckpointStore:
             f.flush()
             os.fsync(f.fileno())
         for folder in {p.parent for p in tmp.rglob("*")} | {tmp}:
-            _fsync_dir(folder)
+            fsync_dir(folder)
 
     def prune(self) -> None:
         for old in self.committed()[: -self.keep_last]:
