@@ -171,6 +171,9 @@ def _build_cache(
         manifests = [read_manifest(shard_path(shards, j)) for j in range(plan.n_shards)]
         missing = sum(m is None for m in manifests)
         if missing:
+            meta = _read_meta(cache_dir, tokenizer)
+            if meta is not None:
+                return meta  # a racing launch sealed the rest, completed the cache and removed the shards
             info(
                 f"{plan.n_shards - missing} of {plan.n_shards} shards sealed: "
                 "the cache is complete once the other parts finish"

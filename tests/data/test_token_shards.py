@@ -104,3 +104,28 @@ def test_bad_text_mid_build_leaves_no_shard(whole, tmp_path: Path) -> None:
     with pytest.raises(LmptError, match=r"records.jsonl:301 is not valid JSON"):
         prepare_corpora(data, tokenizer, tmp_path, tmp_path / "cache")
     assert list((tmp_path / "cache" / "tokens").iterdir()) == []  # neither sealed shards nor a cache
+
+
+def test_a_launch_that_loses_the_race_after_its_shards_are_sealed_uses_the_winners_cache(
+    whole, two_sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loser finds every shard sealed, then the winner assembles the cache and removes the shards before the
+    loser reads their manifests: the loser must take the finished cache, not wait for 'other parts'."""
+    import lmpt.data.cache as cache
+
+    root = tmp_path / "cache"
+    (root / "tokenizers").mkdir(parents=True)
+    for src in (whole.cache_dir.parent.parent / "tokenizers").iterdir():
+        (root / "tokenizers" / src.name).symlink_to(src)
+    real_build = cache.build_shards
+
+    def winner_finishes_meanwhile(*args, **kwargs):
+        plan = real_build(*args, **kwargs)
+        monkeypatch.setattr(cache, "build_shards", real_build)
+        prepare_corpora(_data(128), SMALL_TOK, two_sources, root)  # the winner: assembles, removes the shards
+        return plan
+
+    monkeypatch.setattr(cache, "build_shards", winner_finishes_meanwhile)
+    loser = prepare_corpora(_data(128), SMALL_TOK, two_sources, root)
+    assert _cache_bytes(loser.cache_dir) == _cache_bytes(whole.cache_dir)
+    assert not shards_dir(loser.cache_dir, 128).exists()
