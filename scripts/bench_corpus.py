@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--formats", default="parquet,jsonl.zst")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--launches", type=int, default=3)
-    p.add_argument("--build-shards", type=int, default=2, help="shards of each format to build a cache of")
+    p.add_argument("--build-shards", type=int, default=None, help="shards of each format to build (default: all)")
     args = p.parse_args(argv)
     results: dict = {"builds": [], "launches": {}}
     with tempfile.TemporaryDirectory(prefix="lmpt-corpusbench-") as tmp:
