@@ -1,16 +1,14 @@
 """The one transformer block every stack is built from: pre-norm self-attention, optional
-cross-attention, SwiGLU MLP."""
+cross-attention, gated MLP (SwiGLU, or T5's gated GELU)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from lmpt.model.attention import Attention, Rope
-from lmpt.model.t5 import GatedGelu
 
 
 def kv_heads(cfg: Any) -> int:
@@ -24,18 +22,20 @@ def flavour(cfg: Any) -> str:
     return str(getattr(cfg, "flavour", None) or "llama")
 
 
-class SwiGLU(nn.Module):
-    """down(silu(gate(x)) * up(x)), no biases (Llama's MLP). gate and up are one fused projection
-    (`gate_up`, gate rows first): Llama's gate_proj/up_proj are `gate_up.weight.chunk(2)`."""
+class GatedMLP(nn.Module):
+    """down(activation(gate(x)) * up(x)), no biases: SwiGLU with nn.SiLU (Llama's MLP), T5 v1.1's gated
+    GELU (wi_0, wi_1, wo) with nn.GELU(approximate="tanh"). gate and up are one fused projection (`gate_up`,
+    gate rows first): Llama's gate_proj/up_proj and T5's wi_0/wi_1 are `gate_up.weight.chunk(2)`."""
 
-    def __init__(self, d_model: int, ffn_dim: int) -> None:
+    def __init__(self, d_model: int, ffn_dim: int, activation: nn.Module) -> None:
         super().__init__()
+        self.activation = activation
         self.gate_up = nn.Linear(d_model, 2 * ffn_dim, bias=False)
         self.down = nn.Linear(ffn_dim, d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up(x).chunk(2, dim=-1)
-        return self.down(F.silu(gate) * up)
+        return self.down(self.activation(gate) * up)
 
 
 class Block(nn.Module):
@@ -52,7 +52,7 @@ class Block(nn.Module):
         self.cross_norm = nn.RMSNorm(d_model, eps=eps) if cross else None
         self.cross_attn = Attention(d_model, n_heads, n_kv_heads, cross=True, scale=scale) if cross else None
         self.mlp_norm = nn.RMSNorm(d_model, eps=eps)
-        self.mlp = (GatedGelu if t5 else SwiGLU)(d_model, int(cfg.ffn_dim))
+        self.mlp = GatedMLP(d_model, int(cfg.ffn_dim), nn.GELU(approximate="tanh") if t5 else nn.SiLU())
         self.dropout = nn.Dropout(float(cfg.dropout))
 
     def forward(

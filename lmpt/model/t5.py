@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 FLAVOURS = ("llama", "t5")
@@ -59,17 +58,3 @@ def biased_mask(bias: torch.Tensor, mask: torch.Tensor | None, causal: bool) -> 
         allowed = torch.ones(q, k, dtype=torch.bool, device=bias.device).tril(k - q)
         bias = bias.masked_fill(~allowed, float("-inf"))
     return bias if mask is None else bias.masked_fill(~mask, float("-inf"))
-
-
-class GatedGelu(nn.Module):
-    """down(gelu_tanh(gate(x)) * up(x)), no biases (T5 v1.1's wi_0, wi_1, wo). gate and up are one fused
-    projection (`gate_up`, gate rows first), as in SwiGLU."""
-
-    def __init__(self, d_model: int, ffn_dim: int) -> None:
-        super().__init__()
-        self.gate_up = nn.Linear(d_model, 2 * ffn_dim, bias=False)
-        self.down = nn.Linear(ffn_dim, d_model, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up(x).chunk(2, dim=-1)
-        return self.down(F.gelu(gate, approximate="tanh") * up)
