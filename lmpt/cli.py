@@ -21,6 +21,7 @@ from lmpt.config.errors import USER_ERRORS, describe
 from lmpt.config.resolvers import register_resolvers
 from lmpt.config.store import conf_dir, register_schemas
 from lmpt.errors import LmptError
+from lmpt.report.sweep import failed_jobs
 from lmpt.train.slurm import sbatch_refusal, without_sbatch_echo
 
 register_resolvers()  # also in launcher worker processes, which import this module to run the task
@@ -33,7 +34,8 @@ def train(cfg: DictConfig) -> float | None:
 
 
 def _failed_job(exc: BaseException, user_error: bool) -> None:
-    """In a sweep a failed job is reported and recorded, and the remaining jobs still run."""
+    """In a sweep a failed job is reported and recorded in its status.json (whether the input was bad, for the
+    sweep's exit code), and the remaining jobs still run."""
     from lmpt.train.rundir import write_status
 
     hydra = HydraConfig.get()
@@ -41,11 +43,7 @@ def _failed_job(exc: BaseException, user_error: bool) -> None:
     if not user_error:
         traceback.print_exception(exc)
     print(f"lmpt: error: job {hydra.job.num} ({' '.join(hydra.overrides.task)}): {line}", file=sys.stderr)
-    write_status(Path(hydra.runtime.output_dir), "failed", error=line)
-    _failed_jobs.append(user_error)
-
-
-_failed_jobs: list[bool] = []
+    write_status(Path(hydra.runtime.output_dir), "failed", error=line, user_error=user_error)
 
 
 def _continue_runs(argv: list[str]) -> list[str]:
@@ -113,9 +111,9 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
     except KeyboardInterrupt as exc:  # the second Ctrl-C: no traceback, the conventional exit status
         print(f"lmpt: aborted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
         sys.exit(130)
-    if _failed_jobs:
-        print(f"lmpt: {len(_failed_jobs)} sweep job(s) failed; the others ran", file=sys.stderr)
-        sys.exit(2 if all(_failed_jobs) else 1)
+    if failed_jobs:  # counted from the jobs' status.json: a launcher may run them in other processes or machines
+        print(f"lmpt: {len(failed_jobs)} sweep job(s) failed; the others ran", file=sys.stderr)
+        sys.exit(2 if all(failed_jobs) else 1)
 
 
 def exit_process(code: int | str | None) -> NoReturn:

@@ -15,11 +15,16 @@ from rich.segment import Segments
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.report.ranking import rank_runs
-from lmpt.report.runs import RunSummary, find_runs
+from lmpt.report.runs import RunSummary, find_runs, read_status
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
 SUMMARY_PLOT = "val_loss.png"
+
+failed_jobs: list[bool] = []
+"""The sweep that just ended: one entry per failed job, True where it failed on bad input (`lmpt` exits 2 when
+every failure was bad input, else 1). Read from the jobs' status.json, since a launcher may run the jobs in other
+processes (joblib) or on other machines (submitit, SLURM)."""
 
 
 def print_whole(renderable: RenderableType) -> None:
@@ -65,9 +70,13 @@ def summarize_sweep(sweep_dir: Path | str) -> list[RunSummary]:
 
 
 class SweepSummary(Callback):
-    """Hydra callback (under `hydra.callbacks`): summarize the sweep directory once every job has run."""
+    """Hydra callback (under `hydra.callbacks`): once every job has run, count the failed ones and summarize the
+    sweep directory."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        jobs = [path for path in Path(config.hydra.sweep.dir).iterdir() if path.name.isdigit()]
+        statuses = [read_status(job) for job in jobs]
+        failed_jobs[:] = [bool(s.get("user_error")) for s in statuses if s.get("status") == "failed"]
         try:
             summarize_sweep(config.hydra.sweep.dir)
         except LmptError as exc:  # the jobs' results stand; a missing summary is not worth failing the sweep

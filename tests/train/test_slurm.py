@@ -69,6 +69,20 @@ def job_log(sweep: Path, job: str) -> str:
     return "".join(p.read_text() for p in sorted((sweep / ".submitit" / job).glob("*_log.*")))
 
 
+def start_torchrun(run_dir: Path) -> subprocess.Popen:
+    """The LONG run on torchrun's 2 ranks, never stopped: what two SLURM tasks stopped and requeued must equal."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lmpt", *LONG,
+         f"hydra.run.dir={run_dir}"],
+        cwd=run_dir.parent, env=golden.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def finish_torchrun(torchrun: subprocess.Popen) -> None:
+    _, err = torchrun.communicate(timeout=600)
+    assert torchrun.returncode == 0, err[-3000:]
+
+
 def test_local_cluster_runs_jobs_and_stops_only_its_own_daemons(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
     assert slurm_cluster.command("srun", "hostname").strip() == host
@@ -88,10 +102,17 @@ def test_local_cluster_runs_jobs_and_stops_only_its_own_daemons(slurm_cluster: S
 def test_sweep_runs_each_job_through_sbatch_and_prints_the_summary(
     slurm_cluster: SlurmCluster, tmp_path: Path, start_sweep: Callable[..., subprocess.Popen]
 ) -> None:
+    """Each job is an sbatch job; one that fails on bad input (lr -1) fails the sweep with exit 2 though it ran
+    on SLURM, not in the launcher's process, and the others still complete."""
     sweep = tmp_path / "sweep"
-    out = finish(start_sweep(sweep, *TINY, "trainer.max_steps=3", "optimizer.lr=1e-3,3e-4"))
+    launcher = start_sweep(sweep, *TINY, "trainer.max_steps=3", "optimizer.lr=1e-3,3e-4,-1.0")
+    out, err = launcher.communicate(timeout=400)
+    assert launcher.returncode == 2, f"exit {launcher.returncode}\n{out[-3000:]}\n{err[-3000:]}"
+    assert "lmpt: 1 sweep job(s) failed; the others ran" in err
     assert "optimizer.lr=0.001" in out and "optimizer.lr=0.0003" in out and "completed" in out
-    assert [json.loads((sweep / j / "status.json").read_text())["status"] for j in "01"] == ["completed"] * 2
+    status = [json.loads((sweep / j / "status.json").read_text()) for j in "012"]
+    assert [s["status"] for s in status] == ["completed", "completed", "failed"]
+    assert "optimizer.lr=-1.0 is invalid" in status[2]["error"] and status[2]["user_error"] is True
     (script,) = (sweep / ".submitit").glob("*/*_submission.sh")
     sbatch = script.read_text()
     assert "#SBATCH --cpus-per-task=1" in sbatch and "gpus" not in sbatch and "#SBATCH --signal=USR2@120" in sbatch
@@ -241,19 +262,14 @@ def test_two_tasks_per_node_train_ddp_equal_to_torchrun_and_requeue_bit_for_bit(
     """tasks_per_node=2: srun starts two ranks that form the process group from SLURM_PROCID, SLURM_NTASKS,
     SLURM_LOCALID and the node list; stopped by SIGUSR2 and requeued, the job ends equal to torchrun's 2 ranks."""
     reference = tmp_path / "torchrun"
-    torchrun = subprocess.Popen(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lmpt", *LONG,
-         f"hydra.run.dir={reference}"],
-        cwd=tmp_path, env=golden.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    torchrun = start_torchrun(reference)
     sweep = tmp_path / "sweep"
     launcher = start_sweep(sweep, *LONG, "hydra.launcher.tasks_per_node=2", "hydra.launcher.timeout_min=5")
     job = job_id(sweep, launcher)
     wait_for_step(sweep / "0", 5)
     slurm_cluster.command("scancel", "--signal=USR2", job)
     finish(launcher)
-    out, err = torchrun.communicate(timeout=600)
-    assert torchrun.returncode == 0, err[-3000:]
+    finish_torchrun(torchrun)
     log = job_log(sweep, job)
     assert "x 2 processes" in log and f"Requeued job {job}" in log and "resuming" in log, log
     assert "Traceback" not in log  # rank 1 leaves without waiting for rank 0 at a closing barrier
@@ -266,11 +282,7 @@ def test_an_sbatch_script_of_srun_tasks_requeues_itself_on_exit_75(slurm_cluster
     """Without submitit: `srun python -m lmpt` under `--ntasks-per-node=2` forms the process group from SLURM's
     variables; stopped, it exits with 75, the script requeues the job and it ends equal to torchrun's 2 ranks."""
     reference = tmp_path / "torchrun"
-    torchrun = subprocess.Popen(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lmpt", *LONG,
-         f"hydra.run.dir={reference}"],
-        cwd=tmp_path, env=golden.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    torchrun = start_torchrun(reference)
     run = tmp_path / "run"
     script = tmp_path / "job.sh"
     script.write_text(
@@ -290,8 +302,7 @@ def test_an_sbatch_script_of_srun_tasks_requeues_itself_on_exit_75(slurm_cluster
         assert time.time() < deadline, "the job did not end"
         time.sleep(1)
     assert slurm_cluster.job_state(job) == "COMPLETED"
-    out, err = torchrun.communicate(timeout=600)
-    assert torchrun.returncode == 0, err[-3000:]
+    finish_torchrun(torchrun)
     log = (tmp_path / "job.out").read_text()
     assert "x 2 processes" in log and "srun exit 75" in log and "srun exit 0" in log and "resuming" in log, log
     assert slurm_cluster.restarts(job) == 1 and "Traceback" not in log
