@@ -3,6 +3,7 @@ evaluation, checkpointing, device, workers) may differ from the configuration th
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +24,36 @@ def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
-def drifted_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Flattened keys whose values differ (or exist on one side only), except those that may change on resume."""
-    return sorted(k for k in old.keys() | new.keys() if k not in MAY_CHANGE and old.get(k) != new.get(k))
+def schema_default(cfg: DictConfig, key: str) -> Any:
+    """The default the schema gives the flattened `key` of `cfg` (e.g. `[]` for data.sources), or a sentinel
+    equal to nothing when its section is untyped or has no such field."""
+    section, _, name = key.rpartition(".")
+    node = OmegaConf.select(cfg, section) if section else None
+    kind = OmegaConf.get_type(node) if isinstance(node, DictConfig) else None
+    if kind is None or not dataclasses.is_dataclass(kind) or name not in {f.name for f in dataclasses.fields(kind)}:
+        return _NO_DEFAULT
+    return OmegaConf.to_container(OmegaConf.structured(kind))[name]
+
+
+_NO_DEFAULT = object()
+
+
+def drifted_keys(old: dict[str, Any], cfg: DictConfig) -> list[str]:
+    """Flattened keys whose values differ between `old` and `cfg` (or exist on one side only), except those that
+    may change on resume, and keys `old` lacks that `cfg` leaves at the schema's default: keys added to lmpt after
+    the run started, whose defaults keep the behaviour the run had."""
+    new = flatten(OmegaConf.to_container(cfg, resolve=True))
+    return sorted(
+        k
+        for k in old.keys() | new.keys()
+        if k not in MAY_CHANGE and old.get(k) != new.get(k) and not (k not in old and new[k] == schema_default(cfg, k))
+    )
 
 
 def refuse_drift(checkpoint: Path, cfg: DictConfig) -> None:
-    saved = load_part(checkpoint, "trainer")["config"]
-    old, new = flatten(saved), flatten(OmegaConf.to_container(cfg, resolve=True))
-    keys = drifted_keys(old, new)
+    old = flatten(load_part(checkpoint, "trainer")["config"])
+    new = flatten(OmegaConf.to_container(cfg, resolve=True))
+    keys = drifted_keys(old, cfg)
     if keys:
         changes = ", ".join(f"{k} ({old.get(k)!r} -> {new.get(k)!r})" for k in keys[:6])
         more = f" and {len(keys) - 6} more" if len(keys) > 6 else ""

@@ -97,7 +97,7 @@ def check_run_config(run: RunDir, cfg: DictConfig) -> None:
     saved = load_yaml(path)
     if not isinstance(saved, DictConfig) or not {"objective", "model", "trainer"} <= set(saved.keys()):
         raise LmptError(f"{path} is not an lmpt run config: move it away or pick another hydra.run.dir")
-    keys = drifted_keys(flatten(OmegaConf.to_container(saved)), flatten(OmegaConf.to_container(cfg, resolve=True)))
+    keys = drifted_keys(flatten(OmegaConf.to_container(saved)), cfg)
     if keys:
         raise LmptError(
             f"{path} belongs to another run ({', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''} differ from "
