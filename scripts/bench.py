@@ -34,7 +34,8 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 from lmpt.batch import IGNORE, Batch
-from lmpt.config.schema import AdamWConfig, ClmConfig, DataConfig, MlmConfig, ModelConfig, SpanConfig, TokenizerConfig
+from lmpt.config.objective_schema import ClmConfig, MlmConfig, SpanConfig
+from lmpt.config.schema import AdamWConfig, DataConfig, ModelConfig, TokenizerConfig
 from lmpt.data.cache import prepare_corpora
 from lmpt.data.sampler import WindowSampler
 from lmpt.model import LanguageModel, build_model

@@ -8,12 +8,13 @@ import dataclasses
 import inspect
 from functools import cache
 
+from lmpt.config import objective_schema as objectives
 from lmpt.config import schema
 
 GROUP_SCHEMAS: dict[str, list[type]] = {
     "tokenizer": [schema.TokenizerConfig],
-    "objective": [schema.ClmConfig, schema.MlmConfig, schema.NspConfig, schema.SpanConfig, schema.PrefixConfig,
-                  schema.Ul2Config, schema.DenoiserConfig],
+    "objective": [objectives.ClmConfig, objectives.MlmConfig, objectives.NspConfig, objectives.SpanConfig,
+                  objectives.PrefixConfig, objectives.Ul2Config, objectives.DenoiserConfig],
     "model": [schema.ModelConfig],
     "optimizer": [schema.AdamWConfig, schema.AdafactorConfig],
     "scheduler": [schema.SchedulerConfig],
@@ -21,18 +22,18 @@ GROUP_SCHEMAS: dict[str, list[type]] = {
     "trainer": [schema.TrainerConfig],
 }  # fmt: skip
 _TITLES = {
-    schema.DenoiserConfig: "ul2-mixture: each entry of objective.denoisers",
+    objectives.DenoiserConfig: "ul2-mixture: each entry of objective.denoisers",
     schema.SourceConfig: "data=mixture: each entry of data.sources",
 }
-_ENTRIES = (schema.DenoiserConfig, schema.SourceConfig)  # list entries: their keys stand alone
+_ENTRIES = (objectives.DenoiserConfig, schema.SourceConfig)  # list entries: their keys stand alone
 
 
 @cache
 def _docstrings() -> dict[str, dict[str, str]]:
-    """class name -> field -> the string literal right under the field, for every class in schema.py."""
-    tree = ast.parse(inspect.getsource(schema))
+    """class name -> field -> the string literal right under the field, for every class of the schema modules."""
     found: dict[str, dict[str, str]] = {}
-    for node in tree.body:
+    nodes = [node for module in (schema, objectives) for node in ast.parse(inspect.getsource(module)).body]
+    for node in nodes:
         if isinstance(node, ast.ClassDef):
             docs, body = {}, node.body
             for field, after in zip(body, body[1:], strict=False):

@@ -9,17 +9,18 @@ from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
 
+from lmpt.config import objective_schema as o
 from lmpt.config import schema as s
 
 _SCHEMAS = {
     "tokenizer": {"sentencepiece": s.TokenizerConfig},
     "objective": {
-        "clm": s.ClmConfig,
-        "mlm": s.MlmConfig,
-        "nsp": s.NspConfig,
-        "span": s.SpanConfig,
-        "prefix": s.PrefixConfig,
-        "ul2-mixture": s.Ul2Config,
+        "clm": o.ClmConfig,
+        "mlm": o.MlmConfig,
+        "nsp": o.NspConfig,
+        "span": o.SpanConfig,
+        "prefix": o.PrefixConfig,
+        "ul2-mixture": o.Ul2Config,
     },
     "model": {"model": s.ModelConfig},
     "optimizer": {"adamw": s.AdamWConfig, "adafactor": s.AdafactorConfig},

@@ -23,6 +23,7 @@ from lmpt.safe_files import (
     fsync_dir,
     interrupted,
     load_file_by_suffix,
+    load_sharded,
     save_weights,
     write_failure,
 )
@@ -196,3 +197,23 @@ def load_part(directory: Path, stem: str, map_location: str | torch.device = "cp
         if (directory / f"{stem}{suffix}").is_file():
             return load_file_by_suffix(directory / f"{stem}{suffix}", map_location)
     raise LmptError(f"checkpoint {directory} has no {stem} part")
+
+
+def save_sharded(model: torch.nn.Module, optimizer: torch.optim.Optimizer, staging: Path) -> None:
+    """FSDP, collective: every rank writes its shards of the model and optimizer into `staging/sharded`
+    (torch.distributed.checkpoint), before rank 0 commits the checkpoint."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(staging / "sharded"))
+
+
+def load_sharded_into(model: torch.nn.Module, optimizer: torch.optim.Optimizer, checkpoint: Path) -> None:
+    """FSDP, collective: every rank reads its shards of the model and optimizer from `checkpoint/sharded`."""
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optimizer": optimizer_state}
+    load_sharded(state, checkpoint / "sharded")
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])

@@ -18,9 +18,8 @@ from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
-from lmpt.safe_files import load_sharded
 from lmpt.train.budget import RunLength
-from lmpt.train.checkpoint import CheckpointStore, load_parts
+from lmpt.train.checkpoint import CheckpointStore, load_parts, load_sharded_into, save_sharded
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
 from lmpt.train.efficiency import peak_flops, peak_memory_mb
@@ -127,15 +126,11 @@ class TrainLoop:
                 self.store.save(self.state.step, parts)
             self.ctx.barrier()
             return
-        import torch.distributed.checkpoint as dcp
-        from torch.distributed.checkpoint.state_dict import get_state_dict
-
         staging = self.store.staging(self.state.step)
         if self.ctx.is_main:
             self.store.begin(self.state.step)
         self.ctx.barrier()
-        model_state, optimizer_state = get_state_dict(self.model, self.optimizer)
-        dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(staging / "sharded"))
+        save_sharded(self.model, self.optimizer, staging)
         parts = self.checkpoint_parts()
         self.ctx.barrier()
         if self.ctx.is_main:
@@ -152,7 +147,7 @@ class TrainLoop:
                 "(each rank's data and random streams depend on the world size)"
             )
         if self.sharded:
-            self._load_shards(checkpoint)
+            load_sharded_into(self.model, self.optimizer, checkpoint)
         else:
             self.model.load_state_dict(parts["model"])
             self.optimizer.load_state_dict(parts["optimizer"])
@@ -170,14 +165,6 @@ class TrainLoop:
             last_val=trainer["last_val"],
             wandb_id=trainer.get("wandb_id", self.state.wandb_id),
         )
-
-    def _load_shards(self, checkpoint: Path) -> None:
-        from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-
-        model_state, optimizer_state = get_state_dict(self.model, self.optimizer)
-        state = {"model": model_state, "optimizer": optimizer_state}
-        load_sharded(state, checkpoint / "sharded")
-        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
 
     # -- steps ------------------------------------------------------------------------------------
     def gradient_sync(self, final_micro_step: bool) -> contextlib.AbstractContextManager:

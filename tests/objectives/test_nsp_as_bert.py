@@ -8,7 +8,7 @@ import pytest
 import torch
 from objective_helpers import FakeTokenizer, batch_pairs, batches, fake_corpus, five_sigma, occurrences, pairs
 
-from lmpt.config.schema import NspConfig
+from lmpt.config.objective_schema import NspConfig
 from lmpt.data.corpus import TokenCorpus
 from lmpt.data.sampler import gather_windows
 from lmpt.errors import LmptError

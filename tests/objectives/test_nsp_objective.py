@@ -17,7 +17,7 @@ from objective_helpers import (
 )
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.config.schema import NspConfig
+from lmpt.config.objective_schema import NspConfig
 from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.nsp import truncate_pair

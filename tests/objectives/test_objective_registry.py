@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from objective_helpers import FakeTokenizer
 
-from lmpt.config.schema import (
+from lmpt.config.objective_schema import (
     ClmConfig,
     DenoiserConfig,
     MlmConfig,

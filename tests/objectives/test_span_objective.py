@@ -15,7 +15,7 @@ from objective_helpers import (
 )
 
 from lmpt.batch import IGNORE
-from lmpt.config.schema import SpanConfig
+from lmpt.config.objective_schema import SpanConfig
 from lmpt.objectives.registry import build_objective
 from lmpt.objectives.span import random_segmentation, random_spans_noise_mask, raw_length_for, span_lengths
 from lmpt.rng import generator

@@ -17,7 +17,7 @@ from objective_helpers import (
 )
 
 from lmpt.batch import IGNORE
-from lmpt.config.schema import DenoiserConfig, Ul2Config
+from lmpt.config.objective_schema import DenoiserConfig, Ul2Config
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.registry import build_objective
 from lmpt.objectives.span import span_lengths

@@ -8,7 +8,7 @@ import torch
 from objective_helpers import assert_same_batch, five_sigma
 
 from lmpt.batch import IGNORE
-from lmpt.config.schema import ClmConfig, MlmConfig, NspConfig
+from lmpt.config.objective_schema import ClmConfig, MlmConfig, NspConfig
 from lmpt.data.sampler import ValidationWindows
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import build_objective

@@ -11,7 +11,7 @@ import torch
 
 import lmpt.data.sampler as sampler_module
 import lmpt.train.batches as batches_module
-from lmpt.config.schema import ClmConfig, SpanConfig
+from lmpt.config.objective_schema import ClmConfig, SpanConfig
 from lmpt.data.permutation import FeistelPermutation
 from lmpt.data.sampler import WindowSampler
 from lmpt.objectives.registry import build_objective
