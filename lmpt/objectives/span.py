@@ -126,9 +126,10 @@ def check_span_settings(
             f"{raw_length - n} clean tokens to separate them: lower noise_density or raise mean_span_length"
         )
     if s > special.num_sentinels:
+        own = " (a tokenizer file with its own <extra_id_N> pieces keeps their count)" if special.sentinel_ids else ""
         raise LmptError(
             f"{what} at data.seq_len={seq_len} makes {s} spans but the tokenizer has {special.num_sentinels} "
-            f"sentinels: raise tokenizer.num_sentinels to at least {s} or lower data.seq_len or noise_density "
+            f"sentinels: raise tokenizer.num_sentinels to at least {s}{own} or lower data.seq_len or noise_density "
             "(or raise mean_span_length)"
         )
 
