@@ -21,7 +21,7 @@ from lmpt.config.errors import USER_ERRORS, describe
 from lmpt.config.resolvers import register_resolvers
 from lmpt.config.store import conf_dir, register_schemas
 from lmpt.errors import LmptError
-from lmpt.report.sweep import failed_jobs
+from lmpt.report.sweep import unfinished_jobs
 from lmpt.train.slurm import sbatch_refusal, without_sbatch_echo
 
 register_resolvers()  # also in launcher worker processes, which import this module to run the task
@@ -34,8 +34,10 @@ def train(cfg: DictConfig) -> float | None:
 
 
 def _failed_job(exc: BaseException, user_error: bool) -> None:
-    """In a sweep a failed job is reported and recorded in its status.json (whether the input was bad, for the
-    sweep's exit code), and the remaining jobs still run."""
+    """In a sweep a job that did not complete is reported and recorded in its status.json, for the sweep's exit
+    code: failed (on bad input or not), or preempted (stopped with a checkpoint and not requeued). The remaining
+    jobs still run."""
+    from lmpt.train.preemption import NotRequeued
     from lmpt.train.rundir import write_status
 
     hydra = HydraConfig.get()
@@ -43,7 +45,8 @@ def _failed_job(exc: BaseException, user_error: bool) -> None:
     if not user_error:
         traceback.print_exception(exc)
     print(f"lmpt: error: job {hydra.job.num} ({' '.join(hydra.overrides.task)}): {line}", file=sys.stderr)
-    write_status(Path(hydra.runtime.output_dir), "failed", error=line, user_error=user_error)
+    status = "preempted" if isinstance(exc, NotRequeued) else "failed"
+    write_status(Path(hydra.runtime.output_dir), status, error=line, user_error=user_error)
 
 
 def _continue_runs(argv: list[str]) -> list[str]:
@@ -111,9 +114,24 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
     except KeyboardInterrupt as exc:  # the second Ctrl-C: no traceback, the conventional exit status
         print(f"lmpt: aborted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
         sys.exit(130)
-    if failed_jobs:  # counted from the jobs' status.json: a launcher may run them in other processes or machines
-        print(f"lmpt: {len(failed_jobs)} sweep job(s) failed; the others ran", file=sys.stderr)
-        sys.exit(2 if all(failed_jobs) else 1)
+    _exit_for_unfinished_jobs()
+
+
+def _exit_for_unfinished_jobs() -> None:
+    """After a sweep, counted from its jobs' status.json (a launcher may run them in other processes or machines):
+    exit 2 when every unfinished job failed on bad input, 75 when every one was stopped and not requeued (the same
+    command resumes them), else 1."""
+    from lmpt.train.preemption import EXIT_PREEMPTED
+
+    failed = [kind for kind in unfinished_jobs if kind != "stopped"]
+    stopped = len(unfinished_jobs) - len(failed)
+    if failed:
+        print(f"lmpt: {len(failed)} sweep job(s) failed; the others ran", file=sys.stderr)
+    if stopped:
+        print(f"lmpt: {stopped} sweep job(s) stopped with a checkpoint and were not requeued: run the same command "
+              "to resume them", file=sys.stderr)  # fmt: skip
+    if unfinished_jobs:
+        sys.exit(EXIT_PREEMPTED if not failed else 2 if all(kind == "bad input" for kind in failed) else 1)
 
 
 def exit_process(code: int | str | None) -> NoReturn:

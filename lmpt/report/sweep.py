@@ -21,9 +21,9 @@ SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
 SUMMARY_PLOT = "val_loss.png"
 
-failed_jobs: list[bool] = []
-"""The sweep that just ended: one entry per failed job, True where it failed on bad input (`lmpt` exits 2 when
-every failure was bad input, else 1). Read from the jobs' status.json, since a launcher may run the jobs in other
+unfinished_jobs: list[str] = []
+"""The sweep that just ended: how each job that did not complete ended: "bad input", "error", or "stopped"
+(preempted and not requeued). Read from the jobs' status.json, since a launcher may run the jobs in other
 processes (joblib) or on other machines (submitit, SLURM)."""
 
 
@@ -69,14 +69,20 @@ def summarize_sweep(sweep_dir: Path | str) -> list[RunSummary]:
     return runs
 
 
+def _ending(status: dict) -> str:
+    if status["status"] == "preempted":
+        return "stopped"
+    return "bad input" if status.get("user_error") else "error"
+
+
 class SweepSummary(Callback):
-    """Hydra callback (under `hydra.callbacks`): once every job has run, count the failed ones and summarize the
-    sweep directory."""
+    """Hydra callback (under `hydra.callbacks`): once every job has run, note the ones that did not complete and
+    summarize the sweep directory."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         jobs = [path for path in Path(config.hydra.sweep.dir).iterdir() if path.name.isdigit()]
         statuses = [read_status(job) for job in jobs]
-        failed_jobs[:] = [bool(s.get("user_error")) for s in statuses if s.get("status") == "failed"]
+        unfinished_jobs[:] = [_ending(s) for s in statuses if s.get("status") in ("failed", "preempted")]
         try:
             summarize_sweep(config.hydra.sweep.dir)
         except LmptError as exc:  # the jobs' results stand; a missing summary is not worth failing the sweep

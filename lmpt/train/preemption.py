@@ -21,6 +21,11 @@ EXIT_PREEMPTED = 75
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
 
 
+class NotRequeued(LmptError):
+    """The job's own handler (submitit past `max_num_timeout`) declined to requeue it: the run stopped with a
+    committed checkpoint, and the same command resumes it."""
+
+
 class PreemptionFlag:
     """Installed for the duration of training; `requested` is checked after every optimizer step."""
 
@@ -61,4 +66,4 @@ class PreemptionFlag:
         try:
             previous(self.signal, None)
         except Exception as exc:  # submitit past max_num_timeout: "Job not requeued because: timed-out too many..."
-            raise LmptError(f"{owner} did not requeue the job ({exc}): run the same command to resume") from exc
+            raise NotRequeued(f"{owner} did not requeue the job ({exc}): run the same command to resume") from exc

@@ -244,13 +244,15 @@ def test_past_max_num_timeout_the_job_is_not_requeued_and_the_same_command_finis
         time.sleep(0.2)
     wait_for_step(sweep / "0", 60)
     slurm_cluster.command("scancel", "--signal=USR2", job)  # the second: one more than max_num_timeout
-    out = finish(launcher)
+    out, err = launcher.communicate(timeout=400)
+    assert launcher.returncode == 75, f"exit {launcher.returncode}\n{out[-3000:]}\n{err[-3000:]}"  # EX_TEMPFAIL
+    assert "1 sweep job(s) stopped with a checkpoint and were not requeued: run the same command" in err
     log = job_log(sweep, job)
     assert f"Requeued job {job} (0 remaining timeouts)" in log and "timed-out too many times" in log, log
     assert slurm_cluster.restarts(job) == 1
     status = json.loads((sweep / "0" / "status.json").read_text())
-    assert status["status"] == "failed" and "did not requeue the job" in status["error"], status
-    assert "failed" in out  # the summary's row
+    assert status["status"] == "preempted" and "did not requeue the job" in status["error"], status
+    assert "preempted" in out  # the summary's row
     finish(start_sweep(sweep, *overrides))  # the same command: the job resumes from its checkpoint
     golden.assert_same(golden.golden_run(tmp_path, LONG), sweep / "0", "past max_num_timeout, then rerun")
 
