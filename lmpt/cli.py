@@ -21,7 +21,6 @@ from lmpt.config.errors import USER_ERRORS, describe
 from lmpt.config.resolvers import register_resolvers
 from lmpt.config.store import conf_dir, register_schemas
 from lmpt.errors import LmptError
-from lmpt.report.sweep import unfinished_jobs
 from lmpt.train.slurm import sbatch_refusal, without_sbatch_echo
 
 register_resolvers()  # also in launcher worker processes, which import this module to run the task
@@ -121,17 +120,19 @@ def _exit_for_unfinished_jobs() -> None:
     """After a sweep, counted from its jobs' status.json (a launcher may run them in other processes or machines):
     exit 2 when every unfinished job failed on bad input, 75 when every one was stopped and not requeued (the same
     command resumes them), else 1."""
+    from lmpt.report.sweep import unfinished_jobs  # filled by the sweep-summary callback; empty otherwise
     from lmpt.train.preemption import EXIT_PREEMPTED
 
-    failed = [kind for kind in unfinished_jobs if kind != "stopped"]
-    stopped = len(unfinished_jobs) - len(failed)
+    stopped = unfinished_jobs.count("stopped")
+    failed = len(unfinished_jobs) - stopped
     if failed:
-        print(f"lmpt: {len(failed)} sweep job(s) failed; the others ran", file=sys.stderr)
+        print(f"lmpt: {failed} sweep job(s) failed; the others ran", file=sys.stderr)
     if stopped:
         print(f"lmpt: {stopped} sweep job(s) stopped with a checkpoint and were not requeued: run the same command "
               "to resume them", file=sys.stderr)  # fmt: skip
     if unfinished_jobs:
-        sys.exit(EXIT_PREEMPTED if not failed else 2 if all(kind == "bad input" for kind in failed) else 1)
+        every = set(unfinished_jobs)
+        sys.exit(2 if every == {"bad input"} else EXIT_PREEMPTED if every == {"stopped"} else 1)
 
 
 def exit_process(code: int | str | None) -> NoReturn:

@@ -69,10 +69,16 @@ def summarize_sweep(sweep_dir: Path | str) -> list[RunSummary]:
     return runs
 
 
-def _ending(status: dict) -> str:
-    if status["status"] == "preempted":
-        return "stopped"
-    return "bad input" if status.get("user_error") else "error"
+def unfinished_jobs_in(sweep_dir: Path | str) -> list[str]:
+    """How each job under `sweep_dir` that did not complete ended, from its status.json: "bad input", "error", or
+    "stopped" (preempted and not requeued)."""
+    statuses = [read_status(job) for job in Path(sweep_dir).iterdir() if job.name.isdigit()]
+    endings = {"preempted": "stopped"}
+    return [
+        endings.get(s["status"], "bad input" if s.get("user_error") else "error")
+        for s in statuses
+        if s.get("status") in ("failed", "preempted")
+    ]
 
 
 class SweepSummary(Callback):
@@ -80,9 +86,7 @@ class SweepSummary(Callback):
     summarize the sweep directory."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        jobs = [path for path in Path(config.hydra.sweep.dir).iterdir() if path.name.isdigit()]
-        statuses = [read_status(job) for job in jobs]
-        unfinished_jobs[:] = [_ending(s) for s in statuses if s.get("status") in ("failed", "preempted")]
+        unfinished_jobs[:] = unfinished_jobs_in(config.hydra.sweep.dir)
         try:
             summarize_sweep(config.hydra.sweep.dir)
         except LmptError as exc:  # the jobs' results stand; a missing summary is not worth failing the sweep

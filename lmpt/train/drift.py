@@ -24,6 +24,9 @@ def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
+_NO_DEFAULT = object()
+
+
 def schema_default(cfg: DictConfig, key: str) -> Any:
     """The default the schema gives the flattened `key` of `cfg` (e.g. `[]` for data.sources), or a sentinel
     equal to nothing when its section is untyped or has no such field."""
@@ -33,9 +36,6 @@ def schema_default(cfg: DictConfig, key: str) -> Any:
     if kind is None or not dataclasses.is_dataclass(kind) or name not in {f.name for f in dataclasses.fields(kind)}:
         return _NO_DEFAULT
     return OmegaConf.to_container(OmegaConf.structured(kind))[name]
-
-
-_NO_DEFAULT = object()
 
 
 def drifted_keys(old: dict[str, Any], cfg: DictConfig) -> list[str]:
@@ -52,9 +52,9 @@ def drifted_keys(old: dict[str, Any], cfg: DictConfig) -> list[str]:
 
 def refuse_drift(checkpoint: Path, cfg: DictConfig) -> None:
     old = flatten(load_part(checkpoint, "trainer")["config"])
-    new = flatten(OmegaConf.to_container(cfg, resolve=True))
     keys = drifted_keys(old, cfg)
     if keys:
+        new = flatten(OmegaConf.to_container(cfg, resolve=True))
         changes = ", ".join(f"{k} ({old.get(k)!r} -> {new.get(k)!r})" for k in keys[:6])
         more = f" and {len(keys) - 6} more" if len(keys) > 6 else ""
         raise LmptError(

@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 from report_fakes import make_sweep
 
-from lmpt.report.sweep import SweepSummary, summarize_sweep
+from lmpt.report.sweep import SweepSummary, summarize_sweep, unfinished_jobs_in
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -44,3 +44,43 @@ def test_callback_on_a_sweep_without_runs_only_warns(tmp_path: Path, capsys: pyt
     SweepSummary().on_multirun_end(config=OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}}))
     assert "sweep summary skipped: no run directories" in capsys.readouterr().out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_unfinished_jobs_are_read_from_each_jobs_status(tmp_path: Path) -> None:
+    """Whatever process or machine ran a job, its status.json says how it ended; completed jobs do not count."""
+    from lmpt.train.rundir import write_status
+
+    endings = [("completed", {}), ("failed", {"user_error": True}), ("failed", {"user_error": False}),
+               ("preempted", {"error": "did not requeue the job"}), ("failed", {})]  # fmt: skip
+    for job, (status, fields) in enumerate(endings):
+        (tmp_path / str(job)).mkdir()
+        write_status(tmp_path / str(job), status, **fields)
+    (tmp_path / ".submitit").mkdir()  # not a job
+    assert sorted(unfinished_jobs_in(tmp_path)) == ["bad input", "error", "error", "stopped"]
+
+
+@pytest.mark.parametrize(
+    ("unfinished", "code", "lines"),
+    [
+        ([], None, []),
+        (["bad input", "bad input"], 2, ["2 sweep job(s) failed"]),
+        (["stopped"], 75, ["1 sweep job(s) stopped with a checkpoint"]),
+        (["bad input", "error"], 1, ["2 sweep job(s) failed"]),
+        (["bad input", "stopped"], 1, ["1 sweep job(s) failed", "1 sweep job(s) stopped"]),
+    ],
+)
+def test_a_sweeps_exit_code_says_how_its_unfinished_jobs_ended(
+    unfinished: list[str], code: int | None, lines: list[str], monkeypatch, capsys: pytest.CaptureFixture
+) -> None:
+    from lmpt import cli
+    from lmpt.report import sweep
+
+    monkeypatch.setattr(sweep, "unfinished_jobs", unfinished)
+    if code is None:
+        cli._exit_for_unfinished_jobs()
+    else:
+        with pytest.raises(SystemExit) as exited:
+            cli._exit_for_unfinished_jobs()
+        assert exited.value.code == code
+    err = capsys.readouterr().err
+    assert all(line in err for line in lines) and len(err.splitlines()) == len(lines), err
