@@ -50,6 +50,18 @@ class Batch:
     """[B] class of each example for the sequence head (nsp/sop)."""
     example_kinds: torch.Tensor | None = None
     """[B] index of the denoiser that made each example (ul2-mixture), for per-denoiser loss."""
+    mtp_labels: torch.Tensor | None = None
+    """[B, D, S] multi-token prediction: mtp_labels[:, k-1, t] is the token k+1 ahead of position t, the target of
+    module k (IGNORE past the window, on padding, and in another document than position t's)."""
+    sample_seed: int | None = None
+    """Seed of the draws the model itself makes from this batch (electra: the generator's samples), drawn from
+    the objective's generator so that it too is a function of (seed, step, micro_step, rank)."""
+
+    input_padded: bool | None = None
+    """Whether `input_ids` hold padding, noted on the host (`note_padding`) so the model picks its attention masks
+    without a device sync or a graph break; None = the model looks."""
+    decoder_padded: bool | None = None
+    """The same for `decoder_input_ids`."""
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         moved = {
@@ -67,3 +79,13 @@ class Batch:
     @property
     def loss_tokens(self) -> int:
         return int((self.labels != IGNORE).sum())
+
+
+def note_padding(batch: Batch, pad_id: int) -> Batch:
+    """`batch` with `input_padded` and `decoder_padded` set from its tensors, where they are made (on the host)."""
+    decoder = batch.decoder_input_ids
+    return replace(
+        batch,
+        input_padded=bool((batch.input_ids == pad_id).any()),
+        decoder_padded=None if decoder is None else bool((decoder == pad_id).any()),
+    )

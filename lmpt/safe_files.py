@@ -5,11 +5,13 @@ would need more (a pickle that can call `os.system`, a `!!python/...` tag) is re
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
+import struct
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -44,7 +46,8 @@ def save_weights(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[st
     try:
         contiguous = {k: v.detach().contiguous() for k, v in tensors.items()}
         safetensors.torch.save_file(contiguous, str(tmp), metadata=metadata)
-        with open(tmp, "rb") as f:
+        with open(tmp, "r+b") as f:
+            _sort_metadata(f)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except (OSError, SafetensorError) as exc:
@@ -54,6 +57,22 @@ def save_weights(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[st
         raise LmptError(f"could not write {path} ({reason}): free space and run the same command again") from exc
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _sort_metadata(f: BinaryIO) -> None:
+    """Rewrite a just-written safetensors header with its metadata keys sorted, in place. safetensors writes
+    them in a random order (a Rust HashMap: safetensors#584), so equal weights would give different bytes.
+    The entries only move, so the header keeps its length and every tensor's offsets."""
+    (length,) = struct.unpack("<Q", f.read(8))
+    header = json.loads(f.read(length))
+    metadata = header.pop("__metadata__", None)
+    if not metadata:
+        return
+    canonical = json.dumps({"__metadata__": dict(sorted(metadata.items())), **header}, separators=(",", ":"),
+                           ensure_ascii=False).encode()  # fmt: skip
+    if len(canonical) <= length:  # always, as serde_json writes the same characters: never risk a torn header
+        f.seek(8)
+        f.write(canonical.ljust(length, b" "))
 
 
 def fsync_dir(directory: Path) -> None:

@@ -226,3 +226,20 @@ def test_sharded_checkpoint_metadata_is_read_without_code(tmp_path: Path) -> Non
     with pytest.raises(UnsafeFile, match=r"sharded/\.metadata"):
         load_sharded(fresh, tmp_path / "sharded")
     assert not marker.exists()
+
+
+def test_equal_tensors_and_metadata_give_byte_identical_files(tmp_path: Path) -> None:
+    """safetensors writes metadata keys in a random order (a Rust HashMap): lmpt sorts them, so a checksum
+    shows equal weights."""
+    import torch
+
+    from lmpt.safe_files import save_weights, weights_metadata
+
+    tensors = {"b": torch.arange(6.0).reshape(2, 3), "a": torch.ones(4, dtype=torch.int64)}
+    keys = [f"key{i}" for i in range(12)]
+    files = []
+    for n, order in enumerate([keys, keys[::-1], keys[5:] + keys[:5]]):
+        files.append(tmp_path / f"m{n}.safetensors")
+        save_weights(files[-1], tensors, {k: f"value of {k}" for k in order})
+    assert len({f.read_bytes() for f in files}) == 1
+    assert weights_metadata(files[0]) == {k: f"value of {k}" for k in keys}

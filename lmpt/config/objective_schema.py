@@ -11,7 +11,7 @@ from omegaconf import MISSING
 @dataclass
 class ObjectiveConfig:
     name: str = MISSING
-    """Objective: clm, mlm, nsp, span, prefix or ul2-mixture."""
+    """Objective: clm, mlm, nsp, electra, span, prefix, ul2-mixture, mtp or fim."""
 
 
 @dataclass
@@ -19,6 +19,26 @@ class ClmConfig(ObjectiveConfig):
     name: str = "clm"
     document_attention: bool = False
     """Keep attention within each packed document instead of across the eos between them."""
+
+
+@dataclass
+class MtpConfig(ClmConfig):
+    name: str = "mtp"
+    mtp_depth: int = 1
+    """Extra prediction modules (DeepSeek-V3 multi-token prediction): module k predicts the token k+1 ahead of
+    each position, the main head's next token counting as 1 ahead (0: plain clm)."""
+    mtp_weight: float = 0.3
+    """lambda: the loss is the main next-token loss + mtp_weight / mtp_depth x the modules' losses (DeepSeek-V3:
+    0.3 for its first 10T tokens, then 0.1; a later stage sets it with model.init_from)."""
+
+
+@dataclass
+class FimConfig(ClmConfig):
+    name: str = "fim"
+    fim_rate: float = 0.5
+    """Share of documents rearranged for fill-in-the-middle (Bavarian et al. 2022); the rest stay plain clm."""
+    spm_rate: float = 0.5
+    """Share of the rearranged documents in suffix-prefix-middle order (the rest prefix-suffix-middle)."""
 
 
 @dataclass
@@ -48,6 +68,23 @@ class NspConfig(MlmConfig):
     """Probability that a pair is cut to a random shorter length, uniform on [2, seq_len - 3] (BERT; 0: never)."""
     mlm_weight: float = 1.0
     """Weight of the masked-LM loss trained jointly with the pair loss (0 trains the pair head only)."""
+
+
+@dataclass
+class ElectraConfig(ObjectiveConfig):
+    name: str = "electra"
+    mask_prob: float = 0.15
+    """Probability that each eligible token is masked for the generator (ELECTRA: 0.15)."""
+    mask_token_frac: float = 1.0
+    """Share of masked tokens shown to the generator as [MASK], the rest unchanged (1.0: all [MASK]; the released
+    code's pretrain_helpers.mask uses 0.85)."""
+    generator_size: float = 0.25
+    """Generator width as a fraction of the discriminator's model.d_model, in (0, 1]; its heads keep the
+    discriminator's head width and its ffn_dim shrinks by the same fraction (ELECTRA: 0.25)."""
+    disc_weight: float = 50.0
+    """Weight of the discriminator's replaced-token loss against the generator's MLM loss (ELECTRA: 50)."""
+    temperature: float = 1.0
+    """Temperature of the generator's softmax when sampling the replacements (ELECTRA: 1)."""
 
 
 @dataclass

@@ -9,17 +9,19 @@ import inspect
 from functools import cache
 
 from lmpt.config import objective_schema as objectives
-from lmpt.config import schema
+from lmpt.config import optimizer_schema, schema
 
 GROUP_SCHEMAS: dict[str, list[type]] = {
     "tokenizer": [schema.TokenizerConfig],
-    "objective": [objectives.ClmConfig, objectives.MlmConfig, objectives.NspConfig, objectives.SpanConfig,
-                  objectives.PrefixConfig, objectives.Ul2Config, objectives.DenoiserConfig],
+    "objective": [objectives.ClmConfig, objectives.MlmConfig, objectives.NspConfig, objectives.ElectraConfig,
+                  objectives.SpanConfig, objectives.PrefixConfig, objectives.Ul2Config, objectives.MtpConfig,
+                  objectives.FimConfig, objectives.DenoiserConfig],
     "model": [schema.ModelConfig],
-    "optimizer": [schema.AdamWConfig, schema.AdafactorConfig],
+    "optimizer": [schema.AdamWConfig, schema.AdafactorConfig, optimizer_schema.MuonConfig],
     "scheduler": [schema.SchedulerConfig],
     "data": [schema.DataConfig, schema.SourceConfig],
     "trainer": [schema.TrainerConfig],
+    "downstream": [schema.DownstreamConfig],
 }  # fmt: skip
 _TITLES = {
     objectives.DenoiserConfig: "ul2-mixture: each entry of objective.denoisers",
@@ -32,7 +34,9 @@ _ENTRIES = (objectives.DenoiserConfig, schema.SourceConfig)  # list entries: the
 def _docstrings() -> dict[str, dict[str, str]]:
     """class name -> field -> the string literal right under the field, for every class of the schema modules."""
     found: dict[str, dict[str, str]] = {}
-    nodes = [node for module in (schema, objectives) for node in ast.parse(inspect.getsource(module)).body]
+    nodes = [
+        node for module in (schema, objectives, optimizer_schema) for node in ast.parse(inspect.getsource(module)).body
+    ]
     for node in nodes:
         if isinstance(node, ast.ClassDef):
             docs, body = {}, node.body

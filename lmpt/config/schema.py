@@ -83,7 +83,7 @@ class ModelConfig:
 @dataclass
 class OptimizerConfig:
     name: str = MISSING
-    """adamw or adafactor."""
+    """adamw, adafactor or muon."""
     lr: float = 1e-3
     """Peak learning rate."""
     weight_decay: float = 0.1
@@ -228,6 +228,25 @@ class TrainerConfig:
 
 
 @dataclass
+class DownstreamConfig:
+    choice_tasks: list[str] = field(default_factory=list)
+    """Multiple-choice tasks scored zero-shot when training ends (as `lmpt-eval RUN task=...`): .jsonl files or
+    bundled:NAME; each logs downstream/NAME/accuracy and downstream/NAME/accuracy_norm to metrics.jsonl."""
+    classification_tasks: list[str] = field(default_factory=list)
+    """Classification tasks fine-tuned when training ends (as `lmpt-finetune`): a folder holding train.jsonl and
+    dev.jsonl (test.jsonl optional; fields text and label) or bundled:NAME; each logs
+    downstream/NAME/accuracy_mean, accuracy_std and macro_f1_mean (dev) to metrics.jsonl."""
+    mode: str = "probe"
+    """How the classification tasks fine-tune: probe (the body frozen, a linear head: fast) or full."""
+    seeds: int = 3
+    """Fine-tuning runs per classification task (figures are mean and std over them)."""
+    epochs: int = 3
+    """Passes over a classification task's training examples per seed."""
+    batch_size: int = 32
+    """Examples per forward pass, fine-tuning and multiple-choice scoring alike."""
+
+
+@dataclass
 class LmptConfig:
     tokenizer: TokenizerConfig = MISSING
     objective: Any = MISSING
@@ -236,3 +255,4 @@ class LmptConfig:
     scheduler: SchedulerConfig = MISSING
     data: DataConfig = MISSING
     trainer: TrainerConfig = MISSING
+    downstream: DownstreamConfig = MISSING

@@ -10,6 +10,7 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 
 from lmpt.config import objective_schema as o
+from lmpt.config import optimizer_schema
 from lmpt.config import schema as s
 
 _SCHEMAS = {
@@ -18,15 +19,19 @@ _SCHEMAS = {
         "clm": o.ClmConfig,
         "mlm": o.MlmConfig,
         "nsp": o.NspConfig,
+        "electra": o.ElectraConfig,
         "span": o.SpanConfig,
         "prefix": o.PrefixConfig,
         "ul2-mixture": o.Ul2Config,
+        "mtp": o.MtpConfig,
+        "fim": o.FimConfig,
     },
     "model": {"model": s.ModelConfig},
-    "optimizer": {"adamw": s.AdamWConfig, "adafactor": s.AdafactorConfig},
+    "optimizer": {"adamw": s.AdamWConfig, "adafactor": s.AdafactorConfig, "muon": optimizer_schema.MuonConfig},
     "scheduler": {"scheduler": s.SchedulerConfig},
     "data": {"data": s.DataConfig},
     "trainer": {"trainer": s.TrainerConfig},
+    "downstream": {"downstream": s.DownstreamConfig},
 }
 
 

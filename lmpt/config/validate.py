@@ -99,6 +99,20 @@ def _validate_tokenizer(tok: DictConfig) -> None:
     )
 
 
+def _validate_muon(o: DictConfig, strategy: str) -> None:
+    if strategy == "fsdp":
+        raise LmptError(
+            "optimizer=muon does not run under trainer.strategy=fsdp (torch.optim.Muon orthogonalises whole matrices "
+            "and FSDP2 shards them): use trainer.strategy=ddp, or optimizer=adamw with fsdp"
+        )
+    _choice(o.adjust_lr_fn, "optimizer.adjust_lr_fn", (None, "original", "match_rms_adamw"))
+    _require(0 <= o.momentum < 1, "optimizer.momentum", o.momentum, "in [0, 1)")
+    _positive(o, "optimizer", "ns_steps", "adamw_lr", "adamw_eps")
+    _positive(o, "optimizer", "adamw_weight_decay", allow_zero=True)
+    betas = list(o.adamw_betas)
+    _require(len(betas) == 2 and all(0 <= b < 1 for b in betas), "optimizer.adamw_betas", betas, "two values in [0, 1)")
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Check every key belongs to the schema, then every group's values except the objective's; raise LmptError
     on the first bad key or value."""
@@ -150,6 +164,9 @@ def validate_config(cfg: DictConfig) -> None:
             list(o.betas),
             "two values in [0, 1)",
         )
+
+    if o.name == "muon":
+        _validate_muon(o, t.strategy)
 
     _choice(s.name, "scheduler.name", SCHEDULES)
     _positive(s, "scheduler", "warmup_steps", allow_zero=True)

@@ -58,9 +58,19 @@ class PreparedData:
 
 
 def default_cache_root(cfg_cache_dir: str | None) -> Path:
-    """data.cache_dir when set, else $LMPT_CACHE_DIR, else ~/.cache/lmpt."""
+    """data.cache_dir when set, else $LMPT_CACHE_DIR, else ~/.cache/lmpt; a path that is (or lies under) a
+    file is refused naming the setting it came from."""
+    setting = "data.cache_dir" if cfg_cache_dir else "$LMPT_CACHE_DIR" if os.environ.get("LMPT_CACHE_DIR") else None
     chosen = cfg_cache_dir or os.environ.get("LMPT_CACHE_DIR") or "~/.cache/lmpt"
-    return Path(chosen).expanduser()
+    root = Path(chosen).expanduser()
+    blocking = next((p for p in (root, *root.parents) if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        named = f"{setting}={chosen}" if setting else f"the cache directory {chosen}"
+        raise LmptError(
+            f"{named}: {blocking} is a file, not a directory: point {setting or 'data.cache_dir'} at a directory "
+            "(lmpt creates it if missing)"
+        )
+    return root
 
 
 def _read_meta(directory: Path, tokenizer: Tokenizer | None = None) -> dict | None:

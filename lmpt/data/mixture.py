@@ -24,6 +24,7 @@ from lmpt.rng import derive_seed
 
 BLOCK = 4096
 _SCALE = 1 << 48  # shares as integers: the cumulative counts are exact, whatever the weights
+_HUGE = 1e300  # weights above this are scaled down before summing (1e308 + 1e308 overflows)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,20 @@ def resolve_sources(cfg: DataConfig, base_dir: Path) -> list[Source]:
     return sources
 
 
+def share_bounds(weights: list[float]) -> list[int]:
+    """Cumulative shares of positive finite `weights` in units of 1/_SCALE, from 0 to _SCALE exactly."""
+    top = max(weights)
+    if top > _HUGE:  # near the float limit the sum overflows: the same shares from weights scaled down
+        weights = [w / top for w in weights]
+    total = math.fsum(weights)
+    running, bounds = 0.0, [0]
+    for w in weights:
+        running += w
+        bounds.append(round(running / total * _SCALE))
+    bounds[-1] = _SCALE
+    return bounds
+
+
 class MixtureSampler(StepSamples):
     """Training windows drawn from several spans of one corpus in proportion to `weights`."""
 
@@ -99,12 +114,7 @@ class MixtureSampler(StepSamples):
             for name, span in zip(names, spans, strict=True)
         ]  # fmt: skip
         self.n_windows = sum(p.n_windows for p in self.parts)
-        total = math.fsum(weights)
-        running, self._bounds = 0.0, [0]
-        for w in weights:
-            running += w
-            self._bounds.append(round(running / total * _SCALE))
-        self._bounds[-1] = _SCALE
+        self._bounds = share_bounds(weights)
 
     def before(self, block: int) -> np.ndarray:
         """Samples of each source in blocks [0, block): exact shares of block * BLOCK, never rounding drift."""

@@ -15,8 +15,10 @@ from rich.table import Table
 
 from lmpt.console import console
 from lmpt.data.sources import iter_documents, resolve_paths
+from lmpt.downstream.choice_tasks import read_choice_task, task_name
+from lmpt.downstream.multiple_choice import evaluate_choices, render_choices
 from lmpt.errors import LmptError
-from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
+from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained, require_token_head
 from lmpt.inference.options import parse_command, require, run_command
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
@@ -27,15 +29,19 @@ PROG = "lmpt-eval"
 SUMMARY = (
     "Loss (nats per scored token), perplexity = exp(loss) and bits per byte of a trained model on any text: "
     "decoders by sliding windows, encoders by a fixed seeded masking (or method=pll: pseudo-log-likelihood, each "
-    "token scored with only itself masked), encoder-decoders by the run's seeded span corruption."
+    "token scored with only itself masked), encoder-decoders by the run's seeded span corruption. task=FILE.jsonl "
+    "instead scores a multiple-choice task zero-shot (accuracy, byte-normalised accuracy, chance)."
 )
 POSITIONALS = [RUN_ARGUMENT]
 
 
 @dataclass
 class EvalOptions:
-    data: list[str]
+    data: list[str] | None = None
     """Text to evaluate: files, directories, globs or bundled:NAME, comma-separated (like data.paths)."""
+    task: str | None = None
+    """Instead of data: a multiple-choice task scored zero-shot, a .jsonl file of {"context", "choices", "label"}
+    records or bundled:NAME (docs/tasks.md); reports accuracy, byte-normalised accuracy and chance."""
     method: str = "auto"
     """auto (the architecture's own measure) or pll (encoders: pseudo-log-likelihood, every token scored with only
     itself masked; reports pseudo-perplexity)."""
@@ -89,7 +95,7 @@ def evaluate_text(trained: Trained, o: EvalOptions) -> dict:
     )
     documents = o.documents or str(cfg.data.documents)
     text_field = o.text_field or str(cfg.data.text_field)
-    text = read_text(o.data, documents, text_field, trained.tokenizer)
+    text = read_text(o.data or [], documents, text_field, trained.tokenizer)
     device = trained.model.head_weight.device
     with torch.inference_mode(), WorkBar("scoring windows", hidden=o.json) as bar:
         if o.method == "pll":
@@ -147,12 +153,19 @@ def render(result: dict) -> None:
 
 def evaluate(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, EvalOptions)
+    require((o.data is None) != (o.task is None), f"{PROG} takes data=TEXT or task=FILE.jsonl (one of them)")
+    questions = read_choice_task(o.task) if o.task is not None else None
     trained = load_trained(run, o.device)
-    result = evaluate_text(trained, o)
+    require_token_head(trained, PROG)
+    if questions is not None:
+        require(o.batch_size >= 1, f"batch_size={o.batch_size} must be at least 1")
+        result = {"task": task_name(o.task), **evaluate_choices(trained, questions, o.batch_size, hidden=o.json)}
+    else:
+        result = evaluate_text(trained, o)
     if o.json:
         print(json.dumps(result))
     else:
-        render(result)
+        (render_choices if questions is not None else render)(result)
 
 
 def main() -> None:

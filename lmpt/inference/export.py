@@ -8,6 +8,7 @@ have no exact transformers counterpart and are refused before anything is writte
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
 from lmpt.inference.options import parse_command, run_command
 from lmpt.model.block import flavour, kv_heads
 from lmpt.model.t5 import MAX_DISTANCE, NUM_BUCKETS
+from lmpt.safe_files import save_weights
 from lmpt.tokenizer.hf import HfTokenizer
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.rundir import TOKENIZER_FILE
@@ -193,11 +195,9 @@ def tokenizer_files(trained: Trained) -> dict[str, dict]:
 
 
 def write_export(trained: Trained, out_dir: Path, dtype: torch.dtype) -> None:
-    from safetensors.torch import save_file
-
     converted = tokenizer_json(trained.tokenizer)  # first: a missing converter dependency writes nothing
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_file(hf_state_dict(trained, dtype), str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    save_weights(out_dir / "model.safetensors", hf_state_dict(trained, dtype), metadata={"format": "pt"})
     (out_dir / "tokenizer.json").write_text(converted)
     config = hf_config(trained) | {"torch_dtype": str(dtype).removeprefix("torch.")}
     files = {"config.json": config, **tokenizer_files(trained)}
@@ -212,12 +212,29 @@ def write_export(trained: Trained, out_dir: Path, dtype: torch.dtype) -> None:
         shutil.copyfile(trained.tokenizer.path, out_dir / TOKENIZER_FILE)
 
 
+_WRITABLE = "pick a directory you can write to"
+
+
+def refuse_unwritable(out_dir: Path) -> None:
+    """Refuse an OUT_DIR that is a file, lies under one, or whose nearest existing directory is read-only,
+    before anything is read or created."""
+    existing = next(p for p in (out_dir.absolute(), *out_dir.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        reason = "it is a file" if existing == out_dir.absolute() else f"{existing} is a file"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        reason = f"{existing} is not writable"
+    else:
+        return
+    raise LmptError(f"OUT_DIR {out_dir} cannot be written ({reason}): {_WRITABLE}")
+
+
 def export(argv: list[str]) -> None:
     (run, out), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, ExportOptions)
     dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
     if o.dtype not in dtypes:
         raise LmptError(f"dtype={o.dtype} is unknown: use {', '.join(dtypes)}")
     out_dir = Path(out).expanduser()
+    refuse_unwritable(out_dir)
     if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not o.overwrite)):
         raise LmptError(f"{out_dir} exists and is not empty: pick a new OUT_DIR or pass overwrite=true")
     trained = load_trained(run)
@@ -233,7 +250,10 @@ def export(argv: list[str]) -> None:
         import transformers.convert_slow_tokenizer  # noqa: F401
     except ImportError as exc:
         raise LmptError(f"lmpt-export needs {exc.name}: pip install safetensors transformers protobuf") from None
-    write_export(trained, out_dir, dtypes[o.dtype])
+    try:
+        write_export(trained, out_dir, dtypes[o.dtype])
+    except OSError as exc:
+        raise LmptError(f"OUT_DIR {out_dir} cannot be written ({exc.strerror or exc}): {_WRITABLE}") from None
     print(f"wrote a {HF_CLASSES[kind][0]} to {out_dir}")
 
 

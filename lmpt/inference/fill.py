@@ -1,4 +1,5 @@
-"""`lmpt-fill RUN text="The chef [MASK] a delicious meal."`: an encoder's top-k tokens for each [MASK]."""
+"""`lmpt-fill RUN text="The chef [MASK] a delicious meal."`: an encoder's top-k tokens for each [MASK];
+`lmpt-fill RUN prefix="def add(a, b):" suffix="return c"`: a fim decoder's middle between the two."""
 
 from __future__ import annotations
 
@@ -11,25 +12,38 @@ from rich.table import Table
 
 from lmpt.console import console
 from lmpt.errors import LmptError
-from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
+from lmpt.inference.infill import infill
+from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained, require_token_head
 from lmpt.inference.options import parse_command, require, run_command
+from lmpt.inference.progress import WorkBar
 from lmpt.inference.prompts import MASK_MARKER, encode_marked
 from lmpt.tokenizer.special import MASK
 
 PROG = "lmpt-fill"
 SUMMARY = (
-    "List the most likely tokens for each [MASK] in a text, from a trained encoder (mlm or nsp). "
-    "Decoders and encoder-decoders generate instead: use lmpt-generate."
+    "List the most likely tokens for each [MASK] in a text, from a trained encoder (mlm or nsp); or write the "
+    "middle between prefix= and suffix= with a decoder trained with objective=fim. Other decoders and "
+    "encoder-decoders generate instead: use lmpt-generate."
 )
 POSITIONALS = [RUN_ARGUMENT]
 
 
 @dataclass
 class FillOptions:
-    text: str
-    """Text with one or more [MASK] tokens, each standing for one token."""
+    text: str = ""
+    """Encoder: text with one or more [MASK] tokens, each standing for one token."""
     top_k: int = 5
     """Candidates listed per [MASK]."""
+    prefix: str = ""
+    """fim decoder: the text before the middle to write."""
+    suffix: str = ""
+    """fim decoder: the text after the middle to write."""
+    max_tokens: int = 64
+    """fim decoder: most tokens of the middle (it stops earlier at an end of document)."""
+    temperature: float = 0.0
+    """fim decoder: softmax temperature of the middle's tokens; 0 picks the most likely token (greedy)."""
+    seed: int = 0
+    """fim decoder: seed of the sampling draws (temperature > 0)."""
     device: str = "cpu"
     """cpu, cuda or auto."""
     json: bool = False
@@ -82,15 +96,33 @@ def render(result: dict) -> None:
         console.print(table)
 
 
+def fill_middle(run: str, trained: Trained, o: FillOptions) -> None:
+    """A fim decoder's middle between prefix= and suffix=, printed with the middle in bold."""
+    require(bool(o.prefix or o.suffix), f'give prefix= and/or suffix=, e.g. lmpt-fill {run} prefix="..." suffix="..."')
+    require(o.max_tokens >= 1, f"max_tokens={o.max_tokens} must be at least 1")
+    require(o.temperature >= 0, f"temperature={o.temperature} must be >= 0 (0 = greedy)")
+    with torch.inference_mode(), WorkBar("writing the middle", hidden=o.json) as bar:
+        bar.start(o.max_tokens)
+        result = infill(trained, o.prefix, o.suffix, o.max_tokens, o.temperature, o.seed, bar)
+    if o.json:
+        print(json.dumps(result))
+    else:
+        console.print(f"[cyan]{escape(o.prefix)}[/][bold]{escape(result['middle'])}[/][cyan]{escape(o.suffix)}[/]")
+
+
 def fill(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, FillOptions)
     require(o.top_k >= 1, f"top_k={o.top_k} must be at least 1")
     trained = load_trained(run, o.device)
+    if trained.arch == "decoder" and (o.prefix or o.suffix or trained.objective_name == "fim"):
+        fill_middle(run, trained, o)
+        return
     if trained.arch != "encoder":
         raise LmptError(
             f"{run} is {'a decoder' if trained.arch == 'decoder' else 'an encoder-decoder'} "
             f"({trained.objective_name}); lmpt-fill needs an encoder (mlm or nsp): use lmpt-generate {run} prompt=..."
         )
+    require_token_head(trained, PROG)
     with torch.inference_mode():
         result = predict_masks(trained, o.text, o.top_k)
     if o.json:

@@ -13,6 +13,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, build_model
+from lmpt.model.electra import discriminator_state
+from lmpt.model.mtp import without_mtp_modules
 from lmpt.objectives.registry import OBJECTIVES, resolve_arch
 from lmpt.safe_files import WEIGHTS_SUFFIX, load_torch, load_weights, load_yaml, weights_metadata
 from lmpt.tokenizer.tokenizer import Tokenizer
@@ -118,6 +120,17 @@ def read_weights(weights: Path) -> tuple[dict[str, torch.Tensor], str | None]:
     return saved, None
 
 
+def require_token_head(trained: Trained, command: str) -> None:
+    """Refuse to score or fill tokens with a model whose token head was never trained: electra's discriminator
+    (its generator, the network that predicts tokens, is not kept as the run's model)."""
+    if trained.objective_name == "electra":
+        raise LmptError(
+            f"{command} predicts tokens, and this run's model is an electra discriminator, which tells replaced "
+            "tokens from original ones and has no trained token head: fine-tune it downstream or export it with "
+            "lmpt-export"
+        )
+
+
 def load_trained(path: str | Path, device: str = "cpu") -> Trained:
     """The model saved in a run directory or checkpoint directory `path`, on `device`, in eval mode."""
     located = locate_weights(path)
@@ -133,6 +146,9 @@ def load_trained(path: str | Path, device: str = "cpu") -> Trained:
         raise LmptError(f"{weights} was trained with objective {name}, which this lmpt does not know")
     cls = OBJECTIVES[name]
     state, arch = read_weights(weights)
+    if name == "electra":  # the discriminator is the trained encoder; the generator is left behind
+        state = discriminator_state(state)
+    state = without_mtp_modules(state)  # inference runs the main model only: multi-token modules stay behind
     arch = arch or resolve_arch(cls, config.model.arch)
     if "body.embed.tokens.weight" not in state:
         raise LmptError(f"{weights} holds no lmpt model (no body.embed.tokens.weight): it was not saved by lmpt")

@@ -1,5 +1,6 @@
 """`lmpt-generate RUN prompt="..." max_tokens=50`: positional paths, then key=value options parsed into a
-typed dataclass whose field docstrings are the `--help` text. Every mistake is one line and exit 2."""
+typed dataclass whose field docstrings are the `--help` text; a field typed as a dataclass of its own takes
+dotted keys (`data.train=...`). Every mistake is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -59,11 +60,46 @@ def usage(prog: str, summary: str, positionals: list[tuple[str, str]], cls: type
     lines = [f"usage: {prog} {' '.join(name for name, _ in positionals)} [key=value ...]", "", summary, ""]
     lines += [f"  {name:<16} {doc}" for name, doc in positionals]
     lines += ["", "keys:"]
-    docs = field_docs(cls)
-    for field in dataclasses.fields(cls):
-        default = "required" if field.default is dataclasses.MISSING else f"default {field.default!r}"
-        lines.append(f"  {field.name + '=':<16} {docs.get(field.name, '')} ({default})")
+    for key in option_keys(cls):
+        default = "required" if key.required else f"default {key.default!r}"
+        lines.append(f"  {key.name + '=':<16} {key.doc} ({default})")
     return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionKey:
+    """One key of a command: a field of its options dataclass, or `section.field` of a nested dataclass field."""
+
+    name: str
+    kind: Any
+    default: Any
+    required: bool
+    doc: str
+
+
+def option_keys(cls: type, prefix: str = "") -> list[OptionKey]:
+    """Every key of `cls`, in order; a field whose type is a dataclass gives its own fields as `field.key`."""
+    hints, docs, keys = typing.get_type_hints(cls), field_docs(cls), []
+    for field in dataclasses.fields(cls):
+        kind = hints[field.name]
+        if dataclasses.is_dataclass(kind):
+            keys += option_keys(kind, f"{prefix}{field.name}.")  # type: ignore[arg-type]
+            continue
+        default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+        required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        keys.append(OptionKey(prefix + field.name, kind, default, required, docs.get(field.name, "")))
+    return keys
+
+
+def _build(cls: type[T], given: dict[str, Any], prefix: str = "") -> T:
+    """`cls` from dotted `given` values; nested dataclass fields are built from their `field.` keys."""
+    hints, values = typing.get_type_hints(cls), {}
+    for field in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[field.name]):
+            values[field.name] = _build(hints[field.name], given, f"{prefix}{field.name}.")
+        elif prefix + field.name in given:
+            values[field.name] = given[prefix + field.name]
+    return cls(**values)
 
 
 def parse_command(
@@ -74,25 +110,24 @@ def parse_command(
     if any(a in ("-h", "--help") for a in argv):
         print(usage(prog, summary, positionals, cls))
         sys.exit(0)
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
+    keys = {key.name: key for key in option_keys(cls)}
     given: dict[str, Any] = {}
     args: list[str] = []
     for token in argv:
         key, sep, raw = token.partition("=")
-        if not sep or not key.isidentifier():
+        if not sep or not all(part.isidentifier() for part in key.split(".")):
             args.append(token)
             continue
-        if key not in names:
-            raise LmptError(f"unknown key '{key}' for {prog}: use one of {', '.join(names)} (`{prog} --help`)")
-        given[key] = _convert(key, raw, hints[key])
+        if key not in keys:
+            raise LmptError(f"unknown key '{key}' for {prog}: use one of {', '.join(keys)} (`{prog} --help`)")
+        given[key] = _convert(key, raw, keys[key].kind)
     if len(args) != len(positionals):
         wanted = " ".join(name for name, _ in positionals)
         raise LmptError(f"{prog} takes {wanted}, got {len(args)} argument(s) {args}: see `{prog} --help`")
-    missing = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING and f.name not in given]
+    missing = [name for name, key in keys.items() if key.required and name not in given]
     if missing:
         raise LmptError(f"{prog} needs {', '.join(f'{m}=...' for m in missing)}: see `{prog} --help`")
-    return args, cls(**given)
+    return args, _build(cls, given)
 
 
 def run_command(body: Callable[[list[str]], None]) -> NoReturn:

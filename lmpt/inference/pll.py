@@ -40,9 +40,12 @@ def encoder_rows(trained: Trained, text: Text, seq_len: int) -> Iterator[torch.T
         yield torch.cat([torch.tensor([special.cls]), row, torch.tensor([special.sep])]) if nsp else row
 
 
-def score_pll(trained: Trained, text: Text, seq_len: int, batch_size: int, device, bar: WorkBar) -> Score:
+def score_pll(
+    trained: Trained, text: Text, seq_len: int, batch_size: int, device, bar: WorkBar, sizes: torch.Tensor | None = None
+) -> Score:
     """Pseudo-log-likelihood of every ordinary token of the text (eos and other reserved ids are not scored: a
-    masked LM is never trained to predict them); `bar` counts masked copies."""
+    masked LM is never trained to predict them); `bar` counts masked copies. `sizes`: piece_bytes(tokenizer),
+    given by a caller that scores many short texts (zero-shot multiple choice), else computed here."""
     special = trained.tokenizer.special
     segments = torch.zeros(1, seq_len, dtype=torch.long) if trained.objective_name == "nsp" else None
     rows = list(encoder_rows(trained, text, seq_len))
@@ -60,7 +63,7 @@ def score_pll(trained: Trained, text: Text, seq_len: int, batch_size: int, devic
                     segment_ids=segments,
                 )
 
-    sizes = piece_bytes(trained.tokenizer)
+    sizes = piece_bytes(trained.tokenizer) if sizes is None else sizes
     score = score_in_batches(trained, batches(), batch_size, sizes, Score(0.0, 0, 0, 0, 0), device, bar)
     score.windows = len(rows)  # windows of text, not masked copies
     return score

@@ -19,7 +19,7 @@ from lmpt.objectives.mlm import mask_tokens
 from lmpt.objectives.registry import build_objective
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rng import generator
-from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.tokenizer.tokenizer import piece_bytes
 
 
 @dataclass
@@ -38,15 +38,6 @@ class Score:
     correct: int
     bytes: int
     windows: int
-
-
-def piece_bytes(tokenizer: Tokenizer) -> torch.Tensor:
-    """[V] UTF-8 bytes each piece spells (the backend's `piece_byte_count`); reserved tokens (eos, sentinels,
-    ...) count none."""
-    reserved = set(tokenizer.special.reserved_ids())
-    pieces = (tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size))
-    sizes = [0 if i in reserved else tokenizer.piece_byte_count(piece) for i, piece in enumerate(pieces)]
-    return torch.tensor(sizes, dtype=torch.long)
 
 
 def concat_batches(batches: list[Batch]) -> Batch:

@@ -61,11 +61,18 @@ def padded_vocab_size(tokenizer_vocab_size: int) -> int:
 
 
 def build_model(
-    cfg: Any, arch: str, vocab_size: int, pad_id: int, n_segments: int = 0, n_sequence_classes: int = 0
+    cfg: Any,
+    arch: str,
+    vocab_size: int,
+    pad_id: int,
+    n_segments: int = 0,
+    n_sequence_classes: int = 0,
+    mtp_depth: int = 0,
 ) -> LanguageModel:
-    """A freshly initialised model; `arch` is the resolved architecture (cfg.arch is not read)."""
+    """A freshly initialised model; `arch` is the resolved architecture (cfg.arch is not read); `mtp_depth`
+    multi-token prediction modules beside a decoder."""
     check_model_config(cfg, arch, vocab_size)
-    return LanguageModel(cfg, arch, vocab_size, pad_id, n_segments, n_sequence_classes)
+    return LanguageModel(cfg, arch, vocab_size, pad_id, n_segments, n_sequence_classes, mtp_depth)
 
 
 def count_parameters(cfg: Any, arch: str, vocab_size: int, non_embedding: bool = False) -> int:

@@ -11,8 +11,9 @@ from torch import nn
 from lmpt.batch import Batch
 from lmpt.model.block import flavour
 from lmpt.model.head import RowsLoss, compiled_rows_loss, rows_loss, token_losses
+from lmpt.model.mtp import MultiTokenPrediction
 from lmpt.model.output import ModelOutput
-from lmpt.model.stacks import Decoder, Encoder, EncoderDecoder, Stack
+from lmpt.model.stacks import Decoder, Encoder, EncoderDecoder, Stack, self_attention_mask
 
 
 def matmul_parameters(stack: Stack) -> int:
@@ -22,10 +23,18 @@ def matmul_parameters(stack: Stack) -> int:
 
 class LanguageModel(nn.Module):
     """A decoder, encoder or encoder-decoder with the token-embedding matrix as its output head (the t5
-    flavour: an untied `lm_head`, as T5 v1.1)."""
+    flavour: an untied `lm_head`, as T5 v1.1). A decoder may carry `mtp_depth` multi-token prediction modules
+    (lmpt.model.mtp), used in training only."""
 
     def __init__(
-        self, cfg: Any, arch: str, vocab_size: int, pad_id: int, n_segments: int = 0, n_sequence_classes: int = 0
+        self,
+        cfg: Any,
+        arch: str,
+        vocab_size: int,
+        pad_id: int,
+        n_segments: int = 0,
+        n_sequence_classes: int = 0,
+        mtp_depth: int = 0,
     ) -> None:
         super().__init__()
         self.arch = arch
@@ -48,6 +57,7 @@ class LanguageModel(nn.Module):
             for layer in (self.sequence_head[0], self.sequence_head[2]):
                 nn.init.normal_(layer.weight, mean=0.0, std=cfg.init_std)
                 nn.init.zeros_(layer.bias)
+        self.mtp = MultiTokenPrediction(cfg, mtp_depth) if mtp_depth > 0 else None
 
     def compile_parts(self, backend: str = "inductor") -> None:
         """torch.compile the stack in place (parameter names unchanged) and the head with a dynamic row count;
@@ -71,8 +81,17 @@ class LanguageModel(nn.Module):
         if isinstance(self.body, EncoderDecoder):
             if batch.decoder_input_ids is None:
                 raise ValueError("an encoder-decoder batch needs decoder_input_ids")
-            return self.body(batch.input_ids, batch.decoder_input_ids, batch.segment_ids)
-        return self.body(batch.input_ids, batch.attention, batch.prefix_len, batch.document_ids, batch.segment_ids)
+            return self.body(
+                batch.input_ids, batch.decoder_input_ids, batch.segment_ids, batch.input_padded, batch.decoder_padded
+            )
+        return self.body(
+            batch.input_ids,
+            batch.attention,
+            batch.prefix_len,
+            batch.document_ids,
+            batch.segment_ids,
+            batch.input_padded,
+        )
 
     def forward(self, batch: Batch) -> ModelOutput:
         """Per-token float32 cross-entropy on positions whose label is not IGNORE. Labels are taken as
@@ -83,12 +102,30 @@ class LanguageModel(nn.Module):
         if self.sequence_head is not None:
             # The encoder-decoder classifies from the decoder's first position, the others from the input's.
             sequence_logits = self.sequence_head(hidden[:, 0]).float()
+        mtp_loss, mtp_correct = self._multi_token(hidden, batch)
         return ModelOutput(
             token_loss=token_loss,
             token_correct=token_correct,
             token_rows=rows,
             sequence_logits=sequence_logits,
+            mtp_token_loss=mtp_loss,
+            mtp_token_correct=mtp_correct,
         )
+
+    def _multi_token(self, hidden: torch.Tensor, batch: Batch) -> tuple[tuple[torch.Tensor, ...], ...]:
+        """The multi-token prediction modules' per-depth losses (none without modules or mtp_labels); their blocks
+        attend as the main stack's do (same mask, same rotary positions)."""
+        if self.mtp is None or batch.mtp_labels is None:
+            return (), ()
+        body: Any = self.body
+        mask, causal = self_attention_mask(
+            batch.input_ids, batch.attention, self.pad_id, batch.prefix_len, batch.document_ids, batch.input_padded
+        )
+        rope, mask, causal = body.stack.positions(hidden.shape[1], mask, causal)
+        return self.mtp(
+            hidden, batch.labels, batch.mtp_labels, body.embed, self.pad_id, rope, mask, causal,
+            self.head_weight, self.loss_of_rows,
+        )  # fmt: skip
 
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Full causal logits [B, S, V] of a decoder (sampling, evaluation)."""
@@ -119,4 +156,5 @@ class LanguageModel(nn.Module):
             decoder = target_len * (6.0 * (matmul_parameters(dec) - cross_kv) + dec_attention + head)
             return encoder + decoder
         stack = self.body.stack
-        return seq_len * (6.0 * matmul_parameters(stack) + 12.0 * len(stack.blocks) * d * seq_len + head)
+        mtp = 0.0 if self.mtp is None else self.mtp.flops_per_token(seq_len, head)
+        return seq_len * (6.0 * matmul_parameters(stack) + 12.0 * len(stack.blocks) * d * seq_len + head + mtp)

@@ -23,9 +23,12 @@ from lmpt.model.masks import (
 from lmpt.model.t5 import RelativePositionBias, biased_mask
 
 
-def padding_mask_if_any(ids: torch.Tensor, pad_id: int) -> torch.Tensor | None:
-    """Key padding mask [B,1,1,S], or None when `ids` hold no padding (keeps the fast kernels)."""
-    return key_padding_mask(ids, pad_id) if bool((ids == pad_id).any()) else None
+def padding_mask_if_any(ids: torch.Tensor, pad_id: int, padded: bool | None = None) -> torch.Tensor | None:
+    """Key padding mask [B,1,1,S], or None when `ids` hold no padding (keeps the fast kernels). `padded`: whether
+    they do, known on the host (Batch.input_padded); None = look, a device sync and a graph break under compile."""
+    if padded is None:
+        padded = bool((ids == pad_id).any())
+    return key_padding_mask(ids, pad_id) if padded else None
 
 
 def self_attention_mask(
@@ -34,11 +37,13 @@ def self_attention_mask(
     pad_id: int,
     prefix_len: torch.Tensor | None = None,
     document_ids: torch.Tensor | None = None,
+    padded: bool | None = None,
 ) -> tuple[torch.Tensor | None, bool]:
     """(mask, is_causal) for self-attention over `ids` [B,S]. Plain causal attention with no padding or
-    documents gives (None, True) for the fused causal path; bidirectional without padding (None, False)."""
+    documents gives (None, True) for the fused causal path; bidirectional without padding (None, False).
+    `padded`: as padding_mask_if_any."""
     seq_len = ids.shape[1]
-    padding = padding_mask_if_any(ids, pad_id)
+    padding = padding_mask_if_any(ids, pad_id, padded)
     if attention == "causal":
         if document_ids is None and padding is None:
             return None, True
@@ -151,9 +156,10 @@ class Decoder(nn.Module):
         prefix_len: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
         segment_ids: torch.Tensor | None = None,
+        padded: bool | None = None,
     ) -> torch.Tensor:
         """[B,S] ids -> [B,S,d] final hidden states."""
-        mask, is_causal = self_attention_mask(input_ids, attention, self.pad_id, prefix_len, document_ids)
+        mask, is_causal = self_attention_mask(input_ids, attention, self.pad_id, prefix_len, document_ids, padded)
         return self.stack(self.embed(input_ids, segment_ids), mask, is_causal)
 
 
@@ -167,9 +173,10 @@ class Encoder(Decoder):
         prefix_len: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
         segment_ids: torch.Tensor | None = None,
+        padded: bool | None = None,
     ) -> torch.Tensor:
         """[B,S] ids -> [B,S,d]; `attention` is ignored: an encoder is always bidirectional."""
-        mask, _ = self_attention_mask(input_ids, "bidirectional", self.pad_id)
+        mask, _ = self_attention_mask(input_ids, "bidirectional", self.pad_id, padded=padded)
         return self.stack(self.embed(input_ids, segment_ids), mask, False)
 
 
@@ -185,15 +192,24 @@ class EncoderDecoder(nn.Module):
         n_decoder_layers = cfg.n_decoder_layers if cfg.n_decoder_layers is not None else cfg.n_layers
         self.decoder = Stack(cfg, n_decoder_layers, cross=True)
 
+    def encode(
+        self, input_ids: torch.Tensor, segment_ids: torch.Tensor | None = None, padded: bool | None = None
+    ) -> torch.Tensor:
+        """Encoder ids [B,S] -> the encoder's final hidden states [B,S,d] (what the decoder cross-attends to)."""
+        enc_mask, _ = self_attention_mask(input_ids, "bidirectional", self.pad_id, padded=padded)
+        return self.encoder(self.embed(input_ids, segment_ids), enc_mask, False)
+
     def forward(
         self,
         input_ids: torch.Tensor,
         decoder_input_ids: torch.Tensor,
         segment_ids: torch.Tensor | None = None,
+        padded: bool | None = None,
+        decoder_padded: bool | None = None,
     ) -> torch.Tensor:
-        """Encoder ids [B,S] and decoder ids [B,T] -> decoder hidden states [B,T,d]."""
-        enc_mask, _ = self_attention_mask(input_ids, "bidirectional", self.pad_id)
-        memory = self.encoder(self.embed(input_ids, segment_ids), enc_mask, False)
-        dec_mask, is_causal = self_attention_mask(decoder_input_ids, "causal", self.pad_id)
-        cross_mask = padding_mask_if_any(input_ids, self.pad_id)
+        """Encoder ids [B,S] and decoder ids [B,T] -> decoder hidden states [B,T,d]; `padded`, `decoder_padded`:
+        whether each holds padding, as padding_mask_if_any."""
+        memory = self.encode(input_ids, segment_ids, padded)
+        dec_mask, is_causal = self_attention_mask(decoder_input_ids, "causal", self.pad_id, padded=decoder_padded)
+        cross_mask = padding_mask_if_any(input_ids, self.pad_id, padded)
         return self.decoder(self.embed(decoder_input_ids), dec_mask, is_causal, memory, cross_mask)

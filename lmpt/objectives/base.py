@@ -6,8 +6,10 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
+from torch import nn
 
 from lmpt.batch import Batch, Windows
+from lmpt.model.build import build_model
 from lmpt.model.output import ModelOutput
 
 if TYPE_CHECKING:
@@ -60,6 +62,13 @@ class Objective(ABC):
     @abstractmethod
     def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
         """Turn windows into a batch; every random draw comes from `gen` (seeded by (seed, step, ...))."""
+
+    def build_model(self, model_cfg: Any, model_vocab: int) -> nn.Module:
+        """A freshly initialised model for this objective (the objective decides the architecture): a
+        LanguageModel of `self.arch`; electra overrides it with its generator and discriminator."""
+        return build_model(
+            model_cfg, self.arch, model_vocab, self.special.pad, self.n_segments, self.n_sequence_classes
+        )
 
     def check_corpus(self, corpus: TokenCorpus, text: str) -> None:  # noqa: B027 (optional hook)
         """Refuse a corpus this objective cannot use: one LmptError line naming `text` (which split, from which

@@ -10,7 +10,10 @@ import torch
 from lmpt.errors import LmptError
 from lmpt.objectives.base import ARCHITECTURES, Objective
 from lmpt.objectives.clm import CausalLM
+from lmpt.objectives.electra import ReplacedTokenDetection
+from lmpt.objectives.fim import FillInTheMiddle
 from lmpt.objectives.mlm import MaskedLM
+from lmpt.objectives.mtp import MultiTokenPredictionLM
 from lmpt.objectives.nsp import NextSentencePrediction
 from lmpt.objectives.prefix import PrefixLM
 from lmpt.objectives.span import SpanCorruption
@@ -19,7 +22,18 @@ from lmpt.tokenizer.special import SpecialTokens
 from lmpt.tokenizer.tokenizer import Tokenizer
 
 OBJECTIVES: dict[str, type[Objective]] = {
-    cls.name: cls for cls in (CausalLM, MaskedLM, NextSentencePrediction, SpanCorruption, PrefixLM, Ul2Mixture)
+    cls.name: cls
+    for cls in (
+        CausalLM,
+        MaskedLM,
+        NextSentencePrediction,
+        SpanCorruption,
+        PrefixLM,
+        Ul2Mixture,
+        ReplacedTokenDetection,
+        MultiTokenPredictionLM,
+        FillInTheMiddle,
+    )
 }
 
 

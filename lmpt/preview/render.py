@@ -71,7 +71,7 @@ def settings(objective: Objective) -> list[str]:
             continue
         parts.append(f"{key}={str(value).lower() if isinstance(value, bool) else value}")
     if "mask_token_frac" in cfg:
-        mask, rand = float(cfg["mask_token_frac"]), float(cfg["random_token_frac"])
+        mask, rand = float(cfg["mask_token_frac"]), float(cfg.get("random_token_frac", 0.0))
         parts.insert(1, f"{mask:.0%}/{rand:.0%}/{1 - mask - rand:.0%} [MASK]/random/kept".replace("%", ""))
     if objective.name == "span":
         o: Any = objective
@@ -79,9 +79,18 @@ def settings(objective: Objective) -> list[str]:
     if objective.name == "prefix":
         o = objective
         parts.append(f"prefix length {o.low}..{o.high} of {objective.seq_len}")
+    if objective.name == "electra":
+        parts.append(f"in training the generator's samples replace the selected tokens; the discriminator labels all "
+                     f"{objective.seq_len} positions replaced or original")  # fmt: skip
     if objective.name == "ul2-mixture":
         o = objective
         parts.append("denoisers " + ", ".join(f"{d.label} (weight {d.weight:g})" for d in o.denoisers))
+    if objective.name == "mtp" and int(cfg["mtp_depth"]) > 0:
+        parts.append(f"targets: the main head's next token, and module k = 1..{cfg['mtp_depth']} the token k+1 "
+                     "ahead within its document")  # fmt: skip
+    if objective.name == "fim":
+        parts.append("rearranged documents: <fim_prefix> prefix <fim_suffix> suffix <fim_middle> middle (PSM) or "
+                     "<fim_prefix> <fim_suffix> suffix <fim_middle> prefix middle (SPM)")  # fmt: skip
     return parts
 
 

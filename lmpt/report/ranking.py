@@ -1,4 +1,7 @@
-"""Which loss a table of runs may rank by, and the header that says so.
+"""Which figure a table of runs may rank by, and the header that says so.
+
+A downstream figure (lmpt.downstream.after_training: a fine-tuned or zero-shot accuracy on one task) ranks runs
+of any objective and architecture, so it comes first when every completed run has one.
 
 A run's val_loss is measured on its own task: an mlm run at its own masking rate, a clm run on next-token
 prediction. Ranking is only honest on a loss every run measured the same way: the fixed-rate masked-token
@@ -12,7 +15,10 @@ from dataclasses import dataclass
 
 from lmpt.report.runs import RunSummary
 
-MASKED_OBJECTIVES = ("mlm", "nsp")
+MASKED_OBJECTIVES = ("mlm", "nsp", "electra")
+NEXT_TOKEN_OBJECTIVES = ("clm", "mtp")
+"""Objectives whose val_loss is the same next-token loss on the same windows (mtp reports its main head's)."""
+DOWNSTREAM_PREFERENCE = ("accuracy_mean", "accuracy", "accuracy_norm")
 
 
 @dataclass(frozen=True)
@@ -21,6 +27,8 @@ class Ranking:
     """val_fixed_loss, val_loss, or None when the runs share no comparable loss (rows keep their order)."""
     header: str
     """One sentence for the table's title: what the rows are ranked by, and why."""
+    higher_is_better: bool = False
+    """True for a downstream figure (an accuracy), False for a loss."""
 
     @property
     def curve(self) -> Callable[[RunSummary], list[tuple[int, float]]]:
@@ -34,9 +42,32 @@ class Ranking:
         return "validation loss (each run's own objective)"
 
 
+def downstream_figure(runs: list[RunSummary]) -> str | None:
+    """The downstream figure every completed run has: a fine-tuned accuracy (accuracy_mean) before a zero-shot one
+    (accuracy, then accuracy_norm), tasks in name order; None when there is none."""
+    completed = [r for r in runs if r.status == "completed"]
+    if not completed:
+        return None
+    shared = set.intersection(*(set(r.downstream) for r in completed))
+    for figure in DOWNSTREAM_PREFERENCE:
+        keys = sorted(k for k in shared if k.endswith(f"/{figure}"))
+        if keys:
+            return keys[0]
+    return None
+
+
 def choose_ranking(runs: list[RunSummary]) -> Ranking:
-    """The fixed-rate loss when every evaluated run has one at the same rate; val_loss when they all share an
-    objective without one; otherwise none."""
+    """A downstream figure when every completed run has one (the same task scored the same way whatever the
+    objective or architecture); else the fixed-rate loss when every evaluated run has one at the same rate; val_loss
+    when they all share an objective without one; otherwise none."""
+    figure = downstream_figure(runs)
+    if figure is not None:
+        return Ranking(
+            figure,
+            f"ranked by {figure} (higher is better): a downstream figure every completed run has, the same task "
+            "scored the same way whatever the objective and architecture",
+            higher_is_better=True,
+        )
     evaluated = [r for r in runs if r.val_loss is not None]
     rates = {r.eval_mask_prob for r in evaluated}
     if evaluated and all(r.fixed_loss is not None for r in evaluated) and len(rates) == 1:
@@ -46,6 +77,8 @@ def choose_ranking(runs: list[RunSummary]) -> Ranking:
             "masked positions in every run (val_loss is each run at its own training masking rate)",
         )
     objectives = {r.objective for r in evaluated}
+    if len(objectives) > 1 and objectives <= set(NEXT_TOKEN_OBJECTIVES):
+        return Ranking("val_loss", "ranked by val_loss: next-token loss, mtp runs' main head scored as clm's")
     if len(objectives) == 1 and not any(r.fixed_loss is not None for r in evaluated):
         (objective,) = objectives
         caveat = (
@@ -67,5 +100,7 @@ def rank_runs(runs: list[RunSummary]) -> tuple[list[RunSummary], Ranking]:
     if ranking.key is None:
         return list(runs), ranking
     value = (lambda r: r.fixed_loss) if ranking.key == "val_fixed_loss" else (lambda r: r.val_loss)
-    scored = sorted((r for r in runs if value(r) is not None), key=value)
+    if ranking.higher_is_better:
+        value = lambda r: r.downstream.get(ranking.key)
+    scored = sorted((r for r in runs if value(r) is not None), key=value, reverse=ranking.higher_is_better)
     return scored + [r for r in runs if value(r) is None], ranking

@@ -21,6 +21,7 @@ STATUS_FILE = "status.json"
 HYDRA_DIR = ".hydra"
 OVERRIDES_FILE = f"{HYDRA_DIR}/overrides.yaml"
 RUN_MARKERS = (METRICS_FILE, CONFIG_FILE, HYDRA_DIR, STATUS_FILE)
+DOWNSTREAM = "downstream/"  # prefix of the figures lmpt.downstream.after_training logs
 HEADLINE_KEYS = ("val_loss", "val_ppl", "val_fixed_loss", "val_fixed_ppl")  # columns of their own; other val_* keys
 # are objective measures
 
@@ -59,6 +60,8 @@ class RunSummary:
     train_curve: list[tuple[int, float]] = field(default_factory=list)
     compute_at: dict[int, tuple[float, int]] = field(default_factory=dict)
     """step -> (cumulative FLOPs, cumulative loss-bearing tokens), from the records that carry them."""
+    downstream: dict[str, float] = field(default_factory=dict)
+    """The latest `downstream/TASK/FIGURE` values (the downstream config group's tasks, scored when training ends)."""
 
 
 def is_run_dir(path: Path) -> bool:
@@ -126,6 +129,7 @@ def read_run(path: Path) -> RunSummary:
         fixed_curve=[(r["step"], r["val_fixed_loss"]) for r in evals if r.get("val_fixed_loss") is not None],
         compute_at={r["step"]: (r["flops"], r["loss_tokens"]) for r in counted},
         train_curve=[(r["step"], r["loss"]) for r in train if r["loss"] is not None],
+        downstream={k: v for r in records for k, v in r.items() if k.startswith(DOWNSTREAM) and v is not None},
     )
 
 

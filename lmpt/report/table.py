@@ -14,6 +14,8 @@ from rich.table import Table
 from lmpt.report.runs import RunSummary
 
 Value = str | int | float | None
+DOWNSTREAM_COLUMNS = ("/accuracy", "/accuracy_norm", "/accuracy_mean", "/macro_f1_mean")
+"""The downstream figures shown as columns (chance, std and the rest stay in metrics.jsonl)."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +61,11 @@ def format_flops(value: Value) -> str:
 
 
 def columns(runs: list[RunSummary]) -> list[Column]:
-    """run, objective, status, step, the fixed-rate loss (when any run has one), val_loss, val_ppl, every
-    objective measure any run has, tokens/s, loss-bearing tokens/s, FLOPs, wall."""
+    """run, objective, status, step, downstream figures (when any run has one), the fixed-rate loss (when any run
+    has one), val_loss, val_ppl, every objective measure any run has, tokens/s, loss-bearing tokens/s, FLOPs, wall."""
     labels = dict(zip((id(r) for r in runs), run_labels(runs)[0], strict=True))
     measures = sorted({key for r in runs for key in r.measures})
+    downstream = sorted({key for r in runs for key in r.downstream if key.endswith(DOWNSTREAM_COLUMNS)})
     optional = lambda v: "" if v is None else str(v)
     fixed = [
         Column("val_fixed_loss", lambda r: r.fixed_loss, _number(4), numeric=True),
@@ -73,6 +76,10 @@ def columns(runs: list[RunSummary]) -> list[Column]:
         Column("objective", lambda r: r.objective, optional),
         Column("status", lambda r: r.status),
         Column("step", lambda r: r.step, optional, numeric=True),
+        *(
+            Column(key.removeprefix("downstream/"), lambda r, key=key: r.downstream.get(key), _number(4), numeric=True)
+            for key in downstream
+        ),
         *(fixed if any(r.fixed_loss is not None for r in runs) else []),
         Column("val_loss", lambda r: r.val_loss, _number(4), numeric=True),
         Column("val_ppl", lambda r: r.val_ppl, _number(2), numeric=True),

@@ -37,6 +37,18 @@ def parse_tokenizer_json(data: bytes, path: Path, what: str) -> FastTokenizer:
         ) from None
 
 
+def _require_encoding(tok: FastTokenizer, path: Path, what: str) -> None:
+    """Refuse a tokenizer that parses but cannot turn text into ids: an empty vocabulary, or a model that fails
+    on ordinary text (a word-level vocabulary without an unk token)."""
+    if tok.get_vocab_size(with_added_tokens=False) == 0:
+        raise LmptError(f"{path} has an empty vocabulary: it cannot encode text; fix {what}")
+    try:
+        tok.encode("The quick brown fox, 1 2 3.", add_special_tokens=False)
+    except Exception as e:  # the library raises a bare Exception naming what its model lacks
+        detail = (str(e).splitlines() or ["no detail"])[0][:120]
+        raise LmptError(f"{path} cannot encode text ({detail}): fix {what}") from None
+
+
 class HfTokenizer(Tokenizer):
     """A `tokenizers` fast tokenizer. Its bytes (and fingerprint) are the tokenizer.json with the added roles,
     which is what a run directory stores and what `lmpt-export` writes; loaded again (or unpickled) with
@@ -46,6 +58,7 @@ class HfTokenizer(Tokenizer):
 
     def __init__(self, path: Path, model_bytes: bytes, num_sentinels: int = 0, what: str = "tokenizer.path") -> None:
         tok = parse_tokenizer_json(model_bytes, Path(path), what)
+        _require_encoding(tok, Path(path), what)
         special = resolve_roles(tok, num_sentinels)
         super().__init__(path, tok.to_str().encode("utf-8"))
         self._tok = tok

@@ -66,6 +66,12 @@ class SpecialTokens:
             raise IndexError(f"sentinel {i} out of range: the tokenizer has {self.num_sentinels}")
         return self.sentinel_ids[i] if self.sentinel_ids is not None else _FIRST_SENTINEL + i
 
+    def fim_sentinels(self) -> tuple[int, int, int] | None:
+        """Ids of <fim_prefix>, <fim_suffix> and <fim_middle> (fill-in-the-middle): the last three span sentinels
+        (<extra_id_{n-3}>, <extra_id_{n-2}>, <extra_id_{n-1}>), so no layout changes; None with fewer than three."""
+        n = self.num_sentinels
+        return (self.sentinel(n - 3), self.sentinel(n - 2), self.sentinel(n - 1)) if n >= 3 else None
+
     def sentinel_table(self) -> torch.Tensor:
         """[num_sentinels] long: the id of each sentinel, in order."""
         return torch.tensor([self.sentinel(i) for i in range(self.num_sentinels)], dtype=torch.long)

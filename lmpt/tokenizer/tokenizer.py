@@ -101,3 +101,12 @@ class Tokenizer(ABC):
             starts[list(self.special.reserved_ids())] = True
             self._word_starts = starts
         return self._word_starts.clone()
+
+
+def piece_bytes(tokenizer: Tokenizer) -> torch.Tensor:
+    """[V] UTF-8 bytes each piece spells (the backend's `piece_byte_count`); reserved tokens (eos, sentinels,
+    ...) count none."""
+    reserved = set(tokenizer.special.reserved_ids())
+    pieces = (tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size))
+    sizes = [0 if i in reserved else tokenizer.piece_byte_count(piece) for i, piece in enumerate(pieces)]
+    return torch.tensor(sizes, dtype=torch.long)

@@ -8,7 +8,7 @@ import signal
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from lmpt.batch import Batch
+from lmpt.batch import Batch, note_padding
 from lmpt.data.sampler import StepSamples, ValidationWindows
 from lmpt.objectives.base import Objective
 from lmpt.objectives.yardstick import fixed_rate_objective, yardstick_generator
@@ -36,7 +36,8 @@ class StepBatches(Dataset):
 
     def micro_batch(self, step: int, micro_step: int) -> Batch:
         windows = self.sampler.windows(step, micro_step)
-        return self.objective.make_batch(windows, generator(self.seed, "objective", step, micro_step, self.rank))
+        batch = self.objective.make_batch(windows, generator(self.seed, "objective", step, micro_step, self.rank))
+        return note_padding(batch, self.objective.special.pad)
 
 
 def _ignore_stop_signals(worker_id: int) -> None:
@@ -66,9 +67,12 @@ def validation_batches(
     sets: dict[str, ValidationWindows], objective: Objective, seed: int, n_batches: int
 ) -> dict[str, list[Batch]]:
     """The same held-out batches at every evaluation, by source (corruption seeded by source and batch index)."""
+    pad = objective.special.pad
     return {
         name: [
-            objective.make_batch(windows.batch(i), generator(seed, "validation", *([name] if name else []), i))
+            note_padding(
+                objective.make_batch(windows.batch(i), generator(seed, "validation", *([name] if name else []), i)), pad
+            )
             for i in range(n_batches)
         ]
         for name, windows in sets.items()
@@ -82,7 +86,7 @@ def yardstick_batches(sets: dict[str, ValidationWindows], objective: Objective, 
     if fixed is None:
         return []
     return [
-        fixed.make_batch(windows.batch(i), yardstick_generator(name, i))
+        note_padding(fixed.make_batch(windows.batch(i), yardstick_generator(name, i)), objective.special.pad)
         for name, windows in sets.items()
         for i in range(n_batches)
     ]

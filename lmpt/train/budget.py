@@ -54,9 +54,21 @@ def parse_budget(text: str | None) -> Budget | None:
             "trainer.budget=2Mtokens or trainer.budget=5min"
         )
     amount = float(match.group(1)) * SCALES[match.group(2)]
+    if not math.isfinite(amount):
+        raise LmptError(f"trainer.budget={text} is more than a float holds: write a finite amount, e.g. 3e12flops")
     if not amount > 0:
         raise LmptError(f"trainer.budget={text} must be more than zero")
     return Budget(amount, unit)
+
+
+def refuse_two_lengths(max_steps: int, budget_text: str | None, given: set[str]) -> None:
+    """A trainer.max_steps set on the command line beside a trainer.budget: both would say how long the run
+    trains (the budget derives max_steps, so the given value would be ignored without a word)."""
+    if "trainer.max_steps" in given and parse_budget(budget_text) is not None:
+        raise LmptError(
+            f"trainer.max_steps={max_steps} and trainer.budget={budget_text} both set how long the run trains: "
+            "the budget derives max_steps; drop trainer.max_steps (or trainer.budget)"
+        )
 
 
 def derived_max_steps(budget: Budget, cost: StepCost) -> int:

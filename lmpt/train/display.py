@@ -22,7 +22,7 @@ def _fmt(name: str, value: Any) -> str:
     if name == "grad_norm":
         return f"gnorm {value:.2f}"
     if name == "mfu":
-        return f"mfu {100 * value:.1f}%"
+        return "mfu n/a (emulated precision)" if value is None else f"mfu {100 * value:.1f}%"
     if name == "peak_memory_mb":
         return f"mem {value:,.0f}MB"
     if name.split("/")[0].endswith("ppl"):  # also a source's val_ppl/NAME

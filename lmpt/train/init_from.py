@@ -21,7 +21,17 @@ from lmpt.errors import LmptError
 from lmpt.inference.hf_names import fits, from_hf, llama_layout
 from lmpt.inference.load import load_trained
 from lmpt.model.language_model import LanguageModel
+from lmpt.safe_files import WEIGHTS_SUFFIX
 from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.train.hf_source import (
+    CONFIG_JSON,
+    check_function,
+    check_sizes,
+    read_json_object,
+    rope_theta,
+    shard_files,
+    shard_weights,
+)
 from lmpt.train.rundir import CONFIG_FILE, STATUS_FILE, TOKENIZER_FILE
 
 ARCH_KEYS = (
@@ -81,63 +91,31 @@ def _read_lmpt(path: Path) -> Origin:
     return Origin(path, "lmpt", trained.arch, keys, lambda: state, stage, _lmpt_step(path), trained.tokenizer.path)
 
 
-def _hf_shards(path: Path) -> list[str]:
-    """The safetensors files of a Hugging Face directory (one, or the shards its index names)."""
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        return sorted(set(json.loads(index.read_text())["weight_map"].values()))
-    if (path / "model.safetensors").is_file():
-        return ["model.safetensors"]
-    raise LmptError(f"{path} holds no model.safetensors: lmpt reads safetensors weights only (never pickles)")
-
-
-def _hf_weights(path: Path, shards: list[str]) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    weights: dict[str, torch.Tensor] = {}
-    for shard in shards:
-        weights.update(load_file(str(path / shard)))
-    return {k: v for k, v in weights.items() if not IGNORED_HF_TENSORS.match(k)}
-
-
-def _check_hf_config(path: Path, c: dict) -> None:
-    """Settings that keep the shapes but change the function: lmpt's model could not reproduce the logits."""
-    rope = c.get("rope_scaling") or {}
-    rope_type = rope.get("rope_type", rope.get("type", "default")) if rope else "default"
-    rope_type = (c.get("rope_parameters") or {}).get("rope_type", rope_type)
-    problems = {
-        f"rope type {rope_type}": rope_type != "default",
-        f"hidden_act={c.get('hidden_act')}": c.get("hidden_act", "silu") != "silu",
-        "attention biases": bool(c.get("attention_bias")),
-        "MLP biases": bool(c.get("mlp_bias")),
-        f"head_dim={c.get('head_dim')}": c.get("head_dim") not in (None, c["hidden_size"] // c["num_attention_heads"]),
-        "an untied output head": c.get("tie_word_embeddings", True) is False,
-    }
-    for problem, present in problems.items():
-        if present:
-            raise LmptError(f"{path} uses {problem}, which lmpt's model does not have: it cannot start from it")
-
-
 def _read_hf(path: Path) -> Origin:
-    c = json.loads((path / "config.json").read_text())
+    c = read_json_object(path / CONFIG_JSON)
     name = next(iter(c.get("architectures") or []), None)
     if name not in HF_ARCHITECTURES:
         raise LmptError(
             f"{path} holds a {name or 'model without architectures'}: model.init_from reads "
             f"{' or '.join(HF_ARCHITECTURES)} directories (or lmpt runs)"
         )
-    _check_hf_config(path, c)
-    rope_theta = (c.get("rope_parameters") or {}).get("rope_theta", c.get("rope_theta", 10000.0))
+    check_sizes(path, c)
+    theta = rope_theta(path, c)
+    check_function(path, c)
     keys = {
         "d_model": c["hidden_size"], "n_layers": c["num_hidden_layers"], "n_decoder_layers": None,
         "n_heads": c["num_attention_heads"], "n_kv_heads": c.get("num_key_value_heads", c["num_attention_heads"]),
         "ffn_dim": c["intermediate_size"], "norm_eps": float(c.get("rms_norm_eps", 1e-6)),
-        "rope_theta": float(rope_theta), "flavour": "llama",
+        "rope_theta": theta, "flavour": "llama",
     }  # fmt: skip
     tokenizer = path / TOKENIZER_FILE
-    shards = _hf_shards(path)
+    shards = shard_files(path)
     return Origin(path, name, HF_ARCHITECTURES[name], keys, lambda: _hf_weights(path, shards), 1, None,
                   tokenizer if tokenizer.is_file() else None)  # fmt: skip
+
+
+def _hf_weights(path: Path, shards: list[str]) -> dict[str, torch.Tensor]:
+    return {k: v for k, v in shard_weights(path, shards).items() if not IGNORED_HF_TENSORS.match(k)}
 
 
 def read_origin(spec: str) -> Origin:
@@ -145,7 +123,13 @@ def read_origin(spec: str) -> Origin:
     path = Path(spec).expanduser().resolve()
     if not path.exists():
         raise LmptError(f"model.init_from={spec}: {path} does not exist")
-    if (path / "config.json").is_file() and not (path / CONFIG_FILE).is_file():
+    if path.is_file():
+        what = "a weights file" if path.suffix == WEIGHTS_SUFFIX else "a file"
+        raise LmptError(
+            f"model.init_from={spec}: {path.name} is {what}: point model.init_from at the directory holding it and "
+            f"its config.json ({path.parent}), or at an lmpt run directory or checkpoint"
+        )
+    if (path / CONFIG_JSON).is_file() and not (path / CONFIG_FILE).is_file():
         return _read_hf(path)
     return _read_lmpt(path)
 

@@ -75,6 +75,7 @@ class TrainLoop:
         self.pad_id = objective.special.pad
         self.interval_start = Work()
         self.interval_started = time.perf_counter()
+        # an emulated dtype (bf16 on a CPU without avx512_bf16/AMX) has no peak to trust: no MFU is given
         self.peak_flops, self.peak_source = peak_flops(self.device, precision.dtype or torch.float32)
         self.evaluate = Evaluator(model, self.forward, objective, precision, self.ctx)
 
@@ -229,7 +230,7 @@ class TrainLoop:
             tokens_per_s=(work.tokens - start.tokens) / elapsed,
             loss_tokens_per_s=(work.loss_tokens - start.loss_tokens) / elapsed,
             # per device: global work over all devices' peak; the head counted on loss-bearing positions only
-            mfu=(work.flops - start.flops) / elapsed / (self.peak_flops * self.ctx.world_size),
+            mfu=self.mfu((work.flops - start.flops) / elapsed / self.ctx.world_size),
             peak_memory_mb=peak_memory_mb(self.device),
             **self.work.record(),
         )
@@ -237,6 +238,14 @@ class TrainLoop:
         self.interval_start = replace(work)
         self.interval_started = now
         return record
+
+    def mfu(self, flops_per_s: float) -> float | None:
+        """Share of the peak one device used, never above 1: the peak is a measured lower bound of what the device
+        can do, and so is a faster interval, which then becomes the peak. None when the dtype is emulated."""
+        if self.precision.emulated:
+            return None
+        self.peak_flops = max(self.peak_flops, flops_per_s)
+        return flops_per_s / self.peak_flops
 
     # -- the loop ---------------------------------------------------------------------------------
     def run(self, loader, val_batches: dict[str, list[Batch]], fixed_batches: list[Batch] = ()) -> str:

@@ -9,21 +9,26 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
+from lmpt.train.muon import build_muon
+
 
 def _no_decay(name: str, param: nn.Parameter) -> bool:
     """Norm gains, biases and embeddings are never decayed (all are 1-D or embedding tables)."""
     return param.ndim < 2 or "embed" in name
 
 
-def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+def parameter_groups(model: nn.Module, weight_decay: float, skip: set[str] = frozenset()) -> list[dict]:
+    """A decayed and an undecayed group of the trainable parameters whose names are not in `skip`."""
     decay, keep = [], []
     for name, param in model.named_parameters():
-        if param.requires_grad:
+        if param.requires_grad and name not in skip:
             (keep if _no_decay(name, param) else decay).append(param)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": keep, "weight_decay": 0.0}]
 
 
 def build_optimizer(cfg: DictConfig, model: nn.Module, device: torch.device) -> torch.optim.Optimizer:
+    if cfg.name == "muon":
+        return build_muon(cfg, model, device)
     groups = parameter_groups(model, cfg.weight_decay)
     if cfg.name == "adamw":
         fused = cfg.fused if cfg.fused is not None else device.type in ("cuda", "cpu", "mps")

@@ -8,7 +8,6 @@ from rich.table import Table
 from rich.tree import Tree
 
 from lmpt.console import console
-from lmpt.model import build_model
 from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.registry import PlannedTokenizer, build_objective
 from lmpt.tokenizer.special import SpecialTokens
@@ -40,8 +39,7 @@ def print_plan(cfg: DictConfig, precision: Precision) -> None:
     tokenizer = _planned_tokenizer(cfg)
     objective = build_objective(cfg.objective, tokenizer, cfg.data.seq_len, cfg.model.arch)
     with torch.device("meta"):  # sized, never allocated
-        model = build_model(cfg.model, objective.arch, padded_vocab_size(tokenizer.vocab_size), 0, objective.n_segments,
-                            objective.n_sequence_classes)  # fmt: skip
+        model = objective.build_model(cfg.model, padded_vocab_size(tokenizer.vocab_size))
     examples_per_step = t.batch_size * t.grad_accum
     tokens_per_example = cfg.data.seq_len + objective.target_length
     peak, source = peak_flops(precision.device, precision.dtype or torch.float32)
@@ -63,9 +61,19 @@ def print_plan(cfg: DictConfig, precision: Precision) -> None:
         "total tokens": f"{examples_per_step * tokens_per_example * steps:,} over {steps:,} steps",
         "training FLOPs": f"{flops:.3e} ({cost.flops:.3e} per step, the head on the expected "
         f"{objective.expected_loss_fraction:.0%} of positions that carry loss)",
+        **_flops_by_network(model, cfg.data.seq_len, objective.expected_loss_fraction),
         "estimated time": f"{seconds / 3600:.2f} h ({seconds:,.0f} s) at {ASSUMED_MFU:.0%} MFU of the {source} "
         f"({peak / 1e12:.2f} TFLOP/s), {precision.name} on {precision.device}",
     }
     for key, value in rows.items():
         table.add_row(key, value)
     console.print(table)
+
+
+def _flops_by_network(model, seq_len: int, head_fraction: float) -> dict[str, str]:
+    """The plan's row splitting the FLOPs of a model made of several networks (electra), else none."""
+    if not hasattr(model, "flops_parts"):
+        return {}
+    parts = model.flops_parts(seq_len, head_fraction)
+    total = sum(parts.values())
+    return {"training FLOPs by network": " · ".join(f"{k} {v / total:.1%}" for k, v in parts.items())}

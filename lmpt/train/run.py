@@ -17,6 +17,7 @@ from lmpt.config.validate import validate_config
 from lmpt.console import console, info
 from lmpt.data.cache import default_cache_root, prepare_corpora
 from lmpt.data.sampling import training_sampler, validation_sets
+from lmpt.downstream.after_training import check_downstream, score_downstream
 from lmpt.errors import LmptError
 from lmpt.model import build_model
 from lmpt.model.build import padded_vocab_size
@@ -27,7 +28,7 @@ from lmpt.rng import derive_seed, generator
 from lmpt.safe_files import save_weights
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.batches import StepBatches, step_loader, validation_batches, yardstick_batches
-from lmpt.train.budget import plan_length
+from lmpt.train.budget import plan_length, refuse_two_lengths
 from lmpt.train.checkpoint import CheckpointStore
 from lmpt.train.display import make_display, summary_table
 from lmpt.train.distributed import (
@@ -100,19 +101,25 @@ def _prepare(cfg: DictConfig, run_tokenizer: Tokenizer | None):
     return data, objective
 
 
+def _given_keys() -> set[str]:
+    """The config keys set on the command line (not by conf/'s defaults)."""
+    return {o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task}
+
+
 def _adopt_origin(cfg: DictConfig) -> Origin | None:
     """model.init_from: read the source and take its architecture (keys not set on the command line)."""
     if not cfg.model.init_from:
         return None
     origin = read_origin(cfg.model.init_from)
-    given = {o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task}
-    adopt_origin(cfg, origin, given)
+    adopt_origin(cfg, origin, _given_keys())
     return origin
 
 
 def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     t = cfg.trainer
     validate_config(cfg)
+    check_downstream(cfg.downstream)
+    refuse_two_lengths(t.max_steps, t.budget, _given_keys())
     device = rank_device(pick_device(t.device), ctx)
     if device.type == "cuda" and not ctx.enabled and sweeping_in_parallel():
         index = claim_free_gpu()  # jobs running side by side each take a GPU of their own
@@ -152,10 +159,7 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
 
     model_vocab = padded_vocab_size(tokenizer.vocab_size)
     torch.manual_seed(derive_seed(t.seed, "init"))  # the same initial weights on every rank
-    model = build_model(
-        cfg.model, objective.arch, model_vocab, tokenizer.special.pad,
-        n_segments=objective.n_segments, n_sequence_classes=objective.n_sequence_classes,
-    )  # fmt: skip
+    model = objective.build_model(cfg.model, model_vocab)
     if origin is not None and run.resume_from is None:  # a resumed stage takes its weights from the checkpoint
         load_origin(model, origin)
     model = model.to(device)
@@ -188,8 +192,12 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
     info(
         f"{objective.name} on {'an' if objective.arch[0] == 'e' else 'a'} {objective.arch} "
         f"({model.num_parameters() / 1e6:.2f}M parameters), {precision.name} on {device}"
-        f"{f' x {ctx.world_size} processes' if ctx.enabled else ''}, run directory [bold]{run.path}[/]; "
-        f"MFU against the {loop.peak_source} ({loop.peak_flops / 1e9:,.0f} GFLOP/s)"
+        f"{f' x {ctx.world_size} processes' if ctx.enabled else ''}, run directory [bold]{run.path}[/]"
+        + (
+            f"; no MFU: {precision.name} is emulated on this CPU"
+            if precision.emulated
+            else f"; MFU against the {loop.peak_source} ({loop.peak_flops / 1e9:,.0f} GFLOP/s)"
+        )
     )
     if length.budget is not None:
         info(f"budget: {length.budget.describe()}, about {length.max_steps:,} steps")
@@ -212,6 +220,8 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         with failure_recorded(run.path, lambda: loop.state.step):
             metadata = {"arch": objective.arch, "vocab_size": str(model_vocab)}
             save_weights(run.path / FINAL_MODEL, final_state, metadata)
+        with failure_recorded(run.path, lambda: loop.state.step):  # the tasks named in the downstream group
+            score_downstream(cfg.downstream, run.path, loop.state.step, loop.metrics, device.type)
     write_status(run.path, status, step=loop.state.step, wall_s=round(wall, 3))
     if status == "preempted":
         console.print(f"stopped at step {loop.state.step} with a committed checkpoint")

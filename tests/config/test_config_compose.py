@@ -36,7 +36,8 @@ def test_every_option_composes_typed_and_valid(group: str, option: str) -> None:
     extra = needs.get((group, option), [])
     cfg = make([f"{group}={option}", *extra])
     node = cfg[group]
-    assert OmegaConf.get_type(node).__module__ in ("lmpt.config.schema", "lmpt.config.objective_schema")  # typed
+    schemas = ("lmpt.config.schema", "lmpt.config.objective_schema", "lmpt.config.optimizer_schema")
+    assert OmegaConf.get_type(node).__module__ in schemas  # typed
     assert OmegaConf.is_missing(node, "name") is False if "name" in node else True
     validate_config(cfg)
 

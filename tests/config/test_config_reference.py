@@ -38,7 +38,8 @@ def test_help_lists_groups_options_and_every_key(tmp_path: Path) -> None:
         [sys.executable, "-m", "lmpt", "--help"], cwd=tmp_path, capture_output=True, text=True, check=True,
         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
     ).stdout  # fmt: skip
-    assert "objective: clm, mlm, nsp, prefix, span, ul2-mixture" in out
+    listed = out.split("objective: ", 1)[1].split("\n", 1)[0].split(", ")
+    assert {"clm", "electra", "mlm", "nsp", "prefix", "span", "ul2-mixture"} <= set(listed) and listed == sorted(listed)
     assert "model: base, large, small, tiny" in out
     assert "schema/" not in out
     for _, key, _, doc in reference_rows():

@@ -105,3 +105,13 @@ def test_sources_resolve_their_files_or_say_which_source_is_wrong(tmp_path: Path
     cfg.paths = ["web.txt"]
     with pytest.raises(LmptError, match="data.sources and data.paths/data.val_paths both name text"):
         resolve_sources(cfg, tmp_path)
+
+
+def test_weights_near_the_float_limit_give_their_shares() -> None:
+    """1e308 + 1e308 overflows a float: the shares are those of 1, 1, and the weights are valid."""
+    huge_sources = [{"name": name, "paths": [name], "weight": 1e308} for name in ("a", "b")]
+    _validate_sources(_sources(*huge_sources).sources)
+    huge, equal = _sampler([1e308, 1e308]), _sampler([1.0, 1.0])
+    samples = np.arange(3 * BLOCK)
+    assert np.array_equal(huge.sources_of(samples)[0], equal.sources_of(samples)[0])
+    assert np.array_equal(_sampler([1.7e308, 1e307]).before(1), _sampler([17.0, 1.0]).before(1))

@@ -243,6 +243,14 @@ def test_refusals(decoder_run, encoder_run, encoder_decoder_run, tmp_path, capsy
     assert "method=pll scores encoders" in _refused(evaluate, pll, capsys, monkeypatch)
 
 
+def test_export_where_it_cannot_write_names_out_dir(decoder_run: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    (tmp_path / "a-file").write_text("not a directory\n")
+    for out in (tmp_path / "a-file" / "hf", tmp_path / "a-file"):
+        err = _refused(export, [str(decoder_run), str(out)], capsys, monkeypatch)
+        assert f"OUT_DIR {out} cannot be written" in err and "pick a directory you can write to" in err, err
+    assert (tmp_path / "a-file").read_text() == "not a directory\n"
+
+
 def test_console_script_refusal_and_help(encoder_run: Path) -> None:
     run = lambda *a: subprocess.run(
         [sys.executable, "-m", "lmpt.inference.generate", *a], env=_env(), capture_output=True, text=True, timeout=120

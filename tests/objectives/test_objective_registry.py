@@ -8,7 +8,10 @@ from objective_helpers import FakeTokenizer
 from lmpt.config.objective_schema import (
     ClmConfig,
     DenoiserConfig,
+    ElectraConfig,
+    FimConfig,
     MlmConfig,
+    MtpConfig,
     NspConfig,
     PrefixConfig,
     SpanConfig,
@@ -22,14 +25,17 @@ NATURAL = [
     (ClmConfig(), "decoder"),
     (MlmConfig(), "encoder"),
     (NspConfig(), "encoder"),
+    (ElectraConfig(), "encoder"),
     (SpanConfig(), "encoder-decoder"),
     (PrefixConfig(), "decoder"),
     (Ul2Config(), "encoder-decoder"),
+    (MtpConfig(), "decoder"),
+    (FimConfig(), "decoder"),
 ]
 
 
 def test_every_objective_is_registered() -> None:
-    assert set(OBJECTIVES) == {"clm", "mlm", "nsp", "span", "prefix", "ul2-mixture"}
+    assert set(OBJECTIVES) == {"clm", "mlm", "nsp", "electra", "span", "prefix", "ul2-mixture", "mtp", "fim"}
 
 
 @pytest.mark.parametrize("cfg, natural", NATURAL, ids=[c.name for c, _ in NATURAL])

@@ -42,6 +42,7 @@ def rendered(preview: Preview, width: int = 0) -> str:
         (["objective=mlm"], ["bidirectional", "[MASK]", "80/10/10"]),
         (["objective=nsp"], ["[CLS]", "[SEP]", "pair"]),
         (["objective=nsp", "objective.variant=sop"], ["in-order", "[CLS]"]),
+        (["objective=electra"], ["[MASK]", "100/0/0", "the generator's samples replace the selected tokens"]),
         (["objective=span"], ["<extra_id_0>", "encoder input", "noise in"]),
         (["objective=span", "model.arch=decoder"], ["<extra_id_0>", "prefix"]),
         (["objective=prefix"], ["prefix length", "suffix (predicted)"]),

@@ -102,3 +102,15 @@ def test_unreadable_files_are_refused_in_one_line(tmp_path: Path) -> None:
         Tokenizer.load(tmp_path, "tokenizer.path")
     with pytest.raises(LmptError, match=r"tokenizer file not found: .*nope.json: fix tokenizer.path"):
         Tokenizer.load(tmp_path / "nope.json", "tokenizer.path")
+
+
+@pytest.mark.parametrize("model", ["WordLevel", "BPE", "WordPiece"])
+def test_a_tokenizer_that_cannot_encode_is_refused_at_load_naming_the_file(tmp_path: Path, model: str) -> None:
+    """It parses, but has an empty vocabulary and no unk: it would fail (or give nothing) on the first text."""
+    from tokenizers import Tokenizer as FastTokenizer
+    from tokenizers import models
+
+    path = tmp_path / "empty.json"
+    FastTokenizer(getattr(models, model)()).save(str(path))
+    with pytest.raises(LmptError, match=rf"^{path} has an empty vocabulary: it cannot encode text; fix tokenizer.path"):
+        Tokenizer.load(path, "tokenizer.path")

@@ -15,6 +15,7 @@ LMPT_TEST_FULL_DISK_AT_SAVE=N     the N-th checkpoint's optimizer.pt is written 
                                   from the kernel, inside torch.save
 LMPT_TEST_SIGINT_IN_SAVE=N        two real SIGINTs (Ctrl-C twice) while torch.save writes the N-th checkpoint
 LMPT_TEST_TRACE_WINDOWS=path      append "step micro_step" to `path` for every training batch the sampler makes
+LMPT_TEST_CPU_FLAGS=avx2,fma        the CPU feature flags lmpt sees instead of /proc/cpuinfo's (another kind of CPU)
 LMPT_TEST_FAST_PEAK=1             skip the CPU matmul peak measurement behind MFU (a constant instead): it
                                   takes ~15 s in fp16 on one CPU thread and feeds no loss or weight
 """
@@ -311,8 +312,16 @@ def _fast_peak() -> None:
     efficiency.measured_matmul_peak = lambda device_type, dtype: 1e11
 
 
+def _cpu_flags(flags: str) -> None:
+    import lmpt.train.precision as precision
+
+    precision.cpu_flags = lambda: frozenset(flags.split(","))
+
+
 def install_from_environment() -> None:
     env = os.environ
+    if env.get("LMPT_TEST_CPU_FLAGS"):
+        _cpu_flags(env["LMPT_TEST_CPU_FLAGS"])
     if env.get("LMPT_TEST_FAST_PEAK"):
         _fast_peak()
     if env.get("LMPT_TEST_KILL_AFTER_BACKWARD"):

@@ -12,6 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 from golden import BASE, describe, env, run
 from lmpt_cli import lmpt_command
+from tokenizers import Tokenizer as FastTokenizer
+from tokenizers import models
 
 TEXT = "The quick brown fox jumps over the lazy dog near the riverbank at dawn.\n"
 
@@ -45,6 +47,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "small.txt").write_text(TEXT * 40 + "\n" + TEXT.upper() * 40)
     (root / "a-file").write_text("not a directory\n")
     pq.write_table(pa.table({"url": ["u"], "content": ["c"]}), root / "web.parquet")
+    pq.write_table(pa.table({"text": [TEXT * 40, None, TEXT * 40]}), root / "nulls.parquet")
+    FastTokenizer(models.WordLevel()).save(str(root / "empty-tokenizer.json"))
     existing = root / "existing"
     result = run(existing, [*BASE, "trainer.max_steps=4"])
     assert result.returncode == 0, describe(result)
@@ -78,6 +82,17 @@ CASES = {
     "unknown model": (["model=gigantic"], "gigantic"),
     "cuda without a GPU": (["trainer.device=cuda"], "trainer.device=cuda"),
     "output directory under a file": (["hydra.run.dir=a-file/run"], "a-file"),
+    "cache directory a file": (["data.cache_dir=a-file"], "data.cache_dir=a-file: a-file is a file, not a directory"),
+    "cache directory under a file": (["data.cache_dir=a-file/cache"], "data.cache_dir=a-file/cache: a-file is a file"),
+    "budget beyond a float": (["trainer.budget=1e400flops"], "trainer.budget=1e400flops is more than a float holds"),
+    "tokenizer with an empty vocabulary": (
+        ["tokenizer=hf", "tokenizer.path=empty-tokenizer.json", "tokenizer.vocab_size=null"],
+        "empty-tokenizer.json has an empty vocabulary: it cannot encode text; fix tokenizer.path",
+    ),
+    "null text in parquet": (
+        ["data=text", "data.paths=[nulls.parquet]", "tokenizer.model_file=existing/tokenizer.model"],
+        "nulls.parquet, record 2 has no string field 'text' (it is null)",
+    ),
 }
 
 

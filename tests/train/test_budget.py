@@ -10,7 +10,7 @@ import torch
 from lmpt_cli import SMALL, records, run_lmpt
 
 from lmpt.errors import LmptError
-from lmpt.train.budget import Budget, parse_budget
+from lmpt.train.budget import Budget, parse_budget, refuse_two_lengths
 from lmpt.train.optim import lr_multiplier
 
 ARGS = [
@@ -37,7 +37,7 @@ def test_budget_amounts_and_units(text: str | None, budget: Budget | None) -> No
     assert parse_budget(text) == budget
 
 
-@pytest.mark.parametrize("text", ["5 hours", "2Mtoken s", "0flops", "-1min"])
+@pytest.mark.parametrize("text", ["5 hours", "2Mtoken s", "0flops", "-1min", "1e400flops", "1e300Ptokens"])
 def test_a_budget_without_a_known_unit_is_refused(text: str) -> None:
     with pytest.raises(LmptError, match=f"trainer.budget={re.escape(text)}"):
         parse_budget(text)
@@ -110,3 +110,19 @@ def test_a_minutes_budget_ends_when_its_time_is_spent(tmp_path: Path) -> None:
 def test_a_bare_number_is_refused_naming_the_missing_unit() -> None:
     with pytest.raises(LmptError, match=r"^trainer.budget=3e\+12 names no unit: write an amount and a unit"):
         parse_budget("3000000000000.0")  # what Hydra makes of trainer.budget=3e12
+
+
+def test_an_explicit_max_steps_beside_a_budget_is_refused(tmp_path: Path) -> None:
+    """Both set the run's length: one line, exit 2, no run directory (a max_steps from conf/ alone is fine)."""
+    run = tmp_path / "run"
+    done = run_lmpt(*ARGS, "trainer.max_steps=50", "trainer.budget=2e10flops", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "lmpt: error: trainer.max_steps=50 and trainer.budget=2e10flops both set how long the run trains: "
+        "the budget derives max_steps; drop trainer.max_steps (or trainer.budget)\n"
+    )
+    assert not run.exists()
+    refuse_two_lengths(300, "2e10flops", {"trainer.budget"})  # conf's max_steps: the budget derives it
+    refuse_two_lengths(50, None, {"trainer.max_steps", "trainer.budget"})  # budget=null: max_steps counts
+    with pytest.raises(LmptError, match=r"^trainer.max_steps=7 and trainer.budget=1Mtokens both set"):
+        refuse_two_lengths(7, "1Mtokens", {"trainer.max_steps"})

@@ -93,7 +93,7 @@ def test_untied_head_and_scaled_rope_are_refused(tmp_path: Path) -> None:
     with pytest.raises(LmptError, match="untied output head"):
         read_origin(str(untied))
     scaled = save_llama(tmp_path / "scaled", 2, rope_scaling={"rope_type": "linear", "factor": 2.0})
-    with pytest.raises(LmptError, match="rope type linear"):
+    with pytest.raises(LmptError, match="has rope_type linear"):
         read_origin(str(scaled))
 
 

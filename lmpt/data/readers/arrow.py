@@ -27,11 +27,11 @@ def arrow_documents(path: Path, text_field: str) -> Iterator[list[str]]:
                 source.seek(0)
                 file_reader = pa.ipc.open_file(source)
                 require_text_column(path, file_reader.schema, text_field)
-                yield from batch_documents(_batches(file_reader), text_field)
+                yield from batch_documents(path, _batches(file_reader), text_field)
                 return
             source.seek(0)
             stream = pa.ipc.open_stream(source)
             require_text_column(path, stream.schema, text_field)
-            yield from batch_documents(stream, text_field)
+            yield from batch_documents(path, stream, text_field)
     except (pa.ArrowException, OSError) as e:
         raise LmptError(f"{path} is not a readable Arrow file ({e}): re-create or remove it") from None

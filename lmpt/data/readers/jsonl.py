@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lmpt.data.readers.streams import iter_lines
-from lmpt.data.readers.text import record_document
+from lmpt.data.readers.text import MISSING, record_document, record_text
 from lmpt.errors import LmptError
 
 
@@ -20,10 +20,7 @@ def jsonl_documents(path: Path, text_field: str) -> Iterator[list[str]]:
             record = json.loads(line)
         except json.JSONDecodeError as e:
             raise LmptError(f"{path}:{lineno} is not valid JSON ({e.msg}): fix or remove that line") from None
-        if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
-            raise LmptError(
-                f"{path}:{lineno} has no string field '{text_field}': set data.text_field to the field holding the text"
-            )
-        doc = record_document(record[text_field])
+        value = record.get(text_field, MISSING) if isinstance(record, dict) else MISSING
+        doc = record_document(record_text(value, f"{path}:{lineno}", text_field))
         if doc:
             yield doc

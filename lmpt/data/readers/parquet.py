@@ -19,6 +19,6 @@ def parquet_documents(path: Path, text_field: str) -> Iterator[list[str]]:
     try:
         with pq.ParquetFile(path) as parquet:
             require_text_column(path, parquet.schema_arrow, text_field)
-            yield from batch_documents(parquet.iter_batches(BATCH_ROWS, columns=[text_field]), text_field)
+            yield from batch_documents(path, parquet.iter_batches(BATCH_ROWS, columns=[text_field]), text_field)
     except (pa.ArrowException, OSError) as e:
         raise LmptError(f"{path} is not a readable parquet file ({e}): re-create or remove it") from None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lmpt.data.readers.text import record_document
+from lmpt.data.readers.text import record_document, record_text
 from lmpt.errors import LmptError
 
 
@@ -25,11 +25,13 @@ def require_text_column(path: Path, schema: pa.Schema, text_field: str) -> None:
         )
 
 
-def batch_documents(batches: Iterable[pa.RecordBatch], text_field: str) -> Iterator[list[str]]:
-    """The sentences of every non-null value of `text_field`, one record batch in memory at a time."""
+def batch_documents(path: Path, batches: Iterable[pa.RecordBatch], text_field: str) -> Iterator[list[str]]:
+    """The sentences of every value of `text_field`, one record batch in memory at a time; a null is refused
+    naming its record (1-based), as in JSONL."""
+    record = 0
     for batch in batches:
         for text in batch.column(text_field).to_pylist():
-            if text:
-                doc = record_document(text)
-                if doc:
-                    yield doc
+            record += 1
+            doc = record_document(record_text(text, f"{path}, record {record}", text_field))
+            if doc:
+                yield doc

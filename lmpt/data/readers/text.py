@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lmpt.data.readers.streams import iter_lines
+from lmpt.errors import LmptError
 
 DOCUMENT_MODES = ("auto", "blank_line", "wikitext", "line", "file")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -86,6 +87,23 @@ def text_documents(path: Path, documents: str) -> Iterator[list[str]]:
     if mode == "line":
         return _line_documents(path)
     return _file_document(path)
+
+
+MISSING = object()
+"""A record without the text field at all (a JSONL object lacking the key)."""
+
+
+def record_text(value: object, where: str, text_field: str) -> str:
+    """A record's `text_field` value, which every record format requires to be a string: a null (JSONL null,
+    a parquet or arrow null), a missing field or another type is refused naming the file and the record."""
+    if isinstance(value, str):
+        return value
+    what = f"it holds {type(value).__name__}"
+    what = "it is null" if value is None else "it is missing" if value is MISSING else what
+    raise LmptError(
+        f"{where} has no string field '{text_field}' ({what}): remove that record, or set data.text_field to the "
+        "field holding the text"
+    )
 
 
 def record_document(text: str) -> list[str]:

@@ -103,3 +103,27 @@ def test_only_regular_files_are_read(tmp_path: Path) -> None:
         worker.join(timeout=10)
         assert not worker.is_alive(), f"resolving {patterns} hung"
         assert "/dev/zero (from data path" in str(result.pop()) and not result
+
+
+def _null_row_files(directory: Path) -> dict[str, Path]:
+    """The same three records, the second with a null text, in every record format."""
+    rows = ["First record. It is fine.", None, "Third record."]
+    table = pa.table({"text": pa.array(rows, pa.string())})
+    files = {"jsonl": directory / "c.jsonl", "parquet": directory / "c.parquet", "arrow": directory / "c.arrow"}
+    files["jsonl"].write_text("".join(json.dumps({"text": t}) + "\n" for t in rows))
+    pq.write_table(table, files["parquet"], row_group_size=1)  # the null in a batch of its own
+    with pa.OSFile(str(files["arrow"]), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=2)
+    return files
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "arrow"])
+def test_a_null_text_is_refused_naming_file_and_record_in_every_format(tmp_path: Path, fmt: str) -> None:
+    path = _null_row_files(tmp_path)[fmt]
+    with pytest.raises(LmptError) as refused:
+        _read(path)
+    where = f"{path}:2" if fmt == "jsonl" else f"{path}, record 2"  # a JSONL record is a line
+    assert str(refused.value) == (
+        f"{where} has no string field 'text' (it is null): remove that record, or set data.text_field to the "
+        "field holding the text"
+    )

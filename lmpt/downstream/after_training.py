@@ -1,0 +1,109 @@
+"""Downstream scoring when a run ends (the `downstream` config group): the multiple-choice tasks zero-shot
+(lmpt.downstream.multiple_choice) and the classification tasks fine-tuned (lmpt.downstream.finetune) on the final
+model. The figures go into metrics.jsonl as one record at the last step, `downstream/TASK/FIGURE` (what sweep
+summaries and lmpt-compare rank by), and each task's whole result into RUN/downstream/TASK.json.
+`check_downstream` reads every task before training starts, so a bad task costs no training."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from lmpt.console import console
+from lmpt.downstream.choice_tasks import BUNDLED_PREFIX, read_choice_task, task_name, tasks_dir
+from lmpt.downstream.multiple_choice import evaluate_choices
+from lmpt.downstream.options import FinetuneOptions, TaskData
+from lmpt.downstream.record import record_path, write_record
+from lmpt.errors import LmptError
+from lmpt.train.metrics import MetricsLog
+
+MODES = ("probe", "full")
+CHOICE_FIGURES = ("accuracy", "accuracy_norm", "chance")
+CLASSIFICATION_FIGURES = ("accuracy_mean", "accuracy_std", "macro_f1_mean", "majority_accuracy")
+
+
+@dataclass(frozen=True)
+class ClassificationTask:
+    name: str
+    data: TaskData
+
+
+def classification_task(task: str, key: str) -> ClassificationTask:
+    """A folder holding train.jsonl and dev.jsonl (test.jsonl optional), or bundled:NAME (lmpt/tasks/NAME/)."""
+    if task.startswith(BUNDLED_PREFIX):
+        folder = tasks_dir() / task[len(BUNDLED_PREFIX) :]
+    else:
+        folder = Path(task).expanduser().resolve()
+    train, dev, test = (folder / f"{split}.jsonl" for split in ("train", "dev", "test"))
+    if not (train.is_file() and dev.is_file()):
+        raise LmptError(f"{key}={task} is not a folder holding train.jsonl and dev.jsonl: give such a folder")
+    return ClassificationTask(folder.name, TaskData(str(train), str(dev), str(test) if test.is_file() else None))
+
+
+def _names_unique(names: list[str]) -> None:
+    doubled = sorted({n for n in names if names.count(n) > 1})
+    if doubled:
+        raise LmptError(f"downstream tasks share the name {doubled[0]}: each task needs a name of its own")
+
+
+def check_downstream(downstream: Any) -> None:
+    """Every setting and task of the `downstream` section is valid and readable (before any training)."""
+    if downstream.mode not in MODES:
+        raise LmptError(f"downstream.mode={downstream.mode} is invalid: use probe or full")
+    for key in ("seeds", "epochs", "batch_size"):
+        if not downstream[key] >= 1:
+            raise LmptError(f"downstream.{key}={downstream[key]} is invalid: it must be at least 1")
+    for i, task in enumerate(downstream.choice_tasks):
+        try:
+            read_choice_task(str(task))
+        except LmptError as exc:
+            raise LmptError(f"downstream.choice_tasks[{i}]: {exc}") from None
+    names = [task_name(str(t)) for t in downstream.choice_tasks]
+    for i, task in enumerate(downstream.classification_tasks):
+        names.append(classification_task(str(task), f"downstream.classification_tasks[{i}]").name)
+    _names_unique(names)
+    for name in names:
+        record_path(Path("."), name)  # a name that cannot be a file is refused now, not after training
+
+
+def score_downstream(
+    downstream: Any, run_dir: Path, step: int, metrics: MetricsLog, device: str = "cpu"
+) -> dict[str, float]:
+    """Score the final model of `run_dir` on `device` (cpu or cuda) on every task of `downstream`; log the figures
+    at `step` and print them. Returns the logged figures (empty when no task is named)."""
+    if not downstream.choice_tasks and not downstream.classification_tasks:
+        return {}
+    from lmpt.downstream.finetune import finetune  # torch-heavy: only when a task is named
+    from lmpt.inference.load import load_trained
+
+    trained = load_trained(run_dir, device if device == "cuda" else "cpu")
+    figures: dict[str, float] = {}
+    for task in map(str, downstream.choice_tasks):
+        name = task_name(task)
+        result = {"task": name, **evaluate_choices(trained, read_choice_task(task), downstream.batch_size, False)}
+        write_record(record_path(run_dir, name), result)
+        figures |= {f"downstream/{name}/{k}": result[k] for k in CHOICE_FIGURES}
+    for i, task in enumerate(map(str, downstream.classification_tasks)):
+        spec = classification_task(task, f"downstream.classification_tasks[{i}]")
+        options = FinetuneOptions(
+            data=spec.data, task=spec.name, mode=downstream.mode, seeds=downstream.seeds, epochs=downstream.epochs,
+            batch_size=downstream.batch_size, device=device if device == "cuda" else "cpu",
+        )  # fmt: skip
+        result = finetune(trained, options)
+        write_record(record_path(run_dir, spec.name), result)
+        figures |= {f"downstream/{spec.name}/{k}": result[k] for k in CLASSIFICATION_FIGURES if k in result}
+    metrics.write({"step": step, **figures})
+    _print_figures(figures)
+    return figures
+
+
+def _print_figures(figures: dict[str, float]) -> None:
+    table = Table(title="downstream (logged to metrics.jsonl)", title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for key, value in figures.items():
+        table.add_row(key.removeprefix("downstream/"), f"{value:.4f}")
+    console.print(table)

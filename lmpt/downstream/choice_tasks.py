@@ -1,0 +1,96 @@
+"""Multiple-choice tasks for zero-shot scoring: a JSON Lines file (plain, .gz or .zst), one record a line,
+`{"context": "...", "choices": ["...", "..."], "label": i}` (label = index of the right choice), or
+`bundled:NAME`, a task shipped in lmpt/tasks/ (built by scripts/make_tasks.py; docs/tasks.md). Every problem is
+one LmptError naming the file and line and what to do."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from lmpt.data.readers.streams import iter_lines
+from lmpt.errors import LmptError
+
+BUNDLED_PREFIX = "bundled:"
+
+
+@dataclass(frozen=True)
+class ChoiceQuestion:
+    """One multiple-choice record."""
+
+    context: str
+    choices: tuple[str, ...]
+    label: int
+    """Index of the right choice."""
+
+
+def tasks_dir() -> Path:
+    """The folder of tasks shipped inside the package (lmpt/tasks)."""
+    return Path(str(resources.files("lmpt") / "tasks"))
+
+
+def resolve_task(task: str) -> Path:
+    """The file a `task=` value names: a path, or `bundled:NAME` for lmpt/tasks/NAME.jsonl."""
+    if task.startswith(BUNDLED_PREFIX):
+        name = task[len(BUNDLED_PREFIX) :].removesuffix(".jsonl")
+        path = tasks_dir() / f"{name}.jsonl"
+        if not path.is_file():
+            shipped = ", ".join(sorted(p.stem for p in tasks_dir().glob("*.jsonl")))
+            raise LmptError(f"task={task} is not a bundled task: use one of {shipped} or a path to a .jsonl file")
+        return path
+    path = Path(task).expanduser()
+    if not path.is_file():
+        raise LmptError(f"task={task} does not exist: give a .jsonl file of multiple-choice records")
+    return path
+
+
+def task_name(task: str) -> str:
+    """A short name for a task: the bundled name, or the file name without .jsonl."""
+    name = task[len(BUNDLED_PREFIX) :] if task.startswith(BUNDLED_PREFIX) else Path(task).name
+    for suffix in (".gz", ".zst", ".jsonl"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def _question(where: str, record: Any) -> ChoiceQuestion:
+    if not isinstance(record, dict):
+        raise LmptError(f'{where} is not a JSON object: write one {{"context", "choices", "label"}} per line')
+    missing = [key for key in ("context", "choices", "label") if key not in record]
+    if missing:
+        raise LmptError(
+            f"{where} has no field {', '.join(repr(m) for m in missing)}: every record needs "
+            '"context" (text), "choices" (a list of texts) and "label" (the index of the right choice)'
+        )
+    context, choices, label = record["context"], record["choices"], record["label"]
+    if not isinstance(context, str):
+        raise LmptError(f"{where}: context is {type(context).__name__} {json.dumps(context)[:40]}, not text")
+    if not isinstance(choices, list) or not all(isinstance(c, str) and c.strip() for c in choices):
+        raise LmptError(f"{where}: choices must be a list of non-empty texts, got {json.dumps(choices)[:60]}")
+    if len(choices) < 2:
+        raise LmptError(f"{where}: choices has {len(choices)} entry: a multiple-choice record needs at least 2 choices")
+    if not isinstance(label, int) or isinstance(label, bool) or not 0 <= label < len(choices):
+        raise LmptError(
+            f"{where}: label {json.dumps(label)} is not an index of its {len(choices)} choices: "
+            f"give an integer from 0 to {len(choices) - 1}"
+        )
+    return ChoiceQuestion(context, tuple(choices), label)
+
+
+def read_choice_task(task: str) -> list[ChoiceQuestion]:
+    """Every record of the task `task` names (a path or bundled:NAME); an empty task is refused."""
+    path = resolve_task(task)
+    questions = []
+    for line, lineno, _ in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise LmptError(f"{path}:{lineno} is not valid JSON ({e.msg}): fix or remove that line") from None
+        questions.append(_question(f"{path}:{lineno}", record))
+    if not questions:
+        raise LmptError(f"task={task} holds no records: give a .jsonl file with one multiple-choice record a line")
+    return questions

@@ -1,0 +1,81 @@
+"""Examples as model inputs, laid out per architecture, and batches of them (right-padded to the longest row):
+
+- encoder: `[CLS] text [SEP]` (`pair [SEP]`); segment ids 0 through the first [SEP] and 1 after, when the model
+  has segment embeddings (nsp runs);
+- decoder: `</s> text` (`[SEP] pair`) `</s>`: a document start as training saw it (documents are packed behind
+  an eos), causal attention;
+- encoder-decoder: encoder `text` (`[SEP] pair`) `</s>` (span corruption's inputs end with eos), decoder `<s>`.
+
+Texts longer than `seq_len` are cut at the end, the longer of a pair first, so the markers always fit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from lmpt.batch import IGNORE, Batch
+from lmpt.downstream.task_files import Example
+from lmpt.objectives.sequences import pad_rows
+from lmpt.tokenizer.tokenizer import Tokenizer
+
+
+@dataclass
+class EncodedSplit:
+    """A split tokenised: one id row (and segment row, when used) per example, and the class of each."""
+
+    rows: list[torch.Tensor]
+    segments: list[torch.Tensor] | None
+    labels: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def fit_pair(text: list[int], pair: list[int] | None, room: int) -> tuple[list[int], list[int] | None]:
+    """Cut the longer of the two (the text alone, without a pair) one token at a time until both fit `room`."""
+    text, pair = list(text), None if pair is None else list(pair)
+    while len(text) + (len(pair) if pair is not None else 0) > room:
+        if pair is not None and len(pair) > len(text):
+            pair.pop()
+        else:
+            text.pop()
+    return text, pair
+
+
+def encode_split(
+    examples: list[Example], classes: dict[str, int], tokenizer: Tokenizer, arch: str, seq_len: int, segments: bool
+) -> EncodedSplit:
+    """The examples laid out for `arch` (see the module's table), at most `seq_len` tokens each."""
+    sp = tokenizer.special
+    texts = tokenizer.encode_batch([e.text for e in examples])
+    pairs = tokenizer.encode_batch([e.pair or "" for e in examples]) if examples[0].pair is not None else None
+    markers = {"encoder": 2, "decoder": 2, "encoder-decoder": 1}[arch] + (pairs is not None)
+    rows, segment_rows = [], []
+    for i, ids in enumerate(texts):
+        text, pair = fit_pair(ids, pairs[i] if pairs is not None else None, seq_len - markers)
+        tail = [] if pair is None else [sp.sep, *pair]
+        if arch == "encoder":
+            first = [sp.cls, *text, sp.sep]
+            second = [] if pair is None else [*pair, sp.sep]
+            row = first + second
+            segment_rows.append(torch.tensor([0] * len(first) + [1] * len(second)))
+        elif arch == "decoder":
+            row = [sp.eos, *text, *tail, sp.eos]
+        else:
+            row = [*text, *tail, sp.eos]
+        rows.append(torch.tensor(row))
+    labels = torch.tensor([classes[e.label] for e in examples])
+    return EncodedSplit(rows, segment_rows if segments and arch == "encoder" else None, labels)
+
+
+def collate(split: EncodedSplit, indices: list[int], arch: str, special) -> Batch:
+    """The examples at `indices` as one Batch, right-padded with pad to the longest row."""
+    rows = [split.rows[i] for i in indices]
+    length = max(r.numel() for r in rows)
+    ids = pad_rows(rows, length, special.pad)
+    segment_ids = None if split.segments is None else pad_rows([split.segments[i] for i in indices], length, 0)
+    decoder_ids = torch.full((len(rows), 1), special.bos) if arch == "encoder-decoder" else None
+    attention = "causal" if arch == "decoder" else "bidirectional"
+    no_labels = torch.full((len(rows), 1), IGNORE)  # the classifier reads hidden states, never the LM head
+    return Batch(ids, no_labels, attention, decoder_input_ids=decoder_ids, segment_ids=segment_ids)

@@ -1,0 +1,213 @@
+"""Zero-shot multiple choice (`lmpt-eval RUN task=FILE.jsonl`): every choice of a record is scored by the model,
+the highest score is its answer. As lm-evaluation-harness scores `multiple_choice` tasks:
+
+- The text scored is context + " " + choice (lm_eval's default `target_delimiter`, a space); the choice's tokens
+  are those of the whole text beyond the tokens of the context alone (lm_eval's `_encode_pair`: trailing
+  whitespace of the context moves to the continuation), so a sentencepiece "▁word" piece belongs to the choice.
+- Decoders (clm): log P(choice tokens | context tokens), causal, with no token before the context (lm_eval's
+  `--model hf` default, add_bos_token=False; an empty context starts from eos). prefix runs see the context as
+  their bidirectional prefix; ul2-mixture runs see [S2S] + context as the prefix (decoder) or encoder input.
+- Encoder-decoders (span): the encoder reads context + <extra_id_0> + eos, the decoder scores
+  <extra_id_0> choice, the choice's tokens only (T5's way of filling a span).
+- Encoders (mlm, nsp): the pseudo-log-likelihood of the whole filled text (lmpt.inference.pll), the same for
+  every choice's text.
+
+`accuracy` takes the highest score (lm_eval's acc); `accuracy_norm` the highest score per UTF-8 byte of the
+choice (lm_eval's acc_bytes; its acc_norm divides by characters, the same on ASCII text); chance is the mean of
+1 / number of choices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from rich.table import Table
+
+from lmpt.batch import IGNORE, Batch
+from lmpt.console import console
+from lmpt.downstream.choice_tasks import ChoiceQuestion
+from lmpt.errors import LmptError
+from lmpt.inference.load import Trained
+from lmpt.inference.pll import score_pll
+from lmpt.inference.progress import WorkBar
+from lmpt.inference.scoring import Score, Text, piece_bytes
+from lmpt.objectives.sequences import pad_rows
+
+DELIMITER = " "
+"""Between context and choice, as lm_eval's default target_delimiter."""
+
+
+@dataclass(frozen=True)
+class Framed:
+    """One choice laid out for the model: `source` is what the model reads first (the decoder's prefix or the
+    encoder's input), `target` what it predicts after; the first `skip` target tokens are not scored."""
+
+    source: list[int]
+    target: list[int]
+    skip: int = 0
+
+
+def split_tokens(trained: Trained, context: str, choice: str) -> tuple[list[int], list[int]]:
+    """(context ids, choice ids) as lm_eval's _encode_pair splits context + delimiter + choice."""
+    continuation = DELIMITER + choice
+    stripped = context.rstrip()
+    continuation, context = context[len(stripped) :] + continuation, stripped
+    whole = trained.tokenizer.encode(context + continuation)
+    context_ids = trained.tokenizer.encode(context) if context else []
+    return context_ids, whole[len(context_ids) :]
+
+
+def frame(trained: Trained, context_ids: list[int], choice_ids: list[int]) -> Framed:
+    """The choice in the form the run's objective trained on (module docstring), the context cut from the left
+    (as lm_eval truncates) where the whole would not fit the model."""
+    special, max_len = trained.tokenizer.special, trained.model.max_seq_len
+    if trained.objective_name == "ul2-mixture":
+        before, after, target, skip = [special.s2s], [], choice_ids, 0
+    elif trained.objective_name == "span":
+        sentinel = special.sentinel(0)
+        before, after, target, skip = [], [sentinel, special.eos], [sentinel, *choice_ids], 1
+    else:
+        before, after, target, skip = [], [], choice_ids, 0
+        context_ids = context_ids or [special.eos]
+    room = (max_len - len(target) + 1 if trained.arch == "decoder" else max_len) - len(before) - len(after)
+    if room < 1 or len(target) > max_len:
+        raise LmptError(
+            f"a choice of {len(choice_ids)} tokens does not fit the model's max_seq_len={max_len}: shorten it"
+        )
+    return Framed([*before, *context_ids[-room:], *after], target, skip)
+
+
+def choice_batch(trained: Trained, rows: list[Framed]) -> Batch:
+    """One batch of framed choices, padded to the longest."""
+    special = trained.tokenizer.special
+    if trained.arch == "encoder-decoder":
+        labels = [torch.tensor([IGNORE] * r.skip + r.target[r.skip :]) for r in rows]
+        decoder_inputs = [torch.tensor([special.bos, *r.target[:-1]]) for r in rows]
+        return Batch(
+            input_ids=pad_rows([torch.tensor(r.source) for r in rows], max(len(r.source) for r in rows), special.pad),
+            labels=pad_rows(labels, max(len(r.target) for r in rows), IGNORE),
+            attention="bidirectional",
+            decoder_input_ids=pad_rows(decoder_inputs, max(len(r.target) for r in rows), special.pad),
+        )
+    inputs, labels = [], []
+    for r in rows:
+        sequence = torch.tensor([*r.source, *r.target])
+        row_labels = sequence[1:].clone()
+        row_labels[: len(r.source) - 1 + r.skip] = IGNORE
+        inputs.append(sequence[:-1])
+        labels.append(row_labels)
+    width = max(len(row) for row in inputs)
+    prefix = trained.objective_name in ("prefix", "ul2-mixture", "span")
+    return Batch(
+        input_ids=pad_rows(inputs, width, special.pad),
+        labels=pad_rows(labels, width, IGNORE),
+        attention="prefix" if prefix else "causal",
+        prefix_len=torch.tensor([len(r.source) for r in rows]) if prefix else None,
+    )
+
+
+def _loglikelihoods(trained: Trained, rows: list[Framed], batch_size: int, device, bar: WorkBar) -> list[float]:
+    """Sum of log-probabilities of each row's scored target tokens."""
+    found: list[float] = []
+    for begin in range(0, len(rows), batch_size):
+        group = rows[begin : begin + batch_size]
+        out = trained.model(choice_batch(trained, group).to(device))
+        sums = torch.zeros(len(group), dtype=torch.float64, device=out.token_loss.device)
+        sums.index_add_(0, out.token_rows, out.token_loss.double())
+        found.extend((-sums).tolist())
+        bar.advance(len(group))
+    return found
+
+
+def _pseudo_loglikelihoods(trained: Trained, texts: list[str], batch_size: int, device, bar: WorkBar) -> list[float]:
+    """Minus the pseudo-log-likelihood nats of each text (lmpt.inference.pll), one text at a time."""
+    found = []
+    framing = 2 if trained.objective_name == "nsp" else 0  # nsp runs read [CLS] text [SEP]
+    sizes = piece_bytes(trained.tokenizer)
+    for text in texts:
+        ids = trained.tokenizer.encode(text)[-(trained.model.max_seq_len - framing) :]  # cut from the left
+        width = len(ids) + framing  # one window holding the whole text, no padding
+        quiet = WorkBar("", hidden=True)
+        score: Score = score_pll(trained, Text(ids, 0, 1), width, batch_size, device, quiet, sizes)
+        found.append(-score.nats)
+        bar.advance()
+    return found
+
+
+def choice_scores(
+    trained: Trained, questions: list[ChoiceQuestion], batch_size: int, device, bar: WorkBar
+) -> list[list[float]]:
+    """The model's score of every choice of every question (higher = more likely); `bar` counts choices."""
+    bar.start(sum(len(q.choices) for q in questions))
+    if trained.arch == "encoder":
+        texts = [q.context.rstrip() + DELIMITER + c if q.context.strip() else c for q in questions for c in q.choices]
+        flat = _pseudo_loglikelihoods(trained, texts, batch_size, device, bar)
+    else:
+        rows = []
+        for q in questions:
+            for choice in q.choices:
+                context_ids, choice_ids = split_tokens(trained, q.context, choice)
+                rows.append(frame(trained, context_ids, choice_ids))
+        flat = _loglikelihoods(trained, rows, batch_size, device, bar)
+    scores, it = [], iter(flat)
+    for q in questions:
+        scores.append([next(it) for _ in q.choices])
+    return scores
+
+
+def _argmax(values: list[float]) -> int:
+    return max(range(len(values)), key=values.__getitem__)
+
+
+def choice_figures(questions: list[ChoiceQuestion], scores: list[list[float]]) -> dict:
+    """accuracy, accuracy_norm (per UTF-8 byte of the choice), chance and n."""
+    right = right_norm = 0
+    for q, s in zip(questions, scores, strict=True):
+        right += _argmax(s) == q.label
+        per_byte = [v / max(len(c.encode("utf-8")), 1) for v, c in zip(s, q.choices, strict=True)]
+        right_norm += _argmax(per_byte) == q.label
+    n = len(questions)
+    return {
+        "accuracy": right / n,
+        "accuracy_norm": right_norm / n,
+        "chance": sum(1 / len(q.choices) for q in questions) / n,
+        "n": n,
+    }
+
+
+def method_of(trained: Trained) -> str:
+    """How the run's choices are scored, in words."""
+    if trained.arch == "encoder":
+        return "pseudo-log-likelihood of each filled text (context + choice)"
+    if trained.arch == "encoder-decoder":
+        return "decoder log-likelihood of each choice given the context as encoder input"
+    return "log-likelihood of each choice after the context" + (
+        " (context as bidirectional prefix)" if trained.objective_name != "clm" else ""
+    )
+
+
+def evaluate_choices(trained: Trained, questions: list[ChoiceQuestion], batch_size: int, hidden: bool) -> dict:
+    """The figures of a multiple-choice task, with the method, under a progress bar unless `hidden`."""
+    device = trained.model.head_weight.device
+    with torch.inference_mode(), WorkBar("scoring choices", hidden=hidden) as bar:
+        scores = choice_scores(trained, questions, batch_size, device, bar)
+    return {"arch": trained.arch, "objective": trained.objective_name, "method": method_of(trained),
+            **choice_figures(questions, scores)}  # fmt: skip
+
+
+def render_choices(result: dict) -> None:
+    """The figures of a multiple-choice task as a rich table on the console."""
+    title = f"lmpt-eval task={result['task']}: {result['objective']} {result['arch']}"
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("method", result["method"]),
+        ("questions", f"{result['n']:,}"),
+        ("accuracy", f"{result['accuracy']:.4f}"),
+        ("accuracy_norm (per byte)", f"{result['accuracy_norm']:.4f}"),
+        ("chance", f"{result['chance']:.4f}"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)

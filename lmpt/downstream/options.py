@@ -1,0 +1,71 @@
+"""The options of `lmpt-finetune` (and of `lmpt.downstream.finetune.finetune`): a typed dataclass whose field
+docstrings are the `--help` text, with the task's files under `data.`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class TaskData:
+    """Where a labelled task lives and which fields hold its text and labels."""
+
+    train: str
+    """Training examples: a .jsonl, .csv, .tsv (each also .gz/.zst) or .parquet file."""
+    dev: str
+    """Development examples, scored after each seed's fine-tuning (the headline figures)."""
+    test: str | None = None
+    """Optional test examples, scored the same way (test_* figures)."""
+    text_field: str = "text"
+    """Field (or column name, or 0-based column number of a headerless csv/tsv) holding the text."""
+    pair_field: str | None = None
+    """Field holding the second text of a sentence-pair task (MRPC, RTE); null = single-text task."""
+    label_field: str = "label"
+    """Field holding the label: integers or strings, mapped to classes in sorted order of the training labels."""
+    header: bool | None = None
+    """csv/tsv: whether the first row names the columns; null = yes unless every field given is a column number."""
+
+
+@dataclass
+class FinetuneOptions:
+    """How to fine-tune and score one task."""
+
+    data: TaskData
+    task: str | None = None
+    """Name of the task in the record RUN/downstream/TASK.json; null = the train file's name (its folder's name
+    when the file is called train.*)."""
+    mode: str = "full"
+    """full (every weight trains) or probe (the pre-trained body frozen, only the linear head trains)."""
+    seeds: int = 3
+    """Fine-tuning runs from the same pre-trained weights; each seed fixes head init, shuffling and dropout."""
+    seed: int = 0
+    """First seed: the runs use seed, seed+1, ..., seed+seeds-1."""
+    epochs: int = 3
+    """Passes over the training examples per seed."""
+    max_steps: int | None = None
+    """Stop each seed after this many optimizer steps (null = epochs decide)."""
+    lr: float | None = None
+    """Peak learning rate (linear warm-up, then linear decay to 0); null = 1e-4 for full, 1e-3 for probe."""
+    warmup: float = 0.1
+    """Fraction of the steps spent warming up the learning rate."""
+    weight_decay: float = 0.01
+    """AdamW's decoupled weight decay (never on norms, biases or embeddings)."""
+    batch_size: int = 32
+    """Examples per optimizer step (and per scoring pass)."""
+    seq_len: int | None = None
+    """Longest input in tokens (longer texts are cut, the longer of a pair first); null = the run's data.seq_len."""
+    pooling: str = "auto"
+    """What the head reads: auto, first or mean (encoder), last (decoder), encoder_mean or decoder_first
+    (encoder-decoder). auto = mean, last, encoder_mean."""
+    dropout: float = 0.1
+    """Dropout on the pooled representation before the head."""
+    device: str = "cpu"
+    """cpu, cuda or auto."""
+    precision: str | None = None
+    """fp32, bf16 or fp16; null = amp decides (as trainer.precision)."""
+    amp: bool = False
+    """Mixed precision as training picks it (bf16 where supported, fp16 on older GPUs) when precision is null."""
+    compile: bool = False
+    """torch.compile the model as training does (model.compile_parts)."""
+    json: bool = False
+    """Print one JSON object instead of a table."""

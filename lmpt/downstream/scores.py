@@ -1,0 +1,42 @@
+"""Classification figures from scikit-learn (accuracy, macro-F1, Matthews correlation for two classes) and their
+mean and sample standard deviation over fine-tuning seeds."""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+
+import torch
+
+FIGURES = ("accuracy", "macro_f1", "mcc")
+"""Figure names in the JSON, in table order (mcc only for two-class tasks)."""
+
+
+def classification_scores(gold: torch.Tensor, predicted: torch.Tensor, n_classes: int, prefix: str = "") -> dict:
+    """Accuracy and macro-F1 over every class of the task (a class never predicted counts as F1 0), and Matthews
+    correlation when the task has two classes, keyed `prefix + name`."""
+    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef  # 1-2 s to import: not for --help
+
+    y_true, y_pred, labels = gold.tolist(), predicted.tolist(), list(range(n_classes))
+    scores = {
+        "accuracy": float(accuracy_score(y_true, y_pred)),
+        "macro_f1": float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0.0)),
+    }
+    if n_classes == 2:
+        with warnings.catch_warnings():  # one class among gold and predicted: MCC is 0, as sklearn returns
+            warnings.simplefilter("ignore", UserWarning)
+            scores["mcc"] = float(matthews_corrcoef(y_true, y_pred))
+    return {prefix + name: value for name, value in scores.items()}
+
+
+def mean_and_std(per_seed: list[dict]) -> dict:
+    """`NAME_mean` and `NAME_std` of every figure the seeds report: the sample standard deviation (ddof=1, the
+    spread a new seed would show), None with one seed."""
+    summary: dict = {}
+    for name in per_seed[0]:
+        if name == "seed" or not any(name.endswith(f) for f in FIGURES):
+            continue
+        values = [run[name] for run in per_seed]
+        summary[f"{name}_mean"] = statistics.fmean(values)
+        summary[f"{name}_std"] = statistics.stdev(values) if len(values) > 1 else None
+    return summary

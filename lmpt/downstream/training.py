@@ -1,0 +1,131 @@
+"""One seed of fine-tuning: restore the pre-trained weights, draw the head, train with the training loop's pieces
+(AdamW and schedule from lmpt.train.optim, autocast and GradScaler from lmpt.train.precision), then predict.
+Every random draw derives from the seed: head init, the order of each epoch, dropout."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from omegaconf import OmegaConf
+
+from lmpt.config.schema import AdamWConfig, SchedulerConfig
+from lmpt.downstream.classifier import SequenceClassifier
+from lmpt.downstream.encoding import EncodedSplit, collate
+from lmpt.inference.progress import WorkBar
+from lmpt.rng import derive_seed, generator
+from lmpt.train.optim import build_optimizer, build_scheduler
+from lmpt.train.precision import Precision
+
+MAX_GRAD_NORM = 1.0
+
+
+@dataclass
+class SeedPlan:
+    """What every seed of one fine-tuning shares."""
+
+    classifier: SequenceClassifier
+    pretrained: dict[str, torch.Tensor] | None
+    """The body's pre-trained weights, restored before each seed; None = probe (the body is frozen)."""
+    precision: Precision
+    arch: str
+    special: object
+    """The tokenizer's SpecialTokens (pad, bos) for batching."""
+    batch_size: int
+    steps: int
+    lr: float
+    warmup_steps: int
+    weight_decay: float
+
+
+def steps_per_seed(n_examples: int, batch_size: int, epochs: int, max_steps: int | None) -> int:
+    """Optimizer steps of one seed: `epochs` passes of ceil(n / batch_size) batches, capped by `max_steps`."""
+    steps = epochs * math.ceil(n_examples / batch_size)
+    return steps if max_steps is None else min(steps, max_steps)
+
+
+def pooled_features(plan: SeedPlan, split: EncodedSplit) -> torch.Tensor:
+    """[N, d] float32 pooled representations of the frozen body (probe mode: computed once, shared by all seeds)."""
+    model = plan.classifier
+    model.eval()
+    out = []
+    with torch.inference_mode(), plan.precision.autocast():
+        for start in range(0, len(split), plan.batch_size):
+            indices = list(range(start, min(start + plan.batch_size, len(split))))
+            batch = collate(split, indices, plan.arch, plan.special).to(plan.precision.device)
+            out.append(model.pooled(batch).float())
+    return torch.cat(out)
+
+
+def _pooler(plan: SeedPlan, split: EncodedSplit, features: torch.Tensor | None) -> Callable[[list[int]], torch.Tensor]:
+    """indices -> pooled [b, d]: read from `features` (probe) or run the body on a batch (full)."""
+    if features is not None:
+        return lambda indices: features[indices]
+    device = plan.precision.device
+    return lambda indices: plan.classifier.pooled(collate(split, indices, plan.arch, plan.special).to(device))
+
+
+def train_seed(
+    plan: SeedPlan, train: EncodedSplit, features: torch.Tensor | None, seed: int, bar: WorkBar
+) -> tuple[float, int, float]:
+    """Fine-tune for one seed; (mean training loss over the last epoch's steps, examples trained, seconds taken)."""
+    began = time.perf_counter()
+    classifier, device = plan.classifier, plan.precision.device
+    if plan.pretrained is not None:
+        classifier.model.load_state_dict(plan.pretrained)
+    torch.manual_seed(derive_seed(seed, "finetune", "head"))
+    classifier.head.reset_parameters()
+    trainable = classifier if plan.pretrained is not None else classifier.head
+    optimizer = build_optimizer(
+        OmegaConf.structured(AdamWConfig(lr=plan.lr, weight_decay=plan.weight_decay, betas=[0.9, 0.999])),
+        trainable,
+        device,
+    )
+    schedule = SchedulerConfig(name="linear", warmup_steps=plan.warmup_steps, min_lr_ratio=0.0)
+    scheduler = build_scheduler(OmegaConf.structured(schedule), optimizer, plan.steps)
+    scaler = plan.precision.grad_scaler()
+    pooled_of = _pooler(plan, train, features)
+    classifier.train()
+    if plan.pretrained is None:
+        classifier.model.eval()  # a frozen body keeps its dropout off; only the head's dropout draws
+    torch.manual_seed(derive_seed(seed, "finetune", "dropout"))
+    losses: list[float] = []
+    step = examples = epoch = 0
+    while step < plan.steps:
+        order = torch.randperm(len(train), generator=generator(seed, "finetune", "order", epoch)).tolist()
+        for start in range(0, len(order), plan.batch_size):
+            if step == plan.steps:
+                break
+            indices = order[start : start + plan.batch_size]
+            with plan.precision.autocast():
+                logits = classifier(pooled_of(indices))
+            loss = F.cross_entropy(logits, train.labels[indices].to(device))
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_([p for p in trainable.parameters() if p.grad is not None], MAX_GRAD_NORM)
+            scaler.step(optimizer)
+            scaler.update()
+            scheduler.step()
+            losses.append(loss.item())
+            step, examples = step + 1, examples + len(indices)
+            bar.advance()
+        epoch += 1
+    last_epoch = losses[-math.ceil(len(train) / plan.batch_size) :]
+    return sum(last_epoch) / len(last_epoch), examples, time.perf_counter() - began
+
+
+def predict(plan: SeedPlan, split: EncodedSplit, features: torch.Tensor | None) -> torch.Tensor:
+    """The predicted class of every example of `split`, in order (the model in eval mode: no dropout)."""
+    plan.classifier.eval()
+    pooled_of = _pooler(plan, split, features)
+    out = []
+    with torch.inference_mode(), plan.precision.autocast():
+        for start in range(0, len(split), plan.batch_size):
+            indices = list(range(start, min(start + plan.batch_size, len(split))))
+            out.append(plan.classifier(pooled_of(indices)).argmax(dim=-1).cpu())
+    return torch.cat(out)

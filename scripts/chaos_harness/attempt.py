@@ -1,0 +1,205 @@
+"""One launch of the real command: watched through what the run exposes (its `lmpt.log` lines as they are
+flushed, `checkpoints/` staging directories), killed at the moment aimed at, and the kill's landing named."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chaos_harness.cases import CKPT_EVERY, EVAL_EVERY, MAX_STEPS
+
+STEP_LINE = re.compile(r"^(eval )?step\s+(\d+)")
+CACHE_BUILD = ("training a", "tokenising")
+"""lmpt.log lines that open a cache build (tokenizer training, tokenising); "token cache ..." closes it."""
+TRAINING = ("step", "evaluation", "checkpoint write")
+"""Phases inside the training loop, where a stop signal is handled gracefully."""
+POLL_S = 0.002
+
+
+@dataclass
+class Calibration:
+    """Seconds measured on the case's uninterrupted run with the harness's clock as its lmpt.log grew."""
+
+    startup: float = 3.0
+    """Launch to the first step, a cache build excluded."""
+    cache_build: float = 2.0
+    """The first cache-build line to "token cache"."""
+    training: float = 2.0
+    """The first step line to the last."""
+
+
+@dataclass
+class Landing:
+    """A signal sent and what it hit."""
+
+    signal: str
+    phase: str
+    returncode: int
+    graceful: bool = False
+    """A SIGTERM that stopped the run with a committed checkpoint of the step it stopped at."""
+    problems: list[str] = field(default_factory=list)
+
+
+class Attempt:
+    """The command running in its own session (its ranks and workers form one process group)."""
+
+    def __init__(self, command: list[str], run_dir: Path, env: dict[str, str], output: Path) -> None:
+        self.run_dir, self.log = run_dir, run_dir / "lmpt.log"
+        self.offset = self.log.stat().st_size if self.log.exists() else 0
+        self.lines: list[str] = []
+        """This attempt's lmpt.log lines, timestamps stripped."""
+        self.seen: dict[str, float] = {}
+        """Event ("launch", "cache", "cache done", "step", "last step") -> when it was first seen."""
+        self._partial = ""
+        self.output = open(output, "w")  # noqa: SIM115 (closed in finish)
+        self.seen["launch"] = time.monotonic()
+        self.process = subprocess.Popen(
+            command, cwd=run_dir.parent, env=env, stdout=self.output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def poll(self) -> bool:
+        """Take in the lines lmpt.log gained; True while the command runs."""
+        running = self.process.poll() is None
+        try:
+            with open(self.log, "rb") as f:
+                if os.fstat(f.fileno()).st_size < self.offset:  # started over in a fresh file
+                    self.offset = 0
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            data = b""
+        self.offset += len(data)
+        *complete, self._partial = (self._partial + data.decode("utf-8", "replace")).split("\n")
+        now = time.monotonic()
+        for line in complete:
+            body = line.split(" ", 1)[1] if " " in line else line
+            self.lines.append(body)
+            if body.startswith(CACHE_BUILD):
+                self.seen.setdefault("cache", now)
+            elif body.startswith("token cache"):
+                self.seen.setdefault("cache done", now)
+            elif (mark := STEP_LINE.match(body)) and not mark.group(1):
+                self.seen.setdefault("step", now)
+                self.seen["last step"] = now
+        return running
+
+    def steps(self) -> list[tuple[bool, int]]:
+        """(is an evaluation line, step) for every step and evaluation line so far."""
+        return [(m.group(1) is not None, int(m.group(2))) for m in map(STEP_LINE.match, self.lines) if m]
+
+    def landed(self) -> str:
+        """Where the command is now, from its log and checkpoints/ (exact after kill -9: nothing moves)."""
+        checkpoints = self.run_dir / "checkpoints"
+        if checkpoints.is_dir() and any(p.name.startswith((".tmp-", ".trash-")) for p in checkpoints.iterdir()):
+            return "checkpoint write"
+        marks = self.steps()
+        if not marks:
+            return "cache build" if "cache" in self.seen and "cache done" not in self.seen else "start-up"
+        evaluated, step = marks[-1]
+        if not evaluated and (step % EVAL_EVERY == 0 or step == MAX_STEPS):
+            return "evaluation"
+        if (step % CKPT_EVERY == 0 or step == MAX_STEPS) and not (checkpoints / f"step_{step:08d}").is_dir():
+            return "checkpoint write"
+        return "final save" if step == MAX_STEPS else "step"
+
+    def finish(self, timeout: float = 600) -> int:
+        """Wait for the command and everything it started; its exit status."""
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            code = self.process.wait()
+        deadline = time.monotonic() + 120
+        while _group_alive(self.process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _group_alive(self.process.pid):  # a rank left behind would hold the run's lock
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.poll()
+        self.output.close()
+        return code
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _deadline(target: str, attempt: Attempt, rng: random.Random, calibration: Calibration) -> float | None:
+    """When to strike at `target`, once what it waits for has been seen; None while still waiting."""
+    seen, now = attempt.seen, time.monotonic()
+    if target == "start-up":
+        return seen["launch"] + rng.uniform(0.1, 0.95) * calibration.startup
+    if target == "cache build" and "step" not in seen and "cache done" not in seen:
+        return seen["cache"] + rng.uniform(0, 0.9 * calibration.cache_build) if "cache" in seen else None
+    if target == "evaluation":
+        marks = attempt.steps()
+        return now if marks and not marks[-1][0] and marks[-1][1] % EVAL_EVERY == 0 else None
+    if target == "checkpoint write":
+        checkpoints = attempt.run_dir / "checkpoints"
+        staging = checkpoints.is_dir() and any(p.name.startswith(".tmp-") for p in checkpoints.iterdir())
+        return now if staging else None
+    if "step" not in seen:  # "step", or a cache build that was already done
+        return None
+    left = MAX_STEPS - attempt.steps()[-1][1]
+    return now + rng.uniform(0, 0.9 * calibration.training * left / MAX_STEPS)
+
+
+def aim(attempt: Attempt, target: str, rng: random.Random, calibration: Calibration) -> bool:
+    """Wait until the moment aimed at; False when the command ended first."""
+    deadline = None
+    while attempt.poll():
+        if deadline is None:
+            deadline = _deadline(target, attempt, rng, calibration)
+        if deadline is not None and time.monotonic() >= deadline:
+            return True
+        time.sleep(POLL_S)
+    return False
+
+
+def strike(attempt: Attempt, sig: signal.Signals, torchrun: bool) -> Landing:
+    """kill -9 the whole process group (a node lost), or SIGTERM the command (a scheduler's stop), and check
+    what a stop must leave: a graceful stop exits 75 with a committed checkpoint of the step it stopped at.
+    torchrun turns any SIGTERM into its own exit 1 (SignalException), after its ranks exited."""
+    attempt.poll()
+    at_signal = attempt.landed()
+    if sig == signal.SIGKILL:
+        os.killpg(attempt.process.pid, signal.SIGKILL)
+    else:
+        os.kill(attempt.process.pid, signal.SIGTERM)
+    code = attempt.finish()
+    landing = Landing(sig.name, attempt.landed() if sig == signal.SIGKILL else at_signal, code)
+    if sig == signal.SIGTERM:
+        landing.problems += _graceful_problems(attempt, landing, torchrun)
+        landing.graceful = landing.phase in TRAINING and not landing.problems
+    return landing
+
+
+def _graceful_problems(attempt: Attempt, landing: Landing, torchrun: bool) -> list[str]:
+    """What a SIGTERM inside the training loop failed to do (outside it, lmpt has no handler: it just stops)."""
+    if landing.phase not in TRAINING:
+        stopped = 1 if torchrun else -signal.SIGTERM
+        return [] if landing.returncode == stopped else [f"exit {landing.returncode} ({landing.phase})"]
+    status_file = attempt.run_dir / "status.json"
+    status = json.loads(status_file.read_text()) if status_file.exists() else {}
+    if status.get("status") == "completed" and status.get("step") == MAX_STEPS:  # it came during the last step
+        finished = landing.returncode == (1 if torchrun else 0) and (attempt.run_dir / "model.safetensors").exists()
+        return [] if finished else [f"completed, yet exited {landing.returncode}"]
+    code = 1 if torchrun else 75
+    problems = [] if landing.returncode == code else [f"SIGTERM in {landing.phase} exited {landing.returncode}"]
+    if status.get("status") != "preempted":
+        problems.append(f"status.json says {status.get('status')!r}, not 'preempted'")
+    elif status["step"] != max(step for _, step in attempt.steps()):
+        problems.append(f"status.json names step {status['step']}, the log stops at another")
+    elif not (attempt.run_dir / "checkpoints" / f"step_{status['step']:08d}" / "manifest.json").exists():
+        problems.append(f"no committed checkpoint of step {status['step']}, where it stopped")
+    return problems

@@ -1,0 +1,144 @@
+"""Downstream scoring on real runs: one small `lmpt -m objective=clm,mlm` sweep whose jobs score a cloze task
+zero-shot and fine-tune a classification task when they end, then rank by it; lmpt-eval task= on its runs; and
+lm-evaluation-harness scoring the exported decoder exactly as lmpt does."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from lmpt.downstream.choice_tasks import read_choice_task, tasks_dir
+from lmpt.downstream.multiple_choice import choice_scores
+from lmpt.inference.evaluate import evaluate
+from lmpt.inference.export import export
+from lmpt.inference.load import load_trained
+from lmpt.inference.progress import WorkBar
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = [
+    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=4",
+    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
+    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64",
+]  # fmt: skip
+OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)  # LMPT_CACHE_DIR from tests/conftest.py: one tokenizer for the whole session
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env["OMP_NUM_THREADS"] = "1"
+    env.pop("HYDRA_FULL_ERROR", None)
+    return env
+
+
+def _head(source: Path, target: Path, lines: int) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(source.read_text().splitlines(keepends=True)[:lines]))
+    return target
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Small slices of the shipped tasks: cloze.jsonl and order/{train,dev}.jsonl."""
+    root = tmp_path_factory.mktemp("tasks")
+    _head(tasks_dir() / "shakespeare-cloze.jsonl", root / "cloze.jsonl", 16)
+    _head(tasks_dir() / "shakespeare-order" / "train.jsonl", root / "order" / "train.jsonl", 48)
+    _head(tasks_dir() / "shakespeare-order" / "dev.jsonl", root / "order" / "dev.jsonl", 24)
+    return root
+
+
+@pytest.fixture(scope="module")
+def sweep(tasks: Path) -> tuple[Path, str]:
+    """(sweep directory, its console output) of clm and mlm jobs that score both tasks when they end."""
+    sweep_dir = tasks.parent / "sweep"
+    command = [
+        sys.executable, "-m", "lmpt", "-m", "objective=clm,mlm", *TINY, f"hydra.sweep.dir={sweep_dir}",
+        f"downstream.choice_tasks=[{tasks / 'cloze.jsonl'}]", f"downstream.classification_tasks=[{tasks / 'order'}]",
+        "downstream.seeds=2", "downstream.epochs=1",
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=tasks.parent, env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return sweep_dir, done.stdout
+
+
+def test_a_sweep_across_objectives_ends_ranked_by_a_downstream_figure(sweep: tuple[Path, str]) -> None:
+    sweep_dir, out = sweep
+    assert "ranked by downstream/order/accuracy_mean (higher is better)" in out
+    rows = list(csv.DictReader((sweep_dir / "summary.csv").open()))
+    assert sorted(r["objective"] for r in rows) == ["clm", "mlm"]
+    ranked = [float(r["order/accuracy_mean"]) for r in rows]
+    assert ranked == sorted(ranked, reverse=True)
+    for job in ("0", "1"):
+        last = json.loads((sweep_dir / job / "metrics.jsonl").read_text().splitlines()[-1])
+        assert last["step"] == 4 and last["downstream/cloze/chance"] == 0.25
+        assert 0 <= last["downstream/cloze/accuracy"] <= 1 and 0 <= last["downstream/order/accuracy_mean"] <= 1
+        record = json.loads((sweep_dir / job / "downstream" / "order.json").read_text())
+        assert record["accuracy_mean"] == last["downstream/order/accuracy_mean"] and len(record["per_seed"]) == 2
+        assert (sweep_dir / job / "downstream" / "cloze.json").is_file()
+
+
+def test_lmpt_eval_task_scores_what_the_run_logged(sweep: tuple[Path, str], tasks: Path, capsys) -> None:
+    for job in ("0", "1"):
+        evaluate([str(sweep[0] / job), f"task={tasks / 'cloze.jsonl'}", "json=true"])
+        result = json.loads(capsys.readouterr().out)
+        logged = json.loads((sweep[0] / job / "metrics.jsonl").read_text().splitlines()[-1])
+        assert result["accuracy"] == logged["downstream/cloze/accuracy"]
+        assert result["accuracy_norm"] == logged["downstream/cloze/accuracy_norm"]
+        assert (result["n"], result["chance"]) == (16, 0.25)
+    assert "pseudo-log-likelihood" in result["method"] and result["arch"] == "encoder"
+
+
+def test_a_bad_downstream_task_is_refused_before_training(tasks: Path) -> None:
+    bad = tasks / "one-choice.jsonl"
+    bad.write_text(json.dumps({"context": "a", "choices": ["b"], "label": 0}) + "\n")
+    run_dir = tasks.parent / "refused"
+    command = [sys.executable, "-m", "lmpt", *TINY, f"downstream.choice_tasks=[{bad}]", f"hydra.run.dir={run_dir}"]
+    done = subprocess.run(command, cwd=tasks.parent, env=_env(), capture_output=True, text=True, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith("lmpt: error: downstream.choice_tasks[0]:") and "choices has 1 entry" in lines[0]
+    assert not run_dir.exists()
+
+
+def test_lm_evaluation_harness_scores_the_exported_decoder_as_lmpt_does(sweep, tasks: Path, tmp_path: Path) -> None:
+    """lm_eval --model hf on a local task YAML (dataset_path: json), nothing downloaded: the same log-likelihood
+    of every choice as lmpt's, so the same acc and acc_norm (the choices are ASCII: characters = bytes)."""
+    run = sweep[0] / "0"
+    export([str(run), str(tmp_path / "hf")])
+    (tmp_path / "yaml").mkdir()
+    (tmp_path / "yaml" / "cloze.yaml").write_text(
+        f"task: lmpt_cloze\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {tasks / 'cloze.jsonl'}\n"
+        "test_split: test\noutput_type: multiple_choice\ndoc_to_text: '{{context}}'\ndoc_to_choice: choices\n"
+        "doc_to_target: label\nmetric_list:\n  - metric: acc\n  - metric: acc_norm\n"
+    )
+    command = [
+        sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tmp_path / 'hf'},dtype=float32",
+        "--tasks", "lmpt_cloze", "--include_path", str(tmp_path / "yaml"), "--device", "cpu", "--batch_size", "8",
+        "--output_path", str(tmp_path / "out"), "--log_samples",
+    ]  # fmt: skip
+    env = {**_env(), **OFFLINE, "HF_HOME": str(tmp_path / "hf-home")}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (samples,) = (tmp_path / "out").rglob("samples_lmpt_cloze_*.jsonl")
+    theirs = {}
+    for line in samples.read_text().splitlines():
+        sample = json.loads(line)
+        theirs[sample["doc_id"]] = ([float(r[0][0]) for r in sample["resps"]], sample["acc"], sample["acc_norm"])
+    trained = load_trained(run)
+    questions = read_choice_task(str(tasks / "cloze.jsonl"))
+    with torch.no_grad(), WorkBar("", hidden=True) as bar:
+        ours = choice_scores(trained, questions, 8, torch.device("cpu"), bar)
+    assert sorted(theirs) == list(range(len(questions)))
+    for i, (question, scores) in enumerate(zip(questions, ours, strict=True)):
+        loglik, acc, acc_norm = theirs[i]
+        assert scores == pytest.approx(loglik, abs=1e-4)
+        per_byte = [s / len(c) for s, c in zip(scores, question.choices, strict=True)]
+        assert acc == float(scores.index(max(scores)) == question.label)
+        assert acc_norm == float(per_byte.index(max(per_byte)) == question.label)

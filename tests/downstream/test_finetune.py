@@ -1,0 +1,178 @@
+"""lmpt-finetune on tiny runs of every architecture, pre-trained once per module by the real CLI: the JSON figures,
+the record, full vs probe, bit-for-bit seeds, and one-line refusals of bad input that write nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from lmpt.downstream.finetune import finetune
+from lmpt.downstream.finetune_cli import finetune_command
+from lmpt.downstream.options import FinetuneOptions, TaskData
+from lmpt.inference.load import load_trained
+from lmpt.inference.options import run_command
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = [
+    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=4",
+    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.n_layers=2",
+]  # fmt: skip
+OBJECTIVES = {"decoder": "clm", "encoder": "mlm", "encoder-decoder": "span"}
+FAST = ["seeds=2", "max_steps=3", "batch_size=8", "seq_len=32"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A tiny pre-trained run per architecture (clm decoder, mlm encoder, span encoder-decoder), trained side by side."""
+    env = dict(os.environ)  # LMPT_CACHE_DIR from tests/conftest.py: one tokenizer for the whole session
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    root = tmp_path_factory.mktemp("pretrained")
+    # the tokenizer first (cached for the others), then two runs side by side on the two cores
+    done = {}
+    for group in (["decoder"], ["encoder", "encoder-decoder"]):
+        jobs = {
+            arch: subprocess.Popen(
+                [sys.executable, "-m", "lmpt", *TINY, f"objective={OBJECTIVES[arch]}", f"hydra.run.dir={root / arch}"],
+                cwd=root,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+            for arch in group
+        }
+        for arch, job in jobs.items():
+            _, err = job.communicate(timeout=300)
+            assert job.returncode == 0, err[-2000:]
+            done[arch] = root / arch
+    return done
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A real two-class task from the bundled corpora: is a line Shakespeare or Wikipedia? (train, dev, test)."""
+    corpora = REPO / "lmpt" / "corpora"
+    lines = lambda name, skip: [  # noqa: E731
+        line.strip() for line in (corpora / name).read_text(encoding="utf-8").splitlines()
+        if len(line.strip()) > 30 and not line.strip().startswith(skip)
+    ]  # fmt: skip
+    shakespeare, wiki = lines("tinyshakespeare.txt", "#"), lines("wikitext-2-valid.txt", "=")
+    root, files = tmp_path_factory.mktemp("task"), {}
+    for split, (start, n) in {"train": (0, 16), "dev": (100, 8), "test": (200, 8)}.items():
+        rows = [{"text": t, "label": "shakespeare"} for t in shakespeare[start : start + n]]
+        rows += [{"text": t[:160], "label": "wikipedia"} for t in wiki[start : start + n]]
+        rows = rows[::2] + rows[1::2]  # mixed, deterministically
+        files[split] = str(root / f"{split}.jsonl")
+        Path(files[split]).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return files
+
+
+def _json(argv: list[str], capsys: pytest.CaptureFixture) -> dict:
+    finetune_command([*argv, "json=true"])
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1  # one JSON object, nothing else on stdout
+    return json.loads(out)
+
+
+def _data(task: dict[str, str], test: bool = True) -> list[str]:
+    return [f"data.train={task['train']}", f"data.dev={task['dev']}", *([f"data.test={task['test']}"] if test else [])]
+
+
+@pytest.mark.parametrize("arch", list(OBJECTIVES))
+def test_every_architecture_fine_tunes_and_keeps_a_record(runs, task, arch: str, capsys) -> None:
+    out = _json([str(runs[arch]), *_data(task), *FAST, "task=source"], capsys)
+    assert (out["arch"], out["objective"], out["mode"], out["seeds"]) == (arch, OBJECTIVES[arch], "full", 2)
+    assert out["pooling"] == {"decoder": "last", "encoder": "mean", "encoder-decoder": "encoder_mean"}[arch]
+    assert out["classes"] == ["shakespeare", "wikipedia"] and out["majority_accuracy"] == 0.5
+    assert (out["train_examples"], out["dev_examples"], out["test_examples"], out["steps"]) == (32, 16, 16, 3)
+    assert [run["seed"] for run in out["per_seed"]] == [0, 1]
+    for key in ("accuracy", "macro_f1", "mcc", "test_accuracy", "test_macro_f1", "test_mcc"):
+        values = [run[key] for run in out["per_seed"]]
+        assert out[f"{key}_mean"] == pytest.approx(sum(values) / 2)
+        assert out[f"{key}_std"] == pytest.approx(abs(values[0] - values[1]) / 2**0.5)  # sample std, ddof=1
+        assert all(-1 <= v <= 1 for v in values) and (key.endswith("mcc") or all(v >= 0 for v in values))
+    assert json.loads((runs[arch] / "downstream" / "source.json").read_text()) == out
+
+
+def test_pair_task_and_other_poolings(runs, task, tmp_path: Path, capsys) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    rows = [json.loads(line) for line in Path(task["train"]).read_text().splitlines()]
+    pairs.write_text("".join(json.dumps({**r, "second": r["text"][::-1]}) + "\n" for r in rows))
+    base = [f"data.train={pairs}", f"data.dev={pairs}", "data.pair_field=second", *FAST, "seeds=1"]
+    for arch, pooling in (("encoder", "first"), ("encoder-decoder", "decoder_first"), ("decoder", "last")):
+        out = _json([str(runs[arch]), *base, f"pooling={pooling}", f"task=pairs-{pooling}"], capsys)
+        assert out["pooling"] == pooling and out["accuracy_std"] is None and "test_accuracy_mean" not in out
+
+
+def test_probe_leaves_the_body_unchanged_and_full_leaves_the_callers_model(runs, task) -> None:
+    trained = load_trained(runs["encoder"])
+    before = {k: v.clone() for k, v in trained.model.state_dict().items()}
+    data = TaskData(train=task["train"], dev=task["dev"])
+    probe = finetune(trained, FinetuneOptions(data=data, mode="probe", seeds=2, max_steps=4, batch_size=8, json=True))
+    full = finetune(trained, FinetuneOptions(data=data, mode="full", seeds=1, max_steps=2, batch_size=8, json=True))
+    after = trained.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert probe["mode"] == "probe" and probe["lr"] == 1e-3 and full["lr"] == 1e-4
+    assert probe["per_seed"][0]["train_loss"] != probe["per_seed"][1]["train_loss"]  # the seed draws the head
+
+
+def test_one_seed_is_bit_for_bit_on_the_cpu(runs, task, capsys) -> None:
+    argv = [str(runs["decoder"]), *_data(task), "seeds=1", "max_steps=4", "batch_size=8", "task=again"]
+    first, second = _json(argv, capsys), _json(argv, capsys)
+    first.pop("examples_per_s"), second.pop("examples_per_s")
+    assert first == second
+
+
+def _refused(argv: list[str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(sys, "argv", ["lmpt-finetune", *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(finetune_command)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith("lmpt: error: ") and err.count("\n") == 1, err
+    return err
+
+
+BAD_FILES = {
+    "missing label field": ('{"text": "a b c", "score": 1}\n', "has no field 'label'"),
+    "one class only": ('{"text": "a b c", "label": 1}\n{"text": "d e", "label": 1}\n', "has only one class"),
+    "text not text": ('{"text": 12, "label": 0}\n{"text": "d e", "label": 1}\n', "holds int 12, not text"),
+    "text a list": ('{"text": ["a"], "label": 0}\n{"text": "d e", "label": 1}\n', "holds list"),
+    "empty split": ("", "holds no examples"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_a_bad_train_file_is_one_line_and_writes_nothing(runs, task, tmp_path, case, capsys, monkeypatch) -> None:
+    text, message = BAD_FILES[case]
+    (tmp_path / "bad.jsonl").write_text(text)
+    record = runs["decoder"] / "downstream" / "kept.json"
+    record.parent.mkdir(exist_ok=True)
+    record.write_text('{"kept": true}\n')
+    argv = [str(runs["decoder"]), f"data.train={tmp_path / 'bad.jsonl'}", f"data.dev={task['dev']}", "task=kept"]
+    assert message in _refused(argv, capsys, monkeypatch)
+    assert record.read_text() == '{"kept": true}\n'
+
+
+def test_unseen_dev_label_empty_dev_missing_file_and_bad_keys(runs, task, tmp_path, capsys, monkeypatch) -> None:
+    run = runs["encoder"]
+    (tmp_path / "dev.jsonl").write_text('{"text": "a b", "label": "poetry"}\n')
+    (tmp_path / "empty.tsv").write_text("text\tlabel\n")
+    cases = {
+        f"data.dev={tmp_path / 'dev.jsonl'}": "label(s) 'poetry' never seen in training",
+        f"data.dev={tmp_path / 'empty.tsv'}": "holds no examples",
+        f"data.dev={tmp_path / 'nope.jsonl'}": "does not exist",
+        "data.nope=1": "unknown key 'data.nope'",
+        "pooling=last": "pooling=last does not fit a encoder",
+        "mode=half": "mode=half is unknown",
+    }
+    for override, message in cases.items():
+        argv = [str(run), *_data(task, test=False), override, "task=never"]
+        assert message in _refused(argv, capsys, monkeypatch), override
+    assert "needs data.train=..., data.dev=..." in _refused([str(run)], capsys, monkeypatch)
+    assert not (run / "downstream" / "never.json").exists()

@@ -1,0 +1,108 @@
+"""Zero-shot multiple choice: what is scored per architecture, how it is split and batched, and the figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from lmpt.batch import IGNORE
+from lmpt.config.schema import ModelConfig
+from lmpt.downstream.choice_tasks import ChoiceQuestion
+from lmpt.downstream.multiple_choice import choice_batch, choice_figures, choice_scores, frame, split_tokens
+from lmpt.inference.load import Trained
+from lmpt.inference.pll import score_pll
+from lmpt.inference.progress import WorkBar
+from lmpt.inference.scoring import Text
+from lmpt.model import build_model
+
+QUESTIONS = [
+    ChoiceQuestion("ROMEO: But soft, what light through yonder", ("window", "horse", "breaks on"), 0),
+    ChoiceQuestion("First Citizen: Before we proceed any further, hear me", ("speak", "sword"), 0),
+    ChoiceQuestion("", ("Speak, speak.", "All"), 1),
+]
+
+
+def _trained(shakespeare, arch: str, objective: str, max_seq_len: int = 64) -> Trained:
+    torch.manual_seed(0)
+    cfg = ModelConfig(name="tiny", d_model=32, n_layers=2, n_heads=2, ffn_dim=64, max_seq_len=max_seq_len)
+    model = build_model(cfg, arch, shakespeare.tokenizer.vocab_size, shakespeare.tokenizer.special.pad).eval()
+    return Trained(model, shakespeare.tokenizer, OmegaConf.create({}), arch, objective, Path("unused"))
+
+
+def _scores(trained: Trained, questions=QUESTIONS, batch_size: int = 3) -> list[list[float]]:
+    with torch.no_grad(), WorkBar("", hidden=True) as bar:
+        return choice_scores(trained, questions, batch_size, torch.device("cpu"), bar)
+
+
+def test_choice_tokens_are_the_whole_text_beyond_the_context(shakespeare) -> None:
+    trained = _trained(shakespeare, "decoder", "clm")
+    tok = trained.tokenizer
+    context, choice = split_tokens(trained, "hear me ", "speak")  # trailing space moves to the choice
+    assert context == tok.encode("hear me") and context + choice == tok.encode("hear me  speak")
+    context, choice = split_tokens(trained, "hear me", "speak")
+    assert context + choice == tok.encode("hear me speak") and tok.decode(choice).strip() == "speak"
+
+
+def test_decoder_scores_are_the_causal_log_likelihood_of_the_choice(shakespeare) -> None:
+    trained = _trained(shakespeare, "decoder", "clm")
+    scores = _scores(trained, batch_size=2)  # rows of different lengths padded together
+    for question, found in zip(QUESTIONS, scores, strict=True):
+        for choice, score in zip(question.choices, found, strict=True):
+            context, target = split_tokens(trained, question.context, choice)
+            ids = torch.tensor([context or [trained.tokenizer.special.eos]][0] + target)
+            with torch.no_grad():
+                logits = trained.model.logits(ids[None, :-1])[0].double().log_softmax(-1)
+            first = len(ids) - len(target) - 1
+            expected = sum(float(logits[first + i, t]) for i, t in enumerate(target))
+            assert score == pytest.approx(expected, rel=1e-5, abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("arch", "objective", "attention"),
+    [("decoder", "prefix", "prefix"), ("decoder", "ul2-mixture", "prefix"), ("encoder-decoder", "span", None),
+     ("encoder-decoder", "ul2-mixture", None)],
+)  # fmt: skip
+def test_each_objective_sees_the_choice_as_it_trained(shakespeare, arch: str, objective: str, attention) -> None:
+    trained = _trained(shakespeare, arch, objective)
+    special = trained.tokenizer.special
+    context, choice = [11, 12, 13], [21, 22]
+    framed = frame(trained, context, choice)
+    batch = choice_batch(trained, [framed])
+    scored = batch.labels[batch.labels != IGNORE].tolist()
+    assert scored == choice  # only the choice's tokens carry a score
+    if objective == "ul2-mixture":
+        assert framed.source == [special.s2s, *context]
+    if objective == "span":
+        assert framed.source == [*context, special.sentinel(0), special.eos]
+        assert batch.decoder_input_ids[0].tolist() == [special.bos, special.sentinel(0), 21]
+    if attention == "prefix":
+        assert batch.attention == "prefix" and batch.prefix_len.tolist() == [len(framed.source)]
+    scores = _scores(trained)
+    assert all(len(s) == len(q.choices) and all(v < 0 for v in s) for q, s in zip(QUESTIONS, scores, strict=True))
+
+
+def test_long_contexts_are_cut_from_the_left_to_fit(shakespeare) -> None:
+    trained = _trained(shakespeare, "decoder", "clm", max_seq_len=16)
+    framed = frame(trained, list(range(100, 140)), [7, 8, 9])
+    assert framed.source == list(range(126, 140)) and len(framed.source) + len(framed.target) - 1 == 16
+    long = [ChoiceQuestion("word " * 200, ("a", "b"), 0)]
+    assert len(_scores(trained, long)[0]) == 2
+
+
+def test_encoders_score_each_filled_text_by_pseudo_log_likelihood(shakespeare) -> None:
+    trained = _trained(shakespeare, "encoder", "mlm")
+    scores = _scores(trained, QUESTIONS[:1])
+    filled = trained.tokenizer.encode(QUESTIONS[0].context + " " + QUESTIONS[0].choices[1])
+    with torch.no_grad(), WorkBar("", hidden=True) as bar:
+        pll = score_pll(trained, Text(filled, 0, 1), 64, 8, torch.device("cpu"), bar)
+    assert scores[0][1] == pytest.approx(-pll.nats, rel=1e-6)
+
+
+def test_figures_take_the_best_raw_and_per_byte_score() -> None:
+    questions = [ChoiceQuestion("c", ("a", "bbbb"), 1), ChoiceQuestion("c", ("a", "bb", "ccc"), 0)]
+    # q0: raw picks "a" (-2 > -4), per byte picks "bbbb" (-1 > -2); q1: both pick "a"
+    figures = choice_figures(questions, [[-2.0, -4.0], [-1.0, -5.0, -6.0]])
+    assert figures == {"accuracy": 0.5, "accuracy_norm": 1.0, "chance": pytest.approx((1 / 2 + 1 / 3) / 2), "n": 2}

@@ -1,0 +1,145 @@
+"""optimizer=muon (issue #24, point 3): torch.optim.Muon on the blocks' 2-D matrices and AdamW on the rest, one
+optimizer to the loop: the schedule drives both, both states are checkpointed, a run killed with SIGKILL resumes bit
+for bit, it runs under DDP (real torchrun, gloo), and FSDP is refused in one line."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from golden import BASE, assert_same, describe, golden_run, interrupted_run, records, run, start_golden
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+from test_distributed import torchrun
+
+from lmpt.config.optimizer_schema import MuonConfig
+from lmpt.config.resolvers import register_resolvers
+from lmpt.config.schema import ModelConfig, SchedulerConfig
+from lmpt.config.store import conf_dir, register_schemas
+from lmpt.config.validate import validate_config
+from lmpt.errors import LmptError
+from lmpt.model.build import build_model
+from lmpt.train.muon import MuonWithAdamW
+from lmpt.train.optim import build_optimizer, build_scheduler
+
+CPU = torch.device("cpu")
+MUON = OmegaConf.structured(MuonConfig())
+
+
+def tiny(arch: str = "decoder", flavour: str = "llama", classes: int = 0) -> torch.nn.Module:
+    torch.manual_seed(0)
+    cfg = OmegaConf.structured(ModelConfig(name="tiny", d_model=32, n_layers=2, n_heads=2, ffn_dim=64, flavour=flavour))
+    return build_model(cfg, arch, 64, 0, n_sequence_classes=classes)
+
+
+@pytest.mark.parametrize(
+    ("arch", "flavour", "classes"),
+    [("decoder", "llama", 0), ("encoder", "llama", 2), ("encoder-decoder", "t5", 0)],
+    ids=["clm-decoder", "nsp-encoder", "t5-encoder-decoder"],
+)
+def test_muon_takes_the_hidden_matrices_and_adamw_the_rest(arch: str, flavour: str, classes: int) -> None:
+    model = tiny(arch, flavour, classes)
+    optimizer = build_optimizer(MUON, model, CPU)
+    muon, adamw = optimizer.parts["muon"], optimizer.parts["adamw"]
+    names = {id(p): n for n, p in model.named_parameters()}
+    in_muon = {names[id(p)] for g in muon.param_groups for p in g["params"]}
+    in_adamw = {names[id(p)] for g in adamw.param_groups for p in g["params"]}
+    assert in_muon.isdisjoint(in_adamw) and in_muon | in_adamw == set(names.values())  # each exactly once
+    assert in_muon and all(".blocks." in n and model.get_parameter(n).ndim == 2 for n in in_muon)
+    assert {n for n in in_muon if n.endswith((".qkv.weight", ".o.weight", ".gate_up.weight", ".down.weight"))}
+    assert "body.embed.tokens.weight" in in_adamw  # the tied head too
+    assert all(model.get_parameter(n).ndim == 1 for n in in_adamw if "norm" in n)
+    if classes:
+        assert {"sequence_head.0.weight", "sequence_head.0.bias", "sequence_head.2.weight"} <= in_adamw
+    if flavour == "t5":
+        assert {"lm_head.weight", "body.encoder.relative_bias.table.weight"} <= in_adamw
+
+
+def test_the_schedule_drives_both_optimizers() -> None:
+    model = tiny()
+    optimizer = build_optimizer(MUON, model, CPU)
+    scheduler = build_scheduler(OmegaConf.structured(SchedulerConfig(warmup_steps=4)), optimizer, 20)
+    for step in range(6):
+        share = scheduler.lr_lambdas[0](step)
+        assert optimizer.parts["muon"].param_groups[0]["lr"] == pytest.approx(MUON.lr * share)
+        assert all(g["lr"] == pytest.approx(MUON.adamw_lr * share) for g in optimizer.parts["adamw"].param_groups)
+        loss = model.logits(torch.randint(1, 64, (2, 8))).logsumexp(-1).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        scheduler.step()
+
+
+def train(model, optimizer, steps: int, seed: int) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        ids = torch.randint(1, 64, (2, 8), generator=generator)
+        model.logits(ids).logsumexp(-1).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+
+def test_both_states_round_trip_through_a_weights_only_file() -> None:
+    """Momentum buffers of Muon and both Adam moments are saved and restored: the copies then step identically."""
+    model = tiny()
+    optimizer = build_optimizer(MUON, model, CPU)
+    train(model, optimizer, 3, seed=1)
+    buffer = io.BytesIO()
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buffer)
+    buffer.seek(0)
+    saved = torch.load(buffer, weights_only=True)
+    assert set(saved["optimizer"]) == {"muon", "adamw"}
+    assert any("momentum_buffer" in s for s in saved["optimizer"]["muon"]["state"].values())
+    assert any("exp_avg_sq" in s for s in saved["optimizer"]["adamw"]["state"].values())
+    copy = tiny()
+    copy.load_state_dict(saved["model"])
+    restored = build_optimizer(MUON, copy, CPU)
+    restored.load_state_dict(saved["optimizer"])
+    train(model, optimizer, 2, seed=2)
+    train(copy, restored, 2, seed=2)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), copy.state_dict().values(), strict=True))
+    assert isinstance(restored, MuonWithAdamW)
+    assert restored.param_groups[0] is restored.parts["muon"].param_groups[0]  # the scheduler still reaches both
+
+
+def test_fsdp_is_refused_in_one_line() -> None:
+    register_schemas()
+    register_resolvers()
+    with initialize_config_dir(str(conf_dir()), version_base=None):
+        cfg = compose("config", overrides=["optimizer=muon", "trainer.strategy=fsdp"])
+    with pytest.raises(
+        LmptError, match=r"optimizer=muon does not run under trainer.strategy=fsdp.*trainer.strategy=ddp"
+    ):
+        validate_config(cfg)
+    with initialize_config_dir(str(conf_dir()), version_base=None):
+        bad = compose("config", overrides=["optimizer=muon", "optimizer.adjust_lr_fn=sqrt"])
+    with pytest.raises(LmptError, match="optimizer.adjust_lr_fn"):
+        validate_config(bad)
+
+
+MUON_RUN = [*BASE, "optimizer=muon", "trainer.max_steps=8", "trainer.eval_every=4"]
+"""8 tiny steps, a checkpoint every 4."""
+
+
+def test_a_killed_muon_run_resumes_bitwise(tmp_path_factory: pytest.TempPathFactory) -> None:
+    gold, killed = tmp_path_factory.mktemp("muon-golden"), tmp_path_factory.mktemp("muon-killed")
+    start_golden(gold, MUON_RUN)
+    resumed = interrupted_run(killed, MUON_RUN, [{"LMPT_TEST_KILL_AFTER_BACKWARD": "6"}])  # after step 4's checkpoint
+    assert_same(golden_run(gold, MUON_RUN), resumed, "optimizer=muon, SIGKILL after backward 6")
+
+
+@pytest.mark.soak  # ~1 min: a torchrun launch of two processes and a single process, on 2 shared cores
+def test_muon_under_ddp_matches_one_process(tmp_path) -> None:
+    """Two ranks of 4 sequences each take the same steps as one process of 8: Muon sees the all-reduced gradient."""
+    args = [a for a in MUON_RUN if not a.startswith("trainer.batch_size")]
+    ddp = torchrun(*args, "trainer.batch_size=4", f"hydra.run.dir={tmp_path / 'ddp'}", cwd=tmp_path)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    assert "x 2 processes" in ddp.stdout
+    single = run(tmp_path / "single", [*args, "trainer.batch_size=8"])
+    assert single.returncode == 0, describe(single)
+    one = [(r["step"], r["loss"]) for r in records(tmp_path / "single") if "loss" in r]
+    two = [(r["step"], r["loss"]) for r in records(tmp_path / "ddp") if "loss" in r]
+    assert [s for s, _ in one] == [s for s, _ in two] and len(one) == 8
+    for (step, a), (_, b) in zip(one, two, strict=True):
+        assert b == pytest.approx(a, rel=1e-4, abs=1e-4), step
