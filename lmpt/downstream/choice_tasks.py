@@ -66,7 +66,9 @@ def _question(where: str, record: Any) -> ChoiceQuestion:
         )
     context, choices, label = record["context"], record["choices"], record["label"]
     if not isinstance(context, str):
-        raise LmptError(f"{where}: context is {type(context).__name__} {json.dumps(context)[:40]}, not text")
+        raise LmptError(
+            f"{where}: context is {type(context).__name__} {json.dumps(context)[:40]}, not text: write it as a string"
+        )
     if not isinstance(choices, list) or not all(isinstance(c, str) and c.strip() for c in choices):
         raise LmptError(f"{where}: choices must be a list of non-empty texts, got {json.dumps(choices)[:60]}")
     if len(choices) < 2:

@@ -1,8 +1,9 @@
 """`finetune(trained, options) -> dict`: fine-tune a pre-trained run on a labelled task once per seed and score
 each run on dev (and test): accuracy, macro-F1 and, for two classes, Matthews correlation, each as mean and sample
 standard deviation over seeds with the per-seed figures. Every input is read and checked before any training, so a
-bad task file costs nothing and writes nothing. `finetune_run(RUN, options)` also keeps the record
-RUN/downstream/TASK.json (what `lmpt-finetune` does)."""
+bad task file costs nothing and writes nothing. mode=probe computes the frozen body's pooled features once,
+standardises them with the training split's mean and std, and trains the head on them. `finetune_run(RUN,
+options)` also keeps the record RUN/downstream/TASK.json (what `lmpt-finetune` does)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from lmpt.inference.options import require
 from lmpt.inference.progress import WorkBar
 from lmpt.train.precision import pick_precision
 
-DEFAULT_LR = {"full": 1e-4, "probe": 1e-3}
+DEFAULT_LR = {"full": 1e-4, "probe": 1e-2}
 
 
 @dataclass
@@ -168,6 +169,8 @@ def _run_seeds(
     features = {}
     if probe:  # a frozen body gives every seed the same features: compute them once
         features = {key: pooled_features(plan, split) for key, split in splits.items() if split is not None}
+        mean, std = features["train"].mean(dim=0), features["train"].std(dim=0).clamp(min=1e-6)
+        features = {key: (f - mean) / std for key, f in features.items()}  # standardised, as linear probes are
     per_seed, examples, seconds = [], 0, 0.0
     for seed in seeds:
         loss, trained, took = train_seed(plan, splits["train"], features.get("train"), seed, bar)

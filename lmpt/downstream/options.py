@@ -45,7 +45,7 @@ class FinetuneOptions:
     max_steps: int | None = None
     """Stop each seed after this many optimizer steps (null = epochs decide)."""
     lr: float | None = None
-    """Peak learning rate (linear warm-up, then linear decay to 0); null = 1e-4 for full, 1e-3 for probe."""
+    """Peak learning rate (linear warm-up, then linear decay to 0); null = 1e-4 for full, 1e-2 for probe."""
     warmup: float = 0.1
     """Fraction of the steps spent warming up the learning rate."""
     weight_decay: float = 0.01

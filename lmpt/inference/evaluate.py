@@ -153,7 +153,7 @@ def render(result: dict) -> None:
 
 def evaluate(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, EvalOptions)
-    require((o.data is None) != (o.task is None), f"{PROG} takes data=TEXT or task=FILE.jsonl (one of them)")
+    require((o.data is None) != (o.task is None), f"{PROG} needs data=TEXT or task=FILE.jsonl, not both")
     questions = read_choice_task(o.task) if o.task is not None else None
     trained = load_trained(run, o.device)
     require_token_head(trained, PROG)

@@ -146,7 +146,8 @@ class LanguageModel(nn.Module):
         6 N_mm + 12 L d S per token, tied head counted as a matmul on `head_fraction` of the positions
         that run it (an MLM head runs only on selected tokens). Encoder-decoder: the encoder per input
         token (seq_len), the decoder with cross-attention per target token (target_len); cross-attention
-        keys/values are projected once per input token and attend over seq_len keys."""
+        keys/values are projected once per input token and attend over seq_len keys. Multi-token prediction
+        modules add, per position and depth, their projection, their block and the head (lmpt.model.mtp)."""
         d, head = self.d_model, 6.0 * self.d_model * self.vocab_size * head_fraction
         if isinstance(self.body, EncoderDecoder):
             enc, dec = self.body.encoder, self.body.decoder

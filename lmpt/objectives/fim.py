@@ -34,8 +34,9 @@ def fim_sentinels(special: Any) -> tuple[int, int, int]:
     sentinels = special.fim_sentinels()
     if sentinels is None:
         raise LmptError(
-            f"objective=fim needs 3 reserved sentinel tokens (<fim_prefix>, <fim_suffix>, <fim_middle>: the last "
-            f"three span sentinels) and the tokenizer has room for {special.num_sentinels}: set "
+            f"objective=fim needs 3 reserved sentinel tokens (<fim_prefix>, <fim_suffix>, <fim_middle>: a pretrained "
+            f"tokenizer's own, else the last three span sentinels) and the tokenizer has room for "
+            f"{special.num_sentinels}: set "
             "tokenizer.num_sentinels=3 or more (a tokenizer file with its own <extra_id_N> pieces needs 3 of them)"
         )
     return sentinels
@@ -79,7 +80,10 @@ class FillInTheMiddle(CausalLM):
         self._piece_bytes: torch.Tensor | None = None
 
     def describe_attention(self) -> str:
-        pre, suf, mid = (sentinel_piece(self.special.sentinel_number(i)) for i in self.sentinels)
+        numbers = [self.special.sentinel_number(i) for i in self.sentinels]
+        if None in numbers:  # a pretrained tokenizer's own <fim_prefix> ... tokens
+            return f"{super().describe_attention()}; its own <fim_prefix>, <fim_suffix>, <fim_middle> as sentinels"
+        pre, suf, mid = (sentinel_piece(n) for n in numbers if n is not None)
         return f"{super().describe_attention()}; sentinels <fim_prefix> {pre}, <fim_suffix> {suf}, <fim_middle> {mid}"
 
     def split_points(self, document: list[int], gen: torch.Generator) -> tuple[int, int]:

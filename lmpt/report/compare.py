@@ -21,7 +21,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="lmpt-compare",
         description="Compare lmpt runs: print a table (overrides, status, final validation loss and perplexity, "
-        "objective measures, tokens/s, loss-bearing tokens/s, FLOPs, wall time), ranked by the fixed-rate "
+        "objective measures, downstream figures, tokens/s, loss-bearing tokens/s, FLOPs, wall time), ranked by a "
+        "downstream figure every completed run has (downstream config group), else by the fixed-rate "
         "masked-token loss (val_fixed_loss) among mlm/nsp runs or by val_loss when every run has the same "
         "objective (the title says which), and write it as CSV and Markdown with a plot of every run's "
         "validation-loss curve against steps, training FLOPs and loss-bearing tokens.",

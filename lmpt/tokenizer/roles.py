@@ -4,7 +4,8 @@ Each role takes the first of its candidate tokens that the tokenizer has (in its
 added tokens) and no earlier role took; bos may share eos's token (GPT-2 style). A role none of whose
 candidates exists gets lmpt's own token, added as a special token after the vocabulary. Sentinels are the
 tokenizer's own `<extra_id_i>` when it has `<extra_id_0>` (T5 style: all it has, in number order), else
-`num_sentinels` are added. unk stays unmapped when the tokenizer has none (byte-level BPE never needs it).
+`num_sentinels` are added. Its own <fim_prefix>, <fim_suffix>, <fim_middle> (all three) are fim's sentinels.
+unk stays unmapped when the tokenizer has none (byte-level BPE never needs it).
 The resolution reads only the tokenizer file, so it gives the same ids when it runs again on the file a run
 directory stores (which holds the added tokens)."""
 
@@ -28,6 +29,12 @@ ROLE_CANDIDATES: dict[str, tuple[str, ...]] = {
     "nlg": (MODE_TOKENS[1],),
     "s2s": (MODE_TOKENS[2],),
 }
+FIM_CANDIDATES = (
+    ("<fim_prefix>", "<|fim_prefix|>"),
+    ("<fim_suffix>", "<|fim_suffix|>"),
+    ("<fim_middle>", "<|fim_middle|>"),
+)
+"""A pretrained tokenizer's own fill-in-the-middle tokens (StarCoder, Qwen2.5-Coder), used when it has all three."""
 _MAY_SHARE = {"bos": "eos"}  # a tokenizer whose one boundary token serves as both (GPT-2's <|endoftext|>)
 _OPTIONAL = {"unk"}  # never added
 
@@ -37,6 +44,11 @@ def _existing_sentinels(tok: FastTokenizer) -> list[int]:
     while (i := tok.token_to_id(sentinel_piece(len(ids)))) is not None:
         ids.append(i)
     return ids
+
+
+def _own_fim_tokens(tok: FastTokenizer) -> tuple[int, int, int] | None:
+    found = [next((i for c in names if (i := tok.token_to_id(c)) is not None), None) for names in FIM_CANDIDATES]
+    return (found[0], found[1], found[2]) if None not in found else None  # type: ignore[return-value]
 
 
 def resolve_roles(tok: FastTokenizer, num_sentinels: int) -> SpecialTokens:
@@ -58,11 +70,13 @@ def resolve_roles(tok: FastTokenizer, num_sentinels: int) -> SpecialTokens:
         for role in missing:
             ids[role] = tok.token_to_id(ROLE_CANDIDATES[role][0])
         sentinels = sentinels or _existing_sentinels(tok)
-    taken = {i for i in ids.values() if i is not None} | set(sentinels)
+    fim = _own_fim_tokens(tok)
+    taken = {i for i in ids.values() if i is not None} | set(sentinels) | set(fim or ())
     others = tuple(sorted(i for i, t in tok.get_added_tokens_decoder().items() if t.special and i not in taken))
     return SpecialTokens(
         num_sentinels=len(sentinels),
         sentinel_ids=tuple(sentinels),
         other_reserved=others,
+        fim_ids=fim,
         **ids,  # type: ignore[arg-type]
     )

@@ -43,6 +43,9 @@ class SpecialTokens:
     """Id of each sentinel in order; None: lmpt's layout (10, 11, ...)."""
     other_reserved: tuple[int, ...] = field(default=())
     """The tokenizer's own special tokens that no role took (never masked, predicted or drawn at random)."""
+    fim_ids: tuple[int, int, int] | None = None
+    """A pretrained tokenizer's own <fim_prefix>, <fim_suffix>, <fim_middle> (StarCoder style); None: the last
+    three span sentinels serve."""
 
     def __post_init__(self) -> None:
         if self.sentinel_ids is not None and len(self.sentinel_ids) != self.num_sentinels:
@@ -67,8 +70,11 @@ class SpecialTokens:
         return self.sentinel_ids[i] if self.sentinel_ids is not None else _FIRST_SENTINEL + i
 
     def fim_sentinels(self) -> tuple[int, int, int] | None:
-        """Ids of <fim_prefix>, <fim_suffix> and <fim_middle> (fill-in-the-middle): the last three span sentinels
-        (<extra_id_{n-3}>, <extra_id_{n-2}>, <extra_id_{n-1}>), so no layout changes; None with fewer than three."""
+        """Ids of <fim_prefix>, <fim_suffix> and <fim_middle> (fill-in-the-middle): a pretrained tokenizer's own, else
+        the last three span sentinels (<extra_id_{n-3}>, <extra_id_{n-2}>, <extra_id_{n-1}>), so lmpt's layout stays
+        as it is; None with neither."""
+        if self.fim_ids is not None:
+            return self.fim_ids
         n = self.num_sentinels
         return (self.sentinel(n - 3), self.sentinel(n - 2), self.sentinel(n - 1)) if n >= 3 else None
 
@@ -87,7 +93,8 @@ class SpecialTokens:
         """Every reserved id, sorted: the roles, the sentinels and the tokenizer's other special tokens."""
         roles = (self.pad, self.unk, self.bos, self.eos, self.mask, self.cls, self.sep, self.nlu, self.nlg, self.s2s)
         sentinels = (self.sentinel(i) for i in range(self.num_sentinels))
-        return tuple(sorted({i for i in (*roles, *sentinels, *self.other_reserved) if i is not None}))
+        fim = self.fim_ids or ()
+        return tuple(sorted({i for i in (*roles, *sentinels, *fim, *self.other_reserved) if i is not None}))
 
     def reserved_mask(self, vocab_size: int) -> torch.Tensor:
         """[vocab_size] bool, True at reserved ids."""

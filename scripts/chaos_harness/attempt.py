@@ -186,14 +186,14 @@ def strike(attempt: Attempt, sig: signal.Signals, torchrun: bool) -> Landing:
 
 def _graceful_problems(attempt: Attempt, landing: Landing, torchrun: bool) -> list[str]:
     """What a SIGTERM inside the training loop failed to do (outside it, lmpt has no handler: it just stops)."""
+    status_file = attempt.run_dir / "status.json"
+    status = json.loads(status_file.read_text()) if status_file.exists() else {}
+    if status.get("status") == "completed" and status.get("step") == MAX_STEPS:  # it came as the run ended
+        finished = landing.returncode == (1 if torchrun else 0) and (attempt.run_dir / "model.safetensors").exists()
+        return [] if finished else [f"completed, yet exited {landing.returncode}"]
     if landing.phase not in TRAINING:
         stopped = 1 if torchrun else -signal.SIGTERM
         return [] if landing.returncode == stopped else [f"exit {landing.returncode} ({landing.phase})"]
-    status_file = attempt.run_dir / "status.json"
-    status = json.loads(status_file.read_text()) if status_file.exists() else {}
-    if status.get("status") == "completed" and status.get("step") == MAX_STEPS:  # it came during the last step
-        finished = landing.returncode == (1 if torchrun else 0) and (attempt.run_dir / "model.safetensors").exists()
-        return [] if finished else [f"completed, yet exited {landing.returncode}"]
     code = 1 if torchrun else 75
     problems = [] if landing.returncode == code else [f"SIGTERM in {landing.phase} exited {landing.returncode}"]
     if status.get("status") != "preempted":

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lmpt.config import objective_schema, schema
+from lmpt.config import objective_schema, optimizer_schema, schema
 from lmpt.config.reference import GROUP_SCHEMAS, reference_markdown, reference_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,7 +17,7 @@ def test_every_field_of_every_schema_has_a_description() -> None:
     documented = {cls for classes in GROUP_SCHEMAS.values() for cls in classes}
     schemas = {
         c
-        for module in (schema, objective_schema)
+        for module in (schema, objective_schema, optimizer_schema)
         for c in vars(module).values()
         if dataclasses.is_dataclass(c) and c is not schema.LmptConfig
     }

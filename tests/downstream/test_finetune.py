@@ -29,7 +29,7 @@ FAST = ["seeds=2", "max_steps=3", "batch_size=8", "seq_len=32"]
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A tiny pre-trained run per architecture (clm decoder, mlm encoder, span encoder-decoder), trained side by side."""
+    """A tiny pre-trained run per architecture (clm decoder, mlm encoder, span encoder-decoder)."""
     env = dict(os.environ)  # LMPT_CACHE_DIR from tests/conftest.py: one tokenizer for the whole session
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     root = tmp_path_factory.mktemp("pretrained")
@@ -105,7 +105,7 @@ def test_pair_task_and_other_poolings(runs, task, tmp_path: Path, capsys) -> Non
     rows = [json.loads(line) for line in Path(task["train"]).read_text().splitlines()]
     pairs.write_text("".join(json.dumps({**r, "second": r["text"][::-1]}) + "\n" for r in rows))
     base = [f"data.train={pairs}", f"data.dev={pairs}", "data.pair_field=second", *FAST, "seeds=1"]
-    for arch, pooling in (("encoder", "first"), ("encoder-decoder", "decoder_first"), ("decoder", "last")):
+    for arch, pooling in (("encoder", "first"), ("encoder-decoder", "decoder_first")):
         out = _json([str(runs[arch]), *base, f"pooling={pooling}", f"task=pairs-{pooling}"], capsys)
         assert out["pooling"] == pooling and out["accuracy_std"] is None and "test_accuracy_mean" not in out
 
@@ -118,7 +118,7 @@ def test_probe_leaves_the_body_unchanged_and_full_leaves_the_callers_model(runs,
     full = finetune(trained, FinetuneOptions(data=data, mode="full", seeds=1, max_steps=2, batch_size=8, json=True))
     after = trained.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
-    assert probe["mode"] == "probe" and probe["lr"] == 1e-3 and full["lr"] == 1e-4
+    assert probe["mode"] == "probe" and probe["lr"] == 1e-2 and full["lr"] == 1e-4
     assert probe["per_seed"][0]["train_loss"] != probe["per_seed"][1]["train_loss"]  # the seed draws the head
 
 
@@ -176,3 +176,21 @@ def test_unseen_dev_label_empty_dev_missing_file_and_bad_keys(runs, task, tmp_pa
         assert message in _refused(argv, capsys, monkeypatch), override
     assert "needs data.train=..., data.dev=..." in _refused([str(run)], capsys, monkeypatch)
     assert not (run / "downstream" / "never.json").exists()
+
+
+def test_the_console_script_refuses_in_one_line_and_writes_nothing(runs, task, tmp_path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    (tmp_path / "one.tsv").write_text("text\tlabel\na b c\tyes\nd e f\tyes\n")
+    argv = [str(runs["encoder"]), f"data.train={tmp_path / 'one.tsv'}", f"data.dev={task['dev']}", "task=cli"]
+    done = subprocess.run([sys.executable, "-m", "lmpt.downstream.finetune_cli", *argv], env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "has only one class ('yes' in field 'label')" in done.stderr
+    assert not (runs["encoder"] / "downstream" / "cli.json").exists()
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("arch", list(OBJECTIVES))
+def test_fine_tuning_beats_the_majority_class(runs, task, arch: str, capsys) -> None:
+    out = _json([str(runs[arch]), *_data(task), "seeds=3", "epochs=8", "batch_size=8", "task=soak"], capsys)
+    assert out["accuracy_mean"] > out["majority_accuracy"] + 0.2, out

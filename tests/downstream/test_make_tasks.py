@@ -26,7 +26,8 @@ def test_the_script_rebuilds_the_shipped_tasks_byte_for_byte(tmp_path: Path) -> 
     first = _build(tmp_path / "tasks")  # the shipped files were built by an earlier run of the script
     shipped = {str(p.relative_to(tasks_dir())): p.read_bytes() for p in sorted(tasks_dir().rglob("*.jsonl"))}
     assert first == shipped
-    assert set(first) == {"shakespeare-cloze.jsonl", *(f"shakespeare-order/{s}.jsonl" for s in ("train", "dev", "test"))}
+    splits = (f"shakespeare-order/{split}.jsonl" for split in ("train", "dev", "test"))
+    assert set(first) == {"shakespeare-cloze.jsonl", *splits}
     assert all(len(data) < 1_000_000 for data in first.values())
 
 

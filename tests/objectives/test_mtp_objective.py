@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 import torch
 from objective_helpers import FakeTokenizer, assert_same_batch, batches
+from omegaconf import OmegaConf
 
 from lmpt.batch import IGNORE
 from lmpt.config.objective_schema import ClmConfig, MtpConfig
@@ -18,6 +19,7 @@ from lmpt.model.language_model import matmul_parameters
 from lmpt.objectives.clm import document_ids
 from lmpt.objectives.mtp import tokens_ahead
 from lmpt.objectives.registry import build_objective
+from lmpt.preview.render import settings
 from lmpt.rng import generator
 
 SEQ_LEN = 64
@@ -117,3 +119,11 @@ def test_bad_settings_are_refused(settings: dict, seq_len: int, message: str) ->
         build_objective(MtpConfig(**settings), FakeTokenizer(), seq_len, "auto")
     with pytest.raises(LmptError, match="cannot train an encoder"):
         build_objective(MtpConfig(), FakeTokenizer(), SEQ_LEN, "encoder")
+
+
+def test_preview_says_what_each_module_predicts(shakespeare) -> None:
+    cfg = OmegaConf.structured(MtpConfig(mtp_depth=2))
+    shown = " · ".join(settings(build_objective(cfg, shakespeare.tokenizer, SEQ_LEN, "auto")))
+    assert (
+        "mtp_depth=2 · mtp_weight=0.3" in shown and "module k = 1..2 the token k+1 ahead within its document" in shown
+    )

@@ -1,6 +1,7 @@
 """mtp and fim end to end through the real CLI: they train (loss falls) and report their measures; the dry-run
 plan counts the multi-token modules' FLOPs; an mtp run exports as exactly clm's Llama; lmpt-fill writes a fim
-run's middle; lmpt-preview shows both; bad settings are one line and exit 2; kill -9 resumes bit for bit."""
+run's middle; lmpt-preview shows fim (mtp: tests/objectives); bad settings are one line and exit 2; kill -9
+resumes bit for bit."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 from golden import BASE, assert_same, describe, env, golden_run, interrupted_run, records, start_golden
-from lmpt_cli import REPO, run_lmpt
+from lmpt_cli import run_lmpt
 
 from lmpt.inference.load import load_trained
 
@@ -94,10 +95,10 @@ def test_fill_writes_the_middle_of_a_fim_run(runs: dict[str, Path]) -> None:
     assert result["middle"].strip()
 
 
-def test_preview_shows_both(tmp_path: Path) -> None:
+def test_preview_shows_fim(tmp_path: Path) -> None:
     preview = lambda *a: subprocess.run(
         [sys.executable, "-m", "lmpt.preview.cli", "tokenizer.vocab_size=1024", "data.seq_len=64", *a],
-        cwd=tmp_path, env=env(PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120,
+        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     fim = preview("objective=fim", "objective.fim_rate=1", "preview.json=true")
     assert fim.returncode == 0, describe(fim)

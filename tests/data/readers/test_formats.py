@@ -45,7 +45,7 @@ def test_format_gives_the_tokens_of_the_same_text(fmt: str, reference, shakespea
 
 def test_records_hold_several_lines_and_skip_empty_text(tmp_path: Path) -> None:
     texts = ["One. Two!\nThree", "", "Four"]
-    table = pa.table({"text": pa.array([*texts, None], pa.large_string())})
+    table = pa.table({"text": pa.array(texts, pa.large_string())})  # a null is refused (test_bad_files.py)
     pq.write_table(table, tmp_path / "t.parquet")
     with pa.OSFile(str(tmp_path / "t.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)  # the random-access Arrow IPC file format is read too
