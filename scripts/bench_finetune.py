@@ -88,6 +88,7 @@ def main() -> None:
                     out = finetune(trained, options)
                     rates[precision].append(out["examples_per_s"])
                     resolved[precision] = out["precision"]
+                    console.print(f"{model} {precision} ({out['precision']}): {out['examples_per_s']:.2f} examples/s")
             params = trained.model.num_parameters()
             for precision, values in rates.items():
                 results.append({

@@ -29,7 +29,7 @@ class MtpConfig(ClmConfig):
     each position, the main head's next token counting as 1 ahead (0: plain clm)."""
     mtp_weight: float = 0.3
     """lambda: the loss is the main next-token loss + mtp_weight / mtp_depth x the modules' losses (DeepSeek-V3:
-    0.3 for its first 10T tokens, then 0.1; a later stage sets it with model.init_from)."""
+    0.3 for its first 10T tokens, then 0.1: a model.init_from stage, whose modules start fresh)."""
 
 
 @dataclass

@@ -33,6 +33,9 @@ from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Score, Text, piece_bytes
 from lmpt.objectives.sequences import pad_rows
 
+PREFIX_OBJECTIVES = ("prefix", "ul2-mixture", "span")
+"""Decoders trained to read a bidirectional prefix (causal ones: clm, mtp, fim, read the context causally)."""
+
 DELIMITER = " "
 """Between context and choice, as lm_eval's default target_delimiter."""
 
@@ -97,7 +100,7 @@ def choice_batch(trained: Trained, rows: list[Framed]) -> Batch:
         inputs.append(sequence[:-1])
         labels.append(row_labels)
     width = max(len(row) for row in inputs)
-    prefix = trained.objective_name in ("prefix", "ul2-mixture", "span")
+    prefix = trained.objective_name in PREFIX_OBJECTIVES
     return Batch(
         input_ids=pad_rows(inputs, width, special.pad),
         labels=pad_rows(labels, width, IGNORE),
@@ -182,7 +185,7 @@ def method_of(trained: Trained) -> str:
     if trained.arch == "encoder-decoder":
         return "decoder log-likelihood of each choice given the context as encoder input"
     return "log-likelihood of each choice after the context" + (
-        " (context as bidirectional prefix)" if trained.objective_name != "clm" else ""
+        " (context as bidirectional prefix)" if trained.objective_name in PREFIX_OBJECTIVES else ""
     )
 
 

@@ -21,6 +21,7 @@ from lmpt.errors import LmptError
 from lmpt.inference.hf_names import fits, from_hf, llama_layout
 from lmpt.inference.load import load_trained
 from lmpt.model.language_model import LanguageModel
+from lmpt.model.mtp import without_mtp_modules
 from lmpt.safe_files import WEIGHTS_SUFFIX
 from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.hf_source import (
@@ -184,6 +185,7 @@ def _check_pieces(source_json: Path, tokenizer: Tokenizer, origin: Path) -> None
 def _load_lmpt_state(model: LanguageModel, origin: Origin) -> None:
     ours = model.state_dict()
     growable = VOCAB_TENSORS if origin.vocab_extends else frozenset()
+    ours = without_mtp_modules(ours)  # the source is its main model (load_trained): mtp modules start fresh
     for name, tensor in ours.items():
         if name not in origin.state:
             raise LmptError(f"{origin.path} has no tensor {name} ({list(tensor.shape)}) for lmpt's {model.arch}")

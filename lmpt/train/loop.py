@@ -75,7 +75,6 @@ class TrainLoop:
         self.pad_id = objective.special.pad
         self.interval_start = Work()
         self.interval_started = time.perf_counter()
-        # an emulated dtype (bf16 on a CPU without avx512_bf16/AMX) has no peak to trust: no MFU is given
         self.peak_flops, self.peak_source = peak_flops(self.device, precision.dtype or torch.float32)
         self.evaluate = Evaluator(model, self.forward, objective, precision, self.ctx)
 

@@ -3,6 +3,7 @@ flushed, `checkpoints/` staging directories), killed at the moment aimed at, and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -48,7 +49,7 @@ class Landing:
 
 
 class Attempt:
-    """The command running in its own session (its ranks and workers form one process group)."""
+    """The command running in a session of its own, as a job step would."""
 
     def __init__(self, command: list[str], run_dir: Path, env: dict[str, str], output: Path) -> None:
         self.run_dir, self.log = run_dir, run_dir / "lmpt.log"
@@ -58,7 +59,11 @@ class Attempt:
         self.seen: dict[str, float] = {}
         """Event ("launch", "cache", "cache done", "step", "last step") -> when it was first seen."""
         self._partial = ""
+        self.leftovers = set(_staging(run_dir / "checkpoints"))
+        """Staging folders an earlier, killed launch left behind: not this launch's checkpoint writes."""
         self.output = open(output, "w")  # noqa: SIM115 (closed in finish)
+        self.orphans: list[int] = []
+        """Processes of the command still running 2 minutes after it ended (killed then)."""
         self.seen["launch"] = time.monotonic()
         self.process = subprocess.Popen(
             command, cwd=run_dir.parent, env=env, stdout=self.output, stderr=subprocess.STDOUT, start_new_session=True
@@ -97,7 +102,7 @@ class Attempt:
     def landed(self) -> str:
         """Where the command is now, from its log and checkpoints/ (exact after kill -9: nothing moves)."""
         checkpoints = self.run_dir / "checkpoints"
-        if checkpoints.is_dir() and any(p.name.startswith((".tmp-", ".trash-")) for p in checkpoints.iterdir()):
+        if set(_staging(checkpoints)) - self.leftovers:
             return "checkpoint write"
         marks = self.steps()
         if not marks:
@@ -109,29 +114,57 @@ class Attempt:
             return "checkpoint write"
         return "final save" if step == MAX_STEPS else "step"
 
-    def finish(self, timeout: float = 600) -> int:
-        """Wait for the command and everything it started; its exit status."""
+    def tree(self) -> list[int]:
+        """The command and every process under it (torchrun starts each rank in a session of its own)."""
+        found, todo = [], [self.process.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*/children"):
+                with contextlib.suppress(OSError):
+                    todo += [int(child) for child in task.read_text().split()]
+        return found
+
+    def finish(self, timeout: float = 600, tree: list[int] | None = None) -> int:
+        """Wait for the command and every process of `tree` (default: its tree now); its exit status. A process
+        that outlives the command by 2 minutes (it would hold the run's lock) is killed and reported."""
+        tree = tree or self.tree()
         try:
             code = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
+            _kill(self.tree(), signal.SIGKILL)
             code = self.process.wait()
         deadline = time.monotonic() + 120
-        while _group_alive(self.process.pid) and time.monotonic() < deadline:
+        while _alive(tree) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _group_alive(self.process.pid):  # a rank left behind would hold the run's lock
-            os.killpg(self.process.pid, signal.SIGKILL)
+        self.orphans = _alive(tree)
+        _kill(self.orphans, signal.SIGKILL)
         self.poll()
         self.output.close()
         return code
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _staging(checkpoints: Path) -> list[str]:
+    """The unfinished checkpoint folders (staging, or being pruned) in `checkpoints/`."""
+    if not checkpoints.is_dir():
+        return []
+    return [p.name for p in checkpoints.iterdir() if p.name.startswith((".tmp-", ".trash-"))]
+
+
+def _alive(pids: list[int]) -> list[int]:
+    """Those of `pids` still running (a zombie, dead but not yet reaped, is not)."""
+    running = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                running.append(pid)
+    return running
+
+
+def _kill(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
 
 
 def _deadline(target: str, attempt: Attempt, rng: random.Random, calibration: Calibration) -> float | None:
@@ -145,9 +178,7 @@ def _deadline(target: str, attempt: Attempt, rng: random.Random, calibration: Ca
         marks = attempt.steps()
         return now if marks and not marks[-1][0] and marks[-1][1] % EVAL_EVERY == 0 else None
     if target == "checkpoint write":
-        checkpoints = attempt.run_dir / "checkpoints"
-        staging = checkpoints.is_dir() and any(p.name.startswith(".tmp-") for p in checkpoints.iterdir())
-        return now if staging else None
+        return now if set(_staging(attempt.run_dir / "checkpoints")) - attempt.leftovers else None
     if "step" not in seen:  # "step", or a cache build that was already done
         return None
     left = MAX_STEPS - attempt.steps()[-1][1]
@@ -167,17 +198,16 @@ def aim(attempt: Attempt, target: str, rng: random.Random, calibration: Calibrat
 
 
 def strike(attempt: Attempt, sig: signal.Signals, torchrun: bool) -> Landing:
-    """kill -9 the whole process group (a node lost), or SIGTERM the command (a scheduler's stop), and check
+    """kill -9 every process of the command (a node lost), or SIGTERM the command (a scheduler's stop), and check
     what a stop must leave: a graceful stop exits 75 with a committed checkpoint of the step it stopped at.
     torchrun turns any SIGTERM into its own exit 1 (SignalException), after its ranks exited."""
     attempt.poll()
-    at_signal = attempt.landed()
-    if sig == signal.SIGKILL:
-        os.killpg(attempt.process.pid, signal.SIGKILL)
-    else:
-        os.kill(attempt.process.pid, signal.SIGTERM)
-    code = attempt.finish()
+    at_signal, tree = attempt.landed(), attempt.tree()
+    _kill(tree if sig == signal.SIGKILL else tree[:1], sig)
+    code = attempt.finish(tree=tree)
     landing = Landing(sig.name, attempt.landed() if sig == signal.SIGKILL else at_signal, code)
+    if attempt.orphans:
+        landing.problems.append(f"{len(attempt.orphans)} process(es) outlived the command by 2 minutes")
     if sig == signal.SIGTERM:
         landing.problems += _graceful_problems(attempt, landing, torchrun)
         landing.graceful = landing.phase in TRAINING and not landing.problems
@@ -198,7 +228,7 @@ def _graceful_problems(attempt: Attempt, landing: Landing, torchrun: bool) -> li
     problems = [] if landing.returncode == code else [f"SIGTERM in {landing.phase} exited {landing.returncode}"]
     if status.get("status") != "preempted":
         problems.append(f"status.json says {status.get('status')!r}, not 'preempted'")
-    elif status["step"] != max(step for _, step in attempt.steps()):
+    elif status["step"] != max((step for _, step in attempt.steps()), default=None):
         problems.append(f"status.json names step {status['step']}, the log stops at another")
     elif not (attempt.run_dir / "checkpoints" / f"step_{status['step']:08d}" / "manifest.json").exists():
         problems.append(f"no committed checkpoint of step {status['step']}, where it stopped")

@@ -16,8 +16,12 @@ import pytest
 import torch
 from golden import BASE, assert_same, describe, env, golden_run, interrupted_run, records, start_golden
 from lmpt_cli import run_lmpt
+from safetensors.torch import load_file
 
 from lmpt.inference.load import load_trained
+from lmpt.model.build import build_model
+from lmpt.model.mtp import without_mtp_modules
+from lmpt.train.init_from import load_origin, read_origin
 
 MTP = [*BASE, "objective=mtp", "objective.mtp_depth=2"]
 FIM = [*BASE, "objective=fim"]
@@ -69,8 +73,6 @@ def test_mtp_run_exports_as_clm_llama_with_the_main_heads_logits(runs: dict[str,
         env=env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, describe(done)
-    from safetensors.torch import load_file
-
     saved = load_file(runs["mtp"] / "model.safetensors")
     assert any(k.startswith("mtp.") for k in saved) and not any(
         "mtp" in k for k in load_file(out / "model.safetensors")
@@ -81,6 +83,19 @@ def test_mtp_run_exports_as_clm_llama_with_the_main_heads_logits(runs: dict[str,
     ids = torch.tensor([[trained.tokenizer.special.eos, *trained.tokenizer.encode("First Citizen: speak, speak.")]])
     with torch.no_grad():
         torch.testing.assert_close(model(ids).logits, trained.model.logits(ids), atol=1e-4, rtol=1e-4)
+
+
+def test_init_from_an_mtp_run_carries_the_main_model_its_modules_start_fresh(runs: dict[str, Path]) -> None:
+    trained, origin = load_trained(runs["mtp"]), read_origin(str(runs["mtp"]))
+    for depth in (0, 2):  # a clm stage, an mtp stage (e.g. DeepSeek-V3's later mtp_weight=0.1)
+        model = build_model(trained.config.model, "decoder", trained.model.vocab_size, 0, mtp_depth=depth)
+        fresh = {k: v.clone() for k, v in model.state_dict().items() if k.startswith("mtp.")}
+        load_origin(model, origin)
+        assert bool(fresh) == (depth > 0)
+        assert all(
+            torch.equal(v, trained.model.state_dict()[k]) for k, v in without_mtp_modules(model.state_dict()).items()
+        )
+        assert all(torch.equal(model.state_dict()[k], v) for k, v in fresh.items())
 
 
 def test_fill_writes_the_middle_of_a_fim_run(runs: dict[str, Path]) -> None:
