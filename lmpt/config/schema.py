@@ -172,7 +172,7 @@ class DataConfig:
 @dataclass
 class TrainerConfig:
     max_steps: int = 300
-    """Optimizer steps to train for (derived from `budget` when one is set)."""
+    """Optimizer steps to train for (derived from `budget` when one is set: giving both is refused)."""
     budget: str | None = None
     """Train for an amount of compute instead of max_steps: e.g. 3e12flops (the model's FLOP count), 2Mtokens
     (non-padding input tokens) or 5min (training time). The schedule spans it, the run ends when it is spent,

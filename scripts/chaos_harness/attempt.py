@@ -221,9 +221,9 @@ def _graceful_problems(attempt: Attempt, landing: Landing, torchrun: bool) -> li
     if status.get("status") == "completed" and status.get("step") == MAX_STEPS:  # it came as the run ended
         finished = landing.returncode == (1 if torchrun else 0) and (attempt.run_dir / "model.safetensors").exists()
         return [] if finished else [f"completed, yet exited {landing.returncode}"]
-    if landing.phase not in TRAINING:
-        stopped = 1 if torchrun else -signal.SIGTERM
-        return [] if landing.returncode == stopped else [f"exit {landing.returncode} ({landing.phase})"]
+    if landing.phase not in TRAINING:  # torchrun's own handler, once installed, makes it exit 1
+        stopped = (-signal.SIGTERM, 1) if torchrun else (-signal.SIGTERM,)
+        return [] if landing.returncode in stopped else [f"exit {landing.returncode} ({landing.phase})"]
     code = 1 if torchrun else 75
     problems = [] if landing.returncode == code else [f"SIGTERM in {landing.phase} exited {landing.returncode}"]
     if status.get("status") != "preempted":

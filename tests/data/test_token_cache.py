@@ -174,3 +174,12 @@ def test_default_cache_root_and_dtype(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.delenv("LMPT_CACHE_DIR")
     assert default_cache_root(None) == Path.home() / ".cache" / "lmpt"
     assert token_dtype(65535) == np.uint16 and token_dtype(65536) == np.uint32
+
+
+@pytest.mark.parametrize("under", ["", "cache"])
+def test_a_cache_dir_at_or_under_a_file_names_the_setting(tmp_path: Path, under: str) -> None:
+    (tmp_path / "a-file").write_text("not a directory\n")
+    chosen = str(tmp_path / "a-file" / under) if under else str(tmp_path / "a-file")
+    with pytest.raises(LmptError, match=rf"^data.cache_dir={chosen}: {tmp_path / 'a-file'} is a file, not a directory"):
+        default_cache_root(chosen)
+    assert default_cache_root(str(tmp_path / "new" / "cache")) == tmp_path / "new" / "cache"  # made when used
