@@ -10,6 +10,7 @@ import os
 import pickle
 import re
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -37,19 +38,16 @@ def _refuse_code(path: Path, what: str) -> UnsafeFile:
     )
 
 
-def save_weights(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
-    """`tensors` as a safetensors file at `path` (string `metadata` in its header), written beside it, synced,
-    then renamed into place: `path` is whole or absent, never torn. A failed write (a full disk) is one line."""
-    import safetensors.torch
-
+def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """`write(tmp)` fills a file beside `path`, which is then synced and renamed into place: `path` is whole or
+    absent, never torn. A failed write (a full disk) is one line."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        contiguous = {k: v.detach().contiguous() for k, v in tensors.items()}
-        safetensors.torch.save_file(contiguous, str(tmp), metadata=metadata)
-        with open(tmp, "r+b") as f:
-            _sort_metadata(f)
+        write(tmp)
+        with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        fsync_dir(path.parent)
     except (OSError, SafetensorError) as exc:
         reason = write_failure(exc)
         if reason is None:
@@ -57,6 +55,20 @@ def save_weights(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[st
         raise LmptError(f"could not write {path} ({reason}): free space and run the same command again") from exc
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def save_weights(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
+    """`tensors` as a safetensors file at `path` (string `metadata` in its header, keys sorted), written
+    atomically (`write_atomically`)."""
+    import safetensors.torch
+
+    def write(tmp: Path) -> None:
+        contiguous = {k: v.detach().contiguous() for k, v in tensors.items()}
+        safetensors.torch.save_file(contiguous, str(tmp), metadata=metadata)
+        with open(tmp, "r+b") as f:
+            _sort_metadata(f)
+
+    write_atomically(path, write)
 
 
 def _sort_metadata(f: BinaryIO) -> None:

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lmpt.data.readers.streams import iter_lines
+from lmpt.data.readers.jsonl import jsonl_records
 from lmpt.errors import LmptError
 
 BUNDLED_PREFIX = "bundled:"
@@ -85,14 +85,8 @@ def read_choice_task(task: str) -> list[ChoiceQuestion]:
     """Every record of the task `task` names (a path or bundled:NAME); an empty task is refused."""
     path = resolve_task(task)
     questions = []
-    for line, lineno, _ in iter_lines(path):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise LmptError(f"{path}:{lineno} is not valid JSON ({e.msg}): fix or remove that line") from None
-        questions.append(_question(f"{path}:{lineno}", record))
+    for where, record in jsonl_records(path):
+        questions.append(_question(where, record))
     if not questions:
         raise LmptError(f"task={task} holds no records: give a .jsonl file with one multiple-choice record a line")
     return questions

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 from lmpt.errors import LmptError
-from lmpt.safe_files import fsync_dir, write_failure
+from lmpt.safe_files import write_atomically
 
 DOWNSTREAM_DIR = "downstream"
 
@@ -21,20 +20,6 @@ def record_path(run_dir: Path, task: str) -> Path:
 
 
 def write_record(path: Path, record: dict) -> None:
-    """`record` as JSON at `path`, whole or absent: written to a temporary file beside it, synced, renamed."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(json.dumps(record, indent=1) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
-    except OSError as exc:
-        reason = write_failure(exc)
-        if reason is None:
-            raise
-        raise LmptError(f"could not write {path} ({reason}): free space and run the same command again") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
+    """`record` as JSON at `path`, whole or absent (`write_atomically`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, lambda tmp: tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8"))

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmpt.data.readers.streams import compression_of, iter_lines, open_bytes
+from lmpt.data.readers.jsonl import jsonl_records
+from lmpt.data.readers.streams import compression_of, open_bytes
 from lmpt.downstream.options import TaskData
 from lmpt.errors import LmptError
 
@@ -84,16 +85,10 @@ def _text_records(path: Path, fmt: str, data: TaskData) -> Iterator[tuple[str, d
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    for line, lineno, _ in iter_lines(path):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise LmptError(f"{path}:{lineno} is not valid JSON ({e.msg}): fix or remove that line") from None
+    for where, record in jsonl_records(path):
         if not isinstance(record, dict):
-            raise LmptError(f"{path}:{lineno} is not a JSON object: write one {{...}} record per line")
-        yield f"{path}:{lineno}", record
+            raise LmptError(f"{where} is not a JSON object: write one {{...}} record per line")
+        yield where, record
 
 
 def _parquet_records(path: Path, data: TaskData) -> Iterator[tuple[str, dict[str, Any]]]:
