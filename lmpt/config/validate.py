@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from lmpt.config.strict import refuse_unknown_keys
 from lmpt.data.readers.text import DOCUMENT_MODES
+from lmpt.downstream.options import FINETUNE_MODES
 from lmpt.errors import LmptError
 from lmpt.model.t5 import FLAVOURS
 from lmpt.train.budget import parse_budget
@@ -172,6 +173,9 @@ def validate_config(cfg: DictConfig) -> None:
     _positive(s, "scheduler", "warmup_steps", allow_zero=True)
     _require(0 <= s.min_lr_ratio <= 1, "scheduler.min_lr_ratio", s.min_lr_ratio, "in [0, 1]")
     _require(0 <= s.decay_fraction <= 1, "scheduler.decay_fraction", s.decay_fraction, "in [0, 1]")
+
+    _choice(cfg.downstream.mode, "downstream.mode", FINETUNE_MODES)
+    _positive(cfg.downstream, "downstream", "seeds", "epochs", "batch_size")
 
     _validate_tokenizer(tok)
     _require(0 < tok.character_coverage <= 1, "tokenizer.character_coverage", tok.character_coverage, "in (0, 1]")

@@ -20,7 +20,6 @@ from lmpt.downstream.record import record_path, write_record
 from lmpt.errors import LmptError
 from lmpt.train.metrics import MetricsLog
 
-MODES = ("probe", "full")
 CHOICE_FIGURES = ("accuracy", "accuracy_norm", "chance")
 CLASSIFICATION_FIGURES = ("accuracy_mean", "accuracy_std", "macro_f1_mean", "majority_accuracy")
 
@@ -50,12 +49,8 @@ def _names_unique(names: list[str]) -> None:
 
 
 def check_downstream(downstream: Any) -> None:
-    """Every setting and task of the `downstream` section is valid and readable (before any training)."""
-    if downstream.mode not in MODES:
-        raise LmptError(f"downstream.mode={downstream.mode} is invalid: use probe or full")
-    for key in ("seeds", "epochs", "batch_size"):
-        if not downstream[key] >= 1:
-            raise LmptError(f"downstream.{key}={downstream[key]} is invalid: it must be at least 1")
+    """Every task of the `downstream` section is readable and named uniquely (before any training); its numbers and
+    mode are checked with the rest of the config (lmpt.config.validate)."""
     for i, task in enumerate(downstream.choice_tasks):
         try:
             read_choice_task(str(task))

@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 from lmpt.downstream.classifier import SequenceClassifier, resolve_pooling
 from lmpt.downstream.encoding import EncodedSplit, encode_split
-from lmpt.downstream.options import FinetuneOptions
+from lmpt.downstream.options import FINETUNE_MODES, FinetuneOptions
 from lmpt.downstream.record import record_path, write_record
 from lmpt.downstream.scores import classification_scores, mean_and_std
 from lmpt.downstream.task_files import Example, read_examples
@@ -95,7 +95,7 @@ def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> Task:
 
 
 def _check_options(o: FinetuneOptions, max_seq_len: int, seq_len: int) -> None:
-    require(o.mode in DEFAULT_LR, f"mode={o.mode} is unknown: use full or probe")
+    require(o.mode in FINETUNE_MODES, f"mode={o.mode} is unknown: use {' or '.join(FINETUNE_MODES)}")
     require(o.seeds >= 1, f"seeds={o.seeds} must be at least 1")
     require(o.epochs >= 1, f"epochs={o.epochs} must be at least 1")
     require(o.max_steps is None or o.max_steps >= 1, f"max_steps={o.max_steps} must be at least 1 (or null)")

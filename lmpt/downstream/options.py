@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+FINETUNE_MODES = ("full", "probe")
+"""full: every weight trains; probe: the body is frozen and a linear head trains on its features."""
+
 
 @dataclass
 class TaskData:

@@ -92,6 +92,9 @@ def test_unknown_option_lists_the_choices() -> None:
         ("trainer.precision=fp8", "trainer.precision"),
         ("trainer.device=tpu", "trainer.device"),
         ("tokenizer.vocab_size=100", "tokenizer.vocab_size"),
+        ("downstream.mode=bogus", "downstream.mode"),
+        ("downstream.seeds=0", "downstream.seeds"),
+        ("downstream.batch_size=-1", "downstream.batch_size"),
     ],
 )
 def test_out_of_range_values_name_the_key(override: str, key: str) -> None:
