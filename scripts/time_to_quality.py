@@ -12,8 +12,12 @@ Recipes run interleaved (A B A B ...) so they share the machine's load; the tabl
 and token cache) are built once per recipe before timing (`lmpt-prepare`), so wall time is training alone plus
 start-up, the same for every recipe.
 
-    python scripts/time_to_quality.py --recipe before="" --recipe after="optimizer=muon" --rounds 2 \
-        --json ttq.json
+With no --recipe it runs the issue-24 comparison: `before` (the default up to issue 24, spelled out as overrides)
+against `after` (today's default, no overrides). The table's last columns give each recipe's wall time as a share of
+the first recipe's, and whether it reached the first recipe's held-out bits per byte.
+
+    python scripts/time_to_quality.py --rounds 2 --json ttq.json
+    python scripts/time_to_quality.py --recipe base="" --recipe longer="trainer.max_steps=400" --rounds 1
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ from rich.table import Table
 
 CORPUS = Path(__file__).resolve().parents[1] / "lmpt" / "corpora" / "tinyshakespeare.txt"
 TRAIN_SHARE = 0.9
+BEFORE_ISSUE_24 = (
+    "optimizer=adamw data.seq_len=256 trainer.max_steps=300 scheduler.warmup_steps=50 scheduler.min_lr_ratio=0.1"
+)
+"""The default run up to issue 24: AdamW at 1e-3, 300 steps of 16 x 256 tokens, 50 warm-up steps, cosine to 0.1x."""
 
 
 def split_corpus(out: Path, share: float = TRAIN_SHARE) -> tuple[Path, Path]:
@@ -89,13 +97,14 @@ def run_recipe(overrides: list[str], data: list[str], held: Path, run_dir: Path)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--recipe", action="append", required=True, help='NAME="override override ..."')
+    parser.add_argument("--recipe", action="append", help='NAME="override override ..." (default: before and after)')
     parser.add_argument("--rounds", type=int, default=2, help="times each recipe runs, interleaved")
     parser.add_argument("--json", type=Path, help="write every run's figures here")
     parser.add_argument("--keep", type=Path, help="keep run directories under this folder")
     args = parser.parse_args()
-    recipes = {name: value.split() for name, value in (r.split("=", 1) for r in args.recipe)}
-    console = Console()
+    given = args.recipe or [f"before={BEFORE_ISSUE_24}", "after="]
+    recipes = {name: value.split() for name, value in (r.split("=", 1) for r in given)}
+    console = Console(width=150)  # the table's ten columns, unwrapped in a log file too
     console.print(f"load before: {os.getloadavg()}")
     results: dict[str, list[dict]] = {name: [] for name in recipes}
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,13 +121,17 @@ def main() -> None:
                 console.print(f"round {round_} {name}: {json.dumps({k: round(v, 4) for k, v in figures.items()})}")
     console.print(f"load after: {os.getloadavg()}")
     table = Table(title="time to quality (medians)", title_justify="left")
-    for column in ("recipe", "runs", "steps", "wall s", "cpu s", "train s", "held-out bpb", "first -> last loss"):
+    columns = ("recipe", "runs", "steps", "wall s", "cpu s", "train s", "held-out bpb", "first -> last loss",
+               "wall / first", "reaches first's bpb")  # fmt: skip
+    for column in columns:
         table.add_column(column, justify="left" if column == "recipe" else "right")
-    for name, runs in results.items():
-        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-        table.add_row(name, str(len(runs)), f"{med['steps']:.0f}", f"{med['wall_s']:.1f}", f"{med['cpu_s']:.1f}",
-                      f"{med['train_s']:.1f}",
-                      f"{med['bpb']:.4f}", f"{med['first_loss']:.2f} -> {med['last_loss']:.2f}")  # fmt: skip
+    medians = {name: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for name, runs in results.items()}
+    first = next(iter(medians.values()))
+    for name, med in medians.items():
+        table.add_row(name, str(len(results[name])), f"{med['steps']:.0f}", f"{med['wall_s']:.1f}",
+                      f"{med['cpu_s']:.1f}", f"{med['train_s']:.1f}", f"{med['bpb']:.4f}",
+                      f"{med['first_loss']:.2f} -> {med['last_loss']:.2f}", f"{med['wall_s'] / first['wall_s']:.2f}",
+                      "yes" if med["bpb"] <= first["bpb"] else "no")  # fmt: skip
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps({"recipes": recipes, "results": results}, indent=1))

@@ -107,6 +107,10 @@ def _validate_muon(o: DictConfig, strategy: str) -> None:
             "and FSDP2 shards them): use trainer.strategy=ddp, or optimizer=adamw with fsdp"
         )
     _choice(o.adjust_lr_fn, "optimizer.adjust_lr_fn", (None, "original", "match_rms_adamw"))
+    # torch.optim.Muon adds its update with alpha = lr x a shape factor, a float32 scalar: 1e39 stops the step with
+    # an overflow error where AdamW's weights would turn inf (which the loop reports)
+    rule = "<= 1e30 under optimizer=muon (its step scales the weights' update by it as a float32 number)"
+    _require(o.lr <= 1e30, "optimizer.lr", o.lr, rule)
     _require(0 <= o.momentum < 1, "optimizer.momentum", o.momentum, "in [0, 1)")
     _positive(o, "optimizer", "ns_steps", "adamw_lr", "adamw_eps")
     _positive(o, "optimizer", "adamw_weight_decay", allow_zero=True)

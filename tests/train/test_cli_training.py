@@ -134,8 +134,8 @@ def test_missing_data_path_is_named(tmp_path: Path) -> None:
 def test_dry_run_prints_the_plan_and_trains_nothing(tmp_path: Path) -> None:
     result = run_lmpt("model=base", "objective=mlm", "trainer.max_steps=1000", "trainer.dry_run=true", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    for expected in ("objective / architecture", "mlm / encoder", "parameters", "tokens per step", "4,096 (16 x 256)",
-                     "total tokens", "4,096,000 over 1,000 steps", "training FLOPs", "estimated time"):  # fmt: skip
+    for expected in ("objective / architecture", "mlm / encoder", "parameters", "tokens per step", "2,048 (16 x 128)",
+                     "total tokens", "2,048,000 over 1,000 steps", "training FLOPs", "estimated time"):  # fmt: skip
         assert expected in result.stdout, expected
     assert "d_model: 768" in result.stdout  # the config tree
     assert nothing_written(tmp_path)

@@ -17,7 +17,9 @@ from lmpt_cli import SMALL, lmpt_env, records, run_lmpt
 from safetensors.torch import load_file
 
 ARGS = [*SMALL, "trainer.max_steps=8", "trainer.log_every=1", "trainer.eval_every=4", "trainer.ckpt_every=4",
-        "trainer.keep_last=5", "trainer.sample_tokens=0"]  # fmt: skip
+        "trainer.keep_last=5", "trainer.sample_tokens=0", "optimizer=adamw"]  # fmt: skip
+"""AdamW, which every strategy runs (FSDP refuses Muon): DDP, FSDP and one process compare on one optimizer.
+The default, Muon, under DDP: tests/train/test_muon.py."""
 PER_RANK = [a for a in ARGS if not a.startswith("trainer.batch_size")] + ["trainer.batch_size=4"]
 
 

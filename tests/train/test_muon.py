@@ -5,6 +5,7 @@ for bit, it runs under DDP (real torchrun, gloo), and FSDP is refused in one lin
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 import torch
@@ -116,6 +117,16 @@ def test_fsdp_is_refused_in_one_line() -> None:
         bad = compose("config", overrides=["optimizer=muon", "optimizer.adjust_lr_fn=sqrt"])
     with pytest.raises(LmptError, match="optimizer.adjust_lr_fn"):
         validate_config(bad)
+
+
+def test_a_learning_rate_beyond_float32_is_refused_at_start_up(tmp_path: Path) -> None:
+    """AdamW at 1e39 runs until its weights turn inf (reported, nothing saved); Muon's step would stop with
+    torch's overflow error instead, so the setting is refused before anything is written."""
+    result = run(tmp_path / "run", [*BASE, "optimizer=muon", "optimizer.lr=1e39"])
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, describe(result)
+    assert lines[0].startswith("lmpt: error: optimizer.lr=1e+39 is invalid: it must be <= 1e30"), lines[0]
+    assert not (tmp_path / "run" / "checkpoints").exists()
 
 
 MUON_RUN = [*BASE, "optimizer=muon", "trainer.max_steps=8", "trainer.eval_every=4"]

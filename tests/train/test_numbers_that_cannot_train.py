@@ -50,7 +50,7 @@ def test_every_float_setting_must_be_finite(key: str, shown: str) -> None:
 def test_nonfinite_weights_are_never_saved_nor_reported_completed(tmp_path: Path) -> None:
     """optimizer.lr=1e39 is a finite setting, but in float32 the first step already makes the weights inf."""
     run_dir = tmp_path / "run"
-    result = run(run_dir, [*BASE, "optimizer.lr=1e39", "scheduler.warmup_steps=0"])
+    result = run(run_dir, [*BASE, "optimizer=adamw", "optimizer.lr=1e39", "scheduler.warmup_steps=0"])
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, describe(result)
     assert "the weights are non-finite at step 4" in lines[0] and "lower optimizer.lr" in lines[0], lines[0]
