@@ -6,13 +6,12 @@ import re
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from composed import composed
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf import OmegaConf
 
 from lmpt.config.errors import describe
-from lmpt.config.resolvers import register_resolvers
-from lmpt.config.store import conf_dir, register_schemas
+from lmpt.config.store import conf_dir
 from lmpt.config.validate import validate_config
 from lmpt.errors import LmptError
 
@@ -23,18 +22,11 @@ def options(group: str) -> list[str]:
     return sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
 
 
-def make(overrides: list[str]):
-    register_schemas()
-    register_resolvers()
-    with initialize_config_dir(str(conf_dir()), version_base=None):
-        return compose("config", overrides=overrides)
-
-
 @pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in options(g)])
 def test_every_option_composes_typed_and_valid(group: str, option: str) -> None:
     needs = {("data", "text"): ["data.paths=[x.txt]"], ("tokenizer", "hf"): ["tokenizer.path=tokenizer.json"]}
     extra = needs.get((group, option), [])
-    cfg = make([f"{group}={option}", *extra])
+    cfg = composed(f"{group}={option}", *extra)
     node = cfg[group]
     schemas = ("lmpt.config.schema", "lmpt.config.objective_schema", "lmpt.config.optimizer_schema")
     assert OmegaConf.get_type(node).__module__ in schemas  # typed
@@ -46,15 +38,15 @@ def test_every_group_has_options_and_names_match_files() -> None:
     for group in GROUPS:
         assert options(group), group
     for name in options("objective"):
-        assert make([f"objective={name}"]).objective.name == name
+        assert composed(f"objective={name}").objective.name == name
     for name in options("model"):
-        assert make([f"model={name}"]).model.name == name
+        assert composed(f"model={name}").model.name == name
     for name in options("scheduler"):
-        assert make([f"scheduler={name}"]).scheduler.name == name
+        assert composed(f"scheduler={name}").scheduler.name == name
 
 
 def test_defaults_are_the_tiny_clm_on_shakespeare() -> None:
-    cfg = make([])
+    cfg = composed()
     assert (cfg.objective.name, cfg.model.name, cfg.data.paths) == ("clm", "tiny", ["bundled:tinyshakespeare.txt"])
 
 
@@ -68,14 +60,14 @@ def test_defaults_are_the_tiny_clm_on_shakespeare() -> None:
 )
 def test_typos_and_wrong_types_name_the_key(override: str, fragment: str) -> None:
     with pytest.raises(ConfigCompositionException) as info:
-        make(["objective=mlm", override])
+        composed("objective=mlm", override)
     assert fragment in describe(info.value)
     assert "\n" not in describe(info.value)
 
 
 def test_unknown_option_lists_the_choices() -> None:
     with pytest.raises(MissingConfigException) as info:
-        make(["objective=bert"])
+        composed("objective=bert")
     line = describe(info.value)
     assert "unknown objective 'bert'" in line and "mlm" in line and "ul2-mixture" in line
 
@@ -99,7 +91,7 @@ def test_unknown_option_lists_the_choices() -> None:
 )
 def test_out_of_range_values_name_the_key(override: str, key: str) -> None:
     with pytest.raises(LmptError, match=key.replace(".", r"\.")):
-        validate_config(make([override]))
+        validate_config(composed(override))
 
 
 def test_conf_dir_is_the_checkout_conf() -> None:
@@ -111,6 +103,6 @@ def test_conf_dir_is_the_checkout_conf() -> None:
     ("+foo=bar", "foo"), ("+model.dropuot=0.1", "model.dropuot"), ("+objective.mask_prop=0.2", "objective.mask_prop"),
 ])  # fmt: skip
 def test_keys_added_outside_the_schema_are_refused(override: str, key: str) -> None:
-    cfg = make([override])  # Hydra adds them: the schema check refuses them
+    cfg = composed(override)  # Hydra adds them: the schema check refuses them
     with pytest.raises(LmptError, match=rf"^unknown config key '{re.escape(key)}'"):
         validate_config(cfg)

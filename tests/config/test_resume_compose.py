@@ -7,22 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from composed import composed
 from omegaconf import OmegaConf
 
-from lmpt.config.resolvers import register_resolvers
 from lmpt.config.resume import MAY_CHANGE, resumed_argv, resumed_overrides
-from lmpt.config.store import conf_dir, register_schemas
 from lmpt.errors import LmptError
 
 ORIGINAL = ["objective=mlm", "model.n_layers=1", "trainer.seed=7", "optimizer.lr=3e-4", "trainer.max_steps=3"]
-
-
-def compose_run(overrides: list[str]):
-    register_schemas()
-    register_resolvers()
-    with initialize_config_dir(str(conf_dir()), version_base=None):
-        return compose("config", overrides=overrides, return_hydra_config=True)
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +26,7 @@ def run(tmp_path: Path) -> Path:
     """A run directory as `lmpt ORIGINAL hydra.run.dir=RUN` leaves it (config.yaml, .hydra/hydra.yaml)."""
     path = tmp_path / "run"
     (path / ".hydra").mkdir(parents=True)
-    cfg = compose_run(ORIGINAL)
+    cfg = composed(*ORIGINAL, return_hydra_config=True)
     record = {"hydra": {"runtime": {"choices": cfg.hydra.runtime.choices}}}  # what resuming reads of hydra.yaml
     (path / ".hydra" / "hydra.yaml").write_text(OmegaConf.to_yaml(record))
     (path / "config.yaml").write_text(OmegaConf.to_yaml(without_hydra(cfg)))
@@ -47,7 +38,7 @@ def without_hydra(cfg) -> dict:
 
 
 def resumed(*overrides: str):
-    cfg = compose_run(resumed_overrides(list(overrides)))
+    cfg = composed(*resumed_overrides(list(overrides)), return_hydra_config=True)
     return cfg, cfg.hydra
 
 
@@ -99,6 +90,6 @@ def test_a_new_run_and_a_sweep_are_not_rewritten(run: Path, tmp_path: Path) -> N
 
 
 def test_may_change_keys_exist_in_the_schema() -> None:
-    cfg = compose_run([])
+    cfg = composed(return_hydra_config=True)
     for key in MAY_CHANGE:
         assert OmegaConf.select(cfg, key, default="absent") != "absent", key

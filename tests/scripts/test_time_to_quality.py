@@ -9,21 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-
-from lmpt.config.resolvers import register_resolvers
-from lmpt.config.store import conf_dir, register_schemas
+from composed import composed
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 import time_to_quality  # noqa: E402
-
-
-def composed(overrides: list[str]):
-    register_schemas()
-    register_resolvers()
-    with initialize_config_dir(str(conf_dir()), version_base=None):
-        return compose("config", overrides=overrides)
 
 
 def test_the_cut_keeps_every_byte_and_ends_the_training_text_at_a_turn(tmp_path: Path) -> None:
@@ -35,11 +25,11 @@ def test_the_cut_keeps_every_byte_and_ends_the_training_text_at_a_turn(tmp_path:
 
 
 def test_before_spells_out_the_old_default_and_the_default_is_the_new_one() -> None:
-    before = composed(time_to_quality.BEFORE_ISSUE_24.split())
+    before = composed(*time_to_quality.BEFORE_ISSUE_24.split())
     assert (before.optimizer.name, before.optimizer.lr) == ("adamw", 1e-3)
     assert (before.data.seq_len, before.trainer.max_steps, before.trainer.batch_size) == (256, 300, 16)
     assert (before.scheduler.name, before.scheduler.warmup_steps, before.scheduler.min_lr_ratio) == ("cosine", 50, 0.1)
-    after = composed([])
+    after = composed()
     assert (after.optimizer.name, after.optimizer.lr, after.optimizer.adamw_lr) == ("muon", 0.04, 2e-2)
     assert (after.data.seq_len, after.trainer.max_steps, after.scheduler.warmup_steps) == (128, 200, 20)
 

@@ -3,19 +3,10 @@ they keep the schema's default; any other difference is."""
 
 from __future__ import annotations
 
-from hydra import compose, initialize_config_dir
+from composed import composed
 from omegaconf import OmegaConf
 
-from lmpt.config.resolvers import register_resolvers
-from lmpt.config.store import conf_dir, register_schemas
 from lmpt.train.drift import drifted_keys, flatten
-
-
-def composed(*overrides: str):
-    register_schemas()
-    register_resolvers()
-    with initialize_config_dir(str(conf_dir()), version_base=None):
-        return compose("config", overrides=list(overrides))
 
 
 def saved_before(cfg, *added: str) -> dict:

@@ -10,15 +10,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from composed import composed
 from golden import BASE, assert_same, describe, env, golden_run, interrupted_run, records, start_golden
-from hydra import compose, initialize_config_dir
 from lmpt_cli import lmpt_command
 from safetensors.torch import load_file
 
 from lmpt.config.objective_schema import ElectraConfig
-from lmpt.config.resolvers import register_resolvers
 from lmpt.config.schema import ModelConfig
-from lmpt.config.store import conf_dir, register_schemas
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.inference.evaluate import evaluate
@@ -106,11 +104,8 @@ def test_the_trained_discriminator_is_the_exported_encoder(gold: Path, tmp_path:
 
 def test_dry_run_plan_counts_the_generator() -> None:
     """The plan `lmpt objective=electra trainer.dry_run=true` prints, made in process from the composed config."""
-    register_schemas()
-    register_resolvers()
     overrides = [a for a in ELECTRA if not a.startswith("trainer.device")]
-    with initialize_config_dir(str(conf_dir()), version_base=None):
-        cfg = compose("config", overrides=[*overrides, "trainer.dry_run=true"])
+    cfg = composed(*overrides, "trainer.dry_run=true")
     with console.capture() as captured:
         print_plan(cfg, pick_precision(cfg.trainer, torch.device("cpu")))
     text = captured.get()

@@ -9,15 +9,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from composed import composed
 from golden import BASE, assert_same, describe, golden_run, interrupted_run, records, run, start_golden
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from test_distributed import torchrun
 
 from lmpt.config.optimizer_schema import MuonConfig
-from lmpt.config.resolvers import register_resolvers
 from lmpt.config.schema import ModelConfig, SchedulerConfig
-from lmpt.config.store import conf_dir, register_schemas
 from lmpt.config.validate import validate_config
 from lmpt.errors import LmptError
 from lmpt.model.build import build_model
@@ -105,16 +103,12 @@ def test_both_states_round_trip_through_a_weights_only_file() -> None:
 
 
 def test_fsdp_is_refused_in_one_line() -> None:
-    register_schemas()
-    register_resolvers()
-    with initialize_config_dir(str(conf_dir()), version_base=None):
-        cfg = compose("config", overrides=["optimizer=muon", "trainer.strategy=fsdp"])
+    cfg = composed("optimizer=muon", "trainer.strategy=fsdp")
     with pytest.raises(
         LmptError, match=r"optimizer=muon does not run under trainer.strategy=fsdp.*trainer.strategy=ddp"
     ):
         validate_config(cfg)
-    with initialize_config_dir(str(conf_dir()), version_base=None):
-        bad = compose("config", overrides=["optimizer=muon", "optimizer.adjust_lr_fn=sqrt"])
+    bad = composed("optimizer=muon", "optimizer.adjust_lr_fn=sqrt")
     with pytest.raises(LmptError, match="optimizer.adjust_lr_fn"):
         validate_config(bad)
 
