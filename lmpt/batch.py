@@ -1,29 +1,13 @@
-"""The two records that cross stage boundaries: what the sampler hands an objective, and what an
-objective hands the model."""
+"""The record an objective hands the model (what the sampler hands an objective is lmpt.data.windows)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING
 
 import torch
 
-if TYPE_CHECKING:
-    from lmpt.data.corpus import TokenCorpus
-
 IGNORE = -100
 """Label value of a position that carries no loss."""
-
-
-@dataclass
-class Windows:
-    """B windows of consecutive corpus tokens. Documents in the stream end with eos, so a window may
-    span several documents. `corpus` gives random access for objectives that look beyond the window
-    (nsp draws its random second segment from another document)."""
-
-    tokens: torch.Tensor  # [B, W] int64
-    starts: torch.Tensor  # [B] int64: corpus offset of each window's first token
-    corpus: TokenCorpus
 
 
 @dataclass

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 from lmpt.downstream.finetune import finetune  # noqa: E402
 from lmpt.downstream.options import FinetuneOptions, TaskData  # noqa: E402
-from lmpt.inference.load import load_trained  # noqa: E402
+from lmpt.rundir.trained import load_trained  # noqa: E402
 
 
 def pretrain(root: Path, model: str, objective: str) -> Path:

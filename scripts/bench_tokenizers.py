@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 from lmpt.config.schema import TokenizerConfig
 from lmpt.data.sources import bundled_dir
-from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.train import model_name, train_model
 
 SETTINGS = {
@@ -69,7 +69,7 @@ def measure(name: str, cfg: TokenizerConfig, text: Path, workdir: Path) -> dict:
     train_s = time.perf_counter() - started
     path = workdir / f"{name.replace(' ', '-')}-{model_name(cfg.backend)}"
     path.write_bytes(model)
-    tok = Tokenizer.load(path)
+    tok = load_tokenizer(path)
     n_tokens = 0
     started = time.perf_counter()
     for batch in lines(text):

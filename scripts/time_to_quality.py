@@ -79,7 +79,7 @@ def run_recipe(overrides: list[str], data: list[str], held: Path, run_dir: Path)
     cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     train_s = json.loads((run_dir / "status.json").read_text())["wall_s"]
-    scored = json.loads(lmpt(str(run_dir), f"data={held}", "json=true", module="lmpt.inference.evaluate").stdout)
+    scored = json.loads(lmpt(str(run_dir), f"data={held}", "json=true", module="lmpt.downstream.eval_cli").stdout)
     return {
         "wall_s": wall,
         "cpu_s": cpu,

@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from train.lmpt_cli import SMALL, run_lmpt
+from runner import SMALL, run_lmpt
 
+from lmpt.config.command_options import run_command
+from lmpt.downstream.eval_cli import evaluate
 from lmpt.errors import LmptError
-from lmpt.inference.evaluate import evaluate
-from lmpt.inference.export import export
+from lmpt.hf.export import export
 from lmpt.inference.fill import fill
 from lmpt.inference.generate import generate
-from lmpt.inference.options import run_command
 from lmpt.report.compare import main as compare_main
+from lmpt.rundir.checkpoint import MANIFEST, manifest_problem
 from lmpt.safe_files import UnsafeFile, load_sharded, load_torch, load_yaml, read_dcp_metadata
-from lmpt.train.checkpoint import MANIFEST, manifest_problem
 
 ARGS = [*SMALL, "trainer.max_steps=2", "trainer.eval_batches=1", "trainer.sample_tokens=0"]
 CHECKPOINT = Path("checkpoints") / "step_00000002"

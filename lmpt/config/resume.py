@@ -40,7 +40,7 @@ MAY_CHANGE = frozenset({
 })  # fmt: skip
 """Keys a resumed run may set differently from the run it continues; every other key is the run's own."""
 
-CONFIG_FILE = "config.yaml"  # written by lmpt.train.rundir; named here so composing skips torch
+CONFIG_FILE = "config.yaml"  # written by lmpt.rundir.directory; named here so composing skips torch
 HYDRA_RECORD = Path(".hydra") / "hydra.yaml"
 GROUPS = tuple(field.name for field in dataclasses.fields(LmptConfig))
 SAVED_GROUP = "lmpt_resumed_run"

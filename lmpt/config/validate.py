@@ -11,19 +11,21 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from lmpt.config.budget import parse_budget
+from lmpt.config.choices import (
+    ARCHS,
+    DOCUMENT_MODES,
+    FINETUNE_MODES,
+    FLAVOURS,
+    PRECISIONS,
+    PROGRESS,
+    SCHEDULES,
+    TOKENIZER_BACKENDS,
+)
 from lmpt.config.strict import refuse_unknown_keys
-from lmpt.data.readers.text import DOCUMENT_MODES
-from lmpt.downstream.options import FINETUNE_MODES
 from lmpt.errors import LmptError
-from lmpt.model.t5 import FLAVOURS
-from lmpt.train.budget import parse_budget
 
-ARCHS = ("auto", "decoder", "encoder", "encoder-decoder")
-PRECISIONS = (None, "fp32", "bf16", "fp16")
-PROGRESS = ("auto", "rich", "plain", "tqdm")
 _LABEL = re.compile(r"[A-Za-z0-9_.-]+")
-SCHEDULES = ("cosine", "linear", "constant", "inverse_sqrt", "wsd")
-TOKENIZER_BACKENDS = ("sentencepiece", "bytelevel", "hf")
 
 
 def _require(ok: bool, key: str, value: Any, rule: str) -> None:

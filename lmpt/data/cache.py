@@ -23,7 +23,7 @@ from lmpt.data.shard_build import build_shards
 from lmpt.data.shards import assemble, read_manifest, shard_path, shards_dir
 from lmpt.data.split import Items, source_items, train_only
 from lmpt.errors import LmptError
-from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.train import prepare_tokenizer
 
 _CACHE_VERSION = 2  # bump when the cache layout changes so old caches are rebuilt

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lmpt.batch import Windows
 from lmpt.data.corpus import TokenCorpus
 from lmpt.data.permutation import FeistelPermutation
+from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.rng import derive_seed
 

@@ -16,7 +16,7 @@ from lmpt.data.corpus import token_dtype
 from lmpt.data.shards import ShardWriter, read_manifest, shard_path
 from lmpt.data.split import Items
 from lmpt.data.tokenize_worker import encode_shard_chunk, init_worker
-from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.tokenizer.base import Tokenizer
 
 _CHUNK_DOCS = 256  # documents per task handed to a tokenising process
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.tokenizer.base import Tokenizer
 
 _tokenizer: Tokenizer | None = None
 _eos = 3

@@ -72,7 +72,7 @@ def score_downstream(
     if not downstream.choice_tasks and not downstream.classification_tasks:
         return {}
     from lmpt.downstream.finetune import finetune  # torch-heavy: only when a task is named
-    from lmpt.inference.load import load_trained
+    from lmpt.rundir.trained import load_trained
 
     trained = load_trained(run_dir, device if device == "cuda" else "cpu")
     figures: dict[str, float] = {}

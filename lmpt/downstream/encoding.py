@@ -17,7 +17,7 @@ import torch
 from lmpt.batch import IGNORE, Batch
 from lmpt.downstream.task_files import Example
 from lmpt.objectives.sequences import pad_rows
-from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.tokenizer.base import Tokenizer
 
 
 @dataclass

@@ -15,17 +15,18 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from lmpt.config.choices import FINETUNE_MODES
+from lmpt.config.command_options import require
 from lmpt.downstream.classifier import SequenceClassifier, resolve_pooling
 from lmpt.downstream.encoding import EncodedSplit, encode_split
-from lmpt.downstream.options import FINETUNE_MODES, FinetuneOptions
+from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.record import record_path, write_record
 from lmpt.downstream.scores import classification_scores, mean_and_std
 from lmpt.downstream.task_files import Example, read_examples
 from lmpt.downstream.training import SeedPlan, pooled_features, predict, steps_per_seed, train_seed
 from lmpt.errors import LmptError
-from lmpt.inference.load import Trained, load_trained, locate_weights
-from lmpt.inference.options import require
 from lmpt.inference.progress import WorkBar
+from lmpt.rundir.trained import Trained, load_trained, locate_weights
 from lmpt.train.precision import pick_precision
 
 DEFAULT_LR = {"full": 1e-4, "probe": 1e-2}

@@ -8,12 +8,12 @@ import json
 
 from rich.table import Table
 
+from lmpt.config.command_options import parse_command, run_command
 from lmpt.console import console
 from lmpt.downstream.finetune import finetune_run
 from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.scores import FIGURES
-from lmpt.inference.load import RUN_ARGUMENT
-from lmpt.inference.options import parse_command, run_command
+from lmpt.rundir.trained import RUN_ARGUMENT
 
 PROG = "lmpt-finetune"
 SUMMARY = (

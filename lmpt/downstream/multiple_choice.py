@@ -27,11 +27,11 @@ from lmpt.batch import IGNORE, Batch
 from lmpt.console import console
 from lmpt.downstream.choice_tasks import ChoiceQuestion
 from lmpt.errors import LmptError
-from lmpt.inference.load import Trained
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Score, Text, piece_bytes
 from lmpt.objectives.sequences import pad_rows
+from lmpt.rundir.trained import Trained
 
 PREFIX_OBJECTIVES = ("prefix", "ul2-mixture", "span")
 """Decoders trained to read a bidirectional prefix (causal ones: clm, mtp, fim, read the context causally)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FINETUNE_MODES = ("full", "probe")
 """full: every weight trains; probe: the body is frozen and a linear head trains on its features."""
 
 

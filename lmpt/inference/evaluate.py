@@ -1,11 +1,10 @@
-"""`lmpt-eval RUN data=PATH`: loss, perplexity and bits per byte of a trained model on any text, scored as
-lmpt.inference.scoring describes, with a progress bar over the windows on a terminal. The text is read and
-tokenised as training reads it: documents split by `documents`, each document's sentences encoded and followed
-by eos."""
+"""Loss, perplexity and bits per byte of a trained model on any text (`lmpt-eval RUN data=PATH`; the command is
+lmpt.downstream.eval_cli), scored as lmpt.inference.scoring describes, with a progress bar over the windows on a
+terminal. The text is read and tokenised as training reads it: documents split by `documents`, each document's
+sentences encoded and followed by eos."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,17 +12,15 @@ from pathlib import Path
 import torch
 from rich.table import Table
 
+from lmpt.config.command_options import require
 from lmpt.console import console
 from lmpt.data.sources import iter_documents, resolve_paths
-from lmpt.downstream.choice_tasks import read_choice_task, task_name
-from lmpt.downstream.multiple_choice import evaluate_choices, render_choices
 from lmpt.errors import LmptError
-from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained, require_token_head
-from lmpt.inference.options import parse_command, require, run_command
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Text, score_decoder, score_encoder, score_encoder_decoder
-from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.rundir.trained import RUN_ARGUMENT, Trained
+from lmpt.tokenizer.base import Tokenizer
 
 PROG = "lmpt-eval"
 SUMMARY = (
@@ -149,28 +146,3 @@ def render(result: dict) -> None:
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
-
-
-def evaluate(argv: list[str]) -> None:
-    (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, EvalOptions)
-    require((o.data is None) != (o.task is None), f"{PROG} needs data=TEXT or task=FILE.jsonl, not both")
-    questions = read_choice_task(o.task) if o.task is not None else None
-    trained = load_trained(run, o.device)
-    require_token_head(trained, PROG)
-    if questions is not None:
-        require(o.batch_size >= 1, f"batch_size={o.batch_size} must be at least 1")
-        result = {"task": task_name(o.task), **evaluate_choices(trained, questions, o.batch_size, hidden=o.json)}
-    else:
-        result = evaluate_text(trained, o)
-    if o.json:
-        print(json.dumps(result))
-    else:
-        (render_choices if questions is not None else render)(result)
-
-
-def main() -> None:
-    run_command(evaluate)
-
-
-if __name__ == "__main__":
-    main()

@@ -10,13 +10,13 @@ import torch
 from rich.markup import escape
 from rich.table import Table
 
+from lmpt.config.command_options import parse_command, require, run_command
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.inference.infill import infill
-from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained, require_token_head
-from lmpt.inference.options import parse_command, require, run_command
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.prompts import MASK_MARKER, encode_marked
+from lmpt.rundir.trained import RUN_ARGUMENT, Trained, load_trained, require_token_head
 from lmpt.tokenizer.special import MASK
 
 PROG = "lmpt-fill"

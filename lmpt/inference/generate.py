@@ -9,14 +9,14 @@ from dataclasses import dataclass
 import torch
 from rich.markup import escape
 
+from lmpt.config.command_options import parse_command, require, run_command
 from lmpt.console import console
 from lmpt.errors import LmptError
-from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
-from lmpt.inference.options import parse_command, require, run_command
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.prompts import SENTINEL, encode_marked
 from lmpt.model.generate import sample
 from lmpt.rng import generator
+from lmpt.rundir.trained import RUN_ARGUMENT, Trained, load_trained
 
 PROG = "lmpt-generate"
 SUMMARY = (

@@ -4,11 +4,11 @@ suffix <fim_middle>` (the PSM order of training) and the model writes the middle
 from __future__ import annotations
 
 from lmpt.errors import LmptError
-from lmpt.inference.load import Trained
 from lmpt.inference.progress import WorkBar
 from lmpt.model.generate import sample
 from lmpt.objectives.fim import fim_sentinels
 from lmpt.rng import generator
+from lmpt.rundir.trained import Trained
 
 
 def infill(

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import torch
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.inference.load import Trained
-from lmpt.inference.options import require
+from lmpt.config.command_options import require
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Score, Text, piece_bytes, score_in_batches
 from lmpt.objectives.sequences import pad_rows
+from lmpt.rundir.trained import Trained
 
 
 def masked_copies(row: torch.Tensor, positions: torch.Tensor, mask_id: int) -> tuple[torch.Tensor, torch.Tensor]:

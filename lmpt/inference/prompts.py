@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.special import MASK
-from lmpt.tokenizer.tokenizer import Tokenizer
 
 SENTINEL = re.compile(r"<extra_id_(\d+)>")
 

@@ -11,15 +11,16 @@ from dataclasses import dataclass, fields
 
 import torch
 
-from lmpt.batch import IGNORE, Batch, Windows
-from lmpt.inference.load import Trained
-from lmpt.inference.options import require
+from lmpt.batch import IGNORE, Batch
+from lmpt.config.command_options import require
+from lmpt.data.windows import Windows
 from lmpt.inference.progress import WorkBar
 from lmpt.objectives.mlm import mask_tokens
 from lmpt.objectives.registry import build_objective
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rng import generator
-from lmpt.tokenizer.tokenizer import piece_bytes
+from lmpt.rundir.trained import Trained
+from lmpt.tokenizer.base import piece_bytes
 
 
 @dataclass

@@ -6,17 +6,14 @@ from typing import Any
 
 import torch
 
+from lmpt.config.choices import ARCHITECTURES, FLAVOURS
 from lmpt.errors import LmptError
 from lmpt.model.block import flavour, kv_heads
 from lmpt.model.language_model import LanguageModel
-from lmpt.model.t5 import FLAVOURS
 
 
 def check_model_config(cfg: Any, arch: str, vocab_size: int) -> None:
     """Raise LmptError, naming the key, when the sizes cannot make a model."""
-    # Imported here: lmpt.objectives.base imports lmpt.model.output, so a top-level import is circular.
-    from lmpt.objectives.base import ARCHITECTURES
-
     if arch not in ARCHITECTURES:
         raise LmptError(f"model.arch={arch!r} is not one of {', '.join(ARCHITECTURES)}")
     for key in ("d_model", "n_layers", "n_heads", "ffn_dim", "max_seq_len"):

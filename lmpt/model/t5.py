@@ -9,7 +9,6 @@ import math
 import torch
 from torch import nn
 
-FLAVOURS = ("llama", "t5")
 NUM_BUCKETS = 32
 """Relative position buckets per direction set (T5 v1.1)."""
 MAX_DISTANCE = 128

@@ -8,19 +8,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import nn
 
-from lmpt.batch import Batch, Windows
+from lmpt.batch import Batch
+from lmpt.data.windows import Windows
 from lmpt.model.build import build_model
 from lmpt.model.output import ModelOutput
 
 if TYPE_CHECKING:
     from lmpt.data.corpus import TokenCorpus
-    from lmpt.tokenizer.tokenizer import Tokenizer
+    from lmpt.tokenizer.base import Tokenizer
 
 Stats = dict[str, tuple[torch.Tensor, torch.Tensor]]
 """Metric name -> (sum, count); the trainer adds them up over micro-steps and reports sum / count."""
-
-ARCHITECTURES = ("decoder", "encoder", "encoder-decoder")
-
 
 class Objective(ABC):
     """Subclasses set the class attributes and implement `window_length` and `make_batch`."""

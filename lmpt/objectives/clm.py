@@ -6,7 +6,8 @@ from typing import ClassVar
 
 import torch
 
-from lmpt.batch import IGNORE, Batch, Windows
+from lmpt.batch import IGNORE, Batch
+from lmpt.data.windows import Windows
 from lmpt.objectives.base import Objective
 
 

@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from lmpt.batch import Batch, Windows
+from lmpt.batch import Batch
+from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.model.build import check_model_config
 from lmpt.model.electra import ElectraModel, ElectraOutput

@@ -22,11 +22,12 @@ from typing import Any, ClassVar
 
 import torch
 
-from lmpt.batch import Batch, Windows
+from lmpt.batch import Batch
+from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.clm import CausalLM
+from lmpt.tokenizer.base import piece_bytes
 from lmpt.tokenizer.special import sentinel_piece
-from lmpt.tokenizer.tokenizer import piece_bytes
 
 
 def fim_sentinels(special: Any) -> tuple[int, int, int]:

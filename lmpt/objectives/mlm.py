@@ -6,7 +6,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from lmpt.batch import IGNORE, Batch, Windows
+from lmpt.batch import IGNORE, Batch
+from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.checks import require_fraction, require_open_unit

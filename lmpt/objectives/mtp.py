@@ -15,7 +15,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from lmpt.batch import IGNORE, Batch, Windows
+from lmpt.batch import IGNORE, Batch
+from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.model.build import build_model
 from lmpt.model.language_model import LanguageModel

@@ -7,8 +7,9 @@ from typing import Any
 
 import torch
 
+from lmpt.config.choices import ARCHITECTURES
 from lmpt.errors import LmptError
-from lmpt.objectives.base import ARCHITECTURES, Objective
+from lmpt.objectives.base import Objective
 from lmpt.objectives.clm import CausalLM
 from lmpt.objectives.electra import ReplacedTokenDetection
 from lmpt.objectives.fim import FillInTheMiddle
@@ -18,8 +19,9 @@ from lmpt.objectives.nsp import NextSentencePrediction
 from lmpt.objectives.prefix import PrefixLM
 from lmpt.objectives.span import SpanCorruption
 from lmpt.objectives.ul2 import Ul2Mixture
+from lmpt.tokenizer.base import Tokenizer
+from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import SpecialTokens
-from lmpt.tokenizer.tokenizer import Tokenizer
 
 OBJECTIVES: dict[str, type[Objective]] = {
     cls.name: cls
@@ -80,7 +82,7 @@ def preflight_objective(cfg: Any, tokenizer_cfg: Any, seq_len: int, requested_ar
     """Refuse bad objective settings before any data work. A user-supplied tokenizer file is only known once
     loaded, so then only the architecture is checked here; build_objective checks the rest."""
     if tokenizer_cfg.backend == "hf":  # the pretrained file is known: check against its real roles now
-        pretrained = Tokenizer.load(tokenizer_cfg.path, "tokenizer.path", tokenizer_cfg.num_sentinels)
+        pretrained = load_tokenizer(tokenizer_cfg.path, "tokenizer.path", tokenizer_cfg.num_sentinels)
         build_objective(cfg, pretrained, seq_len, requested_arch)
         return
     if tokenizer_cfg.model_file:

@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from lmpt.batch import Batch, Windows
+from lmpt.batch import Batch
+from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.checks import require_at_least, require_open_unit

@@ -8,7 +8,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from lmpt.batch import Batch, Windows
+from lmpt.batch import Batch
+from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import Objective, Stats

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from lmpt.cli import run_hydra_app
+from lmpt.app import run_hydra_app
 from lmpt.console import console
 from lmpt.errors import LmptError
 

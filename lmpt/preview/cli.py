@@ -8,7 +8,7 @@ import sys
 
 from omegaconf import DictConfig
 
-from lmpt.cli import run_hydra_app
+from lmpt.app import run_hydra_app
 from lmpt.console import console
 from lmpt.preview.config import PRIMARY_CONFIG, register_preview_config
 

@@ -12,8 +12,8 @@ from rich.text import Text
 
 from lmpt.objectives.base import Objective
 from lmpt.preview.examples import Preview, PreviewExample
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.sentencepiece import WORD_START
-from lmpt.tokenizer.tokenizer import Tokenizer
 
 DEFAULT_WIDTH = 64
 """Tokens shown per row when preview.width is 0."""

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from lmpt.errors import LmptError
 from lmpt.safe_files import UnsafeFile, load_yaml
 
-CONFIG_FILE = "config.yaml"  # the names lmpt.train.rundir writes; not imported so reports skip torch
+CONFIG_FILE = "config.yaml"  # the names lmpt.rundir.directory writes; not imported so reports skip torch
 METRICS_FILE = "metrics.jsonl"
 FINAL_MODELS = ("model.safetensors", "model.pt")  # the second from lmpt before safetensors
 STATUS_FILE = "status.json"

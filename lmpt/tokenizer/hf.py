@@ -10,9 +10,9 @@ from pathlib import Path
 from tokenizers import Tokenizer as FastTokenizer
 
 from lmpt.errors import LmptError
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.roles import resolve_roles
 from lmpt.tokenizer.sentencepiece import BYTE_PIECE
-from lmpt.tokenizer.tokenizer import Tokenizer
 
 TOKENIZER_JSON = "tokenizer.json"
 _WORD_MARKS = ("\u0120", "\u2581", "\u010a")  # byte-level space (Ġ), SentencePiece space (▁), byte-level newline (Ċ)

@@ -12,8 +12,8 @@ import sentencepiece as spm
 
 from lmpt.config.schema import TokenizerConfig
 from lmpt.errors import LmptError
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.special import BOS, EOS, PAD, UNK, SpecialTokens, sentinel_piece
-from lmpt.tokenizer.tokenizer import Tokenizer
 
 WORD_START = "\u2581"  # SentencePiece marks the start of a word with U+2581
 BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # byte fallback pieces

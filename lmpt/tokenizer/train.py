@@ -16,10 +16,11 @@ from pathlib import Path
 from lmpt.config.schema import TokenizerConfig
 from lmpt.console import info
 from lmpt.errors import LmptError
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.bytelevel import train_bytelevel
+from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.sentencepiece import train_sentencepiece
 from lmpt.tokenizer.special import SpecialTokens
-from lmpt.tokenizer.tokenizer import Tokenizer
 
 MODEL_NAME = "tokenizer.model"
 _CACHE_VERSION = 2  # bump when training changes so old cached tokenizers are not reused
@@ -92,15 +93,15 @@ def prepare_tokenizer(
     cached for this corpus and these settings, else one trained now on `documents()` (training text only)
     and cached."""
     if cfg.backend == "hf":
-        return Tokenizer.load(cfg.path, "tokenizer.path", cfg.num_sentinels)
+        return load_tokenizer(cfg.path, "tokenizer.path", cfg.num_sentinels)
     if cfg.model_file:
-        return Tokenizer.load(cfg.model_file)
+        return load_tokenizer(cfg.model_file)
     key = tokenizer_key(cfg, corpus_fingerprint)
     final_dir = Path(cache_root) / "tokenizers" / key
     name = model_name(cfg.backend)
     if (final_dir / name).is_file():
         info(f"reusing tokenizer {final_dir / name}")
-        return Tokenizer.load(final_dir / name)
+        return load_tokenizer(final_dir / name)
     kind = "byte-level BPE" if cfg.backend == "bytelevel" else f"SentencePiece {cfg.model_type}"
     info(f"training a {kind} tokenizer ({cfg.vocab_size} pieces) on the training text")
     started = time.perf_counter()
@@ -112,4 +113,4 @@ def prepare_tokenizer(
     (tmp_dir / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
     _commit(tmp_dir, final_dir, name)
     info(f"trained tokenizer in {time.perf_counter() - started:.1f}s -> {final_dir / name}")
-    return Tokenizer.load(final_dir / name)
+    return load_tokenizer(final_dir / name)

@@ -18,13 +18,8 @@ import torch
 from omegaconf import DictConfig
 
 from lmpt.errors import LmptError
-from lmpt.inference.hf_names import fits, from_hf, llama_layout
-from lmpt.inference.load import load_trained
-from lmpt.model.language_model import LanguageModel
-from lmpt.model.mtp import without_mtp_modules
-from lmpt.safe_files import WEIGHTS_SUFFIX
-from lmpt.tokenizer.tokenizer import Tokenizer
-from lmpt.train.hf_source import (
+from lmpt.hf.names import fits, from_hf, llama_layout
+from lmpt.hf.source import (
     CONFIG_JSON,
     check_function,
     check_sizes,
@@ -33,7 +28,12 @@ from lmpt.train.hf_source import (
     shard_files,
     shard_weights,
 )
-from lmpt.train.rundir import CONFIG_FILE, STATUS_FILE, TOKENIZER_FILE
+from lmpt.model.language_model import LanguageModel
+from lmpt.model.mtp import without_mtp_modules
+from lmpt.rundir.directory import CONFIG_FILE, STATUS_FILE, TOKENIZER_FILE
+from lmpt.rundir.trained import load_trained
+from lmpt.safe_files import WEIGHTS_SUFFIX
+from lmpt.tokenizer.base import Tokenizer
 
 ARCH_KEYS = (
     "d_model", "n_layers", "n_decoder_layers", "n_heads", "n_kv_heads", "ffn_dim", "norm_eps", "rope_theta", "flavour",

@@ -18,8 +18,8 @@ from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
+from lmpt.rundir.checkpoint import CheckpointStore, load_parts, load_sharded_into, save_sharded
 from lmpt.train.budget import RunLength
-from lmpt.train.checkpoint import CheckpointStore, load_parts, load_sharded_into, save_sharded
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
 from lmpt.train.efficiency import peak_flops, peak_memory_mb

@@ -10,15 +10,7 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
-
-def muon_parameter_names(model: nn.Module) -> list[str]:
-    """Names of the parameters Muon takes: trainable 2-D weights of the blocks' Linear layers (never an embedding,
-    the head, or anything outside a stack's blocks)."""
-    return [
-        name
-        for name, param in model.named_parameters()
-        if param.requires_grad and param.ndim == 2 and ".blocks." in f".{name}" and not name.endswith("bias")
-    ]
+from lmpt.train.param_groups import muon_parameter_names, parameter_groups
 
 
 class MuonWithAdamW(torch.optim.Optimizer):
@@ -54,8 +46,6 @@ class MuonWithAdamW(torch.optim.Optimizer):
 def build_muon(cfg: DictConfig, model: nn.Module, device: torch.device) -> MuonWithAdamW:
     """Muon with `cfg.lr` etc. on `muon_parameter_names`, AdamW with `cfg.adamw_*` on the rest (fused where the
     device has it; no decay on norms, biases or embeddings)."""
-    from lmpt.train.optim import parameter_groups  # optim imports this module
-
     names = muon_parameter_names(model)
     by_name = dict(model.named_parameters())
     muon = torch.optim.Muon(

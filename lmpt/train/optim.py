@@ -10,20 +10,7 @@ from omegaconf import DictConfig
 from torch import nn
 
 from lmpt.train.muon import build_muon
-
-
-def _no_decay(name: str, param: nn.Parameter) -> bool:
-    """Norm gains, biases and embeddings are never decayed (all are 1-D or embedding tables)."""
-    return param.ndim < 2 or "embed" in name
-
-
-def parameter_groups(model: nn.Module, weight_decay: float, skip: set[str] = frozenset()) -> list[dict]:
-    """A decayed and an undecayed group of the trainable parameters whose names are not in `skip`."""
-    decay, keep = [], []
-    for name, param in model.named_parameters():
-        if param.requires_grad and name not in skip:
-            (keep if _no_decay(name, param) else decay).append(param)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": keep, "weight_decay": 0.0}]
+from lmpt.train.param_groups import parameter_groups
 
 
 def build_optimizer(cfg: DictConfig, model: nn.Module, device: torch.device) -> torch.optim.Optimizer:

@@ -10,8 +10,8 @@ from rich.tree import Tree
 from lmpt.console import console
 from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.registry import PlannedTokenizer, build_objective
+from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import SpecialTokens
-from lmpt.tokenizer.tokenizer import Tokenizer
 from lmpt.train.budget import plan_length
 from lmpt.train.efficiency import ASSUMED_MFU, expected_step_cost, peak_flops
 from lmpt.train.precision import Precision
@@ -28,9 +28,9 @@ def config_tree(cfg: DictConfig) -> Tree:
 
 def _planned_tokenizer(cfg: DictConfig):
     if cfg.tokenizer.backend == "hf":
-        return Tokenizer.load(cfg.tokenizer.path, "tokenizer.path", cfg.tokenizer.num_sentinels)
+        return load_tokenizer(cfg.tokenizer.path, "tokenizer.path", cfg.tokenizer.num_sentinels)
     if cfg.tokenizer.model_file:
-        return Tokenizer.load(cfg.tokenizer.model_file)
+        return load_tokenizer(cfg.tokenizer.model_file)
     return PlannedTokenizer(SpecialTokens(num_sentinels=cfg.tokenizer.num_sentinels), cfg.tokenizer.vocab_size)
 
 

@@ -25,31 +25,8 @@ from lmpt.model.generate import sample
 from lmpt.objectives.corpus_checks import check_splits
 from lmpt.objectives.registry import build_objective, preflight_objective
 from lmpt.rng import derive_seed, generator
-from lmpt.safe_files import save_weights
-from lmpt.tokenizer.tokenizer import Tokenizer
-from lmpt.train.batches import StepBatches, step_loader, validation_batches, yardstick_batches
-from lmpt.train.budget import plan_length, refuse_two_lengths
-from lmpt.train.checkpoint import CheckpointStore
-from lmpt.train.display import make_display, summary_table
-from lmpt.train.distributed import (
-    Distributed,
-    agree_on_run_dir,
-    full_model_state,
-    init_distributed,
-    parallelize,
-    rank_device,
-)
-from lmpt.train.drift import refuse_drift
-from lmpt.train.efficiency import expected_step_cost, peak_flops
-from lmpt.train.init_from import Origin, adopt_origin, check_tokenizer, load_origin, read_origin, stage_record
-from lmpt.train.loop import TrainLoop
-from lmpt.train.metrics import MetricsLog
-from lmpt.train.optim import build_optimizer, build_scheduler
-from lmpt.train.placement import claim_free_gpu, release_gpus, sweeping_in_parallel
-from lmpt.train.plan import print_plan
-from lmpt.train.precision import pick_device, pick_precision
-from lmpt.train.preemption import EXIT_PREEMPTED
-from lmpt.train.rundir import (
+from lmpt.rundir.checkpoint import CheckpointStore
+from lmpt.rundir.directory import (
     FINAL_MODEL,
     METRICS_FILE,
     check_run_config,
@@ -61,8 +38,31 @@ from lmpt.train.rundir import (
     write_run_config,
     write_status,
 )
-from lmpt.train.runlock import lock_for_job, release_run_dirs
-from lmpt.train.runlog import close_run_log, open_run_log
+from lmpt.rundir.drift import refuse_drift
+from lmpt.rundir.lock import lock_for_job, release_run_dirs
+from lmpt.rundir.log import close_run_log, open_run_log
+from lmpt.safe_files import save_weights
+from lmpt.tokenizer.base import Tokenizer
+from lmpt.train.batches import StepBatches, step_loader, validation_batches, yardstick_batches
+from lmpt.train.budget import plan_length, refuse_two_lengths
+from lmpt.train.display import make_display, summary_table
+from lmpt.train.distributed import (
+    Distributed,
+    agree_on_run_dir,
+    full_model_state,
+    init_distributed,
+    parallelize,
+    rank_device,
+)
+from lmpt.train.efficiency import expected_step_cost, peak_flops
+from lmpt.train.init_from import Origin, adopt_origin, check_tokenizer, load_origin, read_origin, stage_record
+from lmpt.train.loop import TrainLoop
+from lmpt.train.metrics import MetricsLog
+from lmpt.train.optim import build_optimizer, build_scheduler
+from lmpt.train.placement import claim_free_gpu, release_gpus, sweeping_in_parallel
+from lmpt.train.plan import print_plan
+from lmpt.train.precision import pick_device, pick_precision
+from lmpt.train.preemption import EXIT_PREEMPTED
 
 
 def run_training(cfg: DictConfig) -> float:

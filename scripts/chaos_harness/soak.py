@@ -21,7 +21,7 @@ from chaos_harness.cases import Case
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "train"))
 from golden import assert_same, env  # noqa: E402  (the golden-run comparison the resume tests use)
 
-from lmpt.train.checkpoint import manifest_problem  # noqa: E402
+from lmpt.rundir.checkpoint import manifest_problem  # noqa: E402
 
 KILLS_PER_ROUND = 10
 """Kills before a round is let finish. The first round starts from an empty token cache (tokenizer training and

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from lmpt.config.command_options import run_command
 from lmpt.downstream.choice_tasks import read_choice_task, task_name
-from lmpt.inference.evaluate import evaluate
-from lmpt.inference.options import run_command
+from lmpt.downstream.eval_cli import evaluate
 
 
 def _refused(argv: list[str], capsys, monkeypatch) -> str:

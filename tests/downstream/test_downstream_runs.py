@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from lmpt.downstream.choice_tasks import read_choice_task, tasks_dir
+from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.multiple_choice import choice_scores
-from lmpt.inference.evaluate import evaluate
-from lmpt.inference.export import export
-from lmpt.inference.load import load_trained
+from lmpt.hf.export import export
 from lmpt.inference.progress import WorkBar
+from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from lmpt.config.command_options import run_command
 from lmpt.downstream.finetune import finetune
 from lmpt.downstream.finetune_cli import finetune_command
 from lmpt.downstream.options import FinetuneOptions, TaskData
-from lmpt.inference.load import load_trained
-from lmpt.inference.options import run_command
+from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from lmpt.config.command_options import parse_command, usage
 from lmpt.data.cache import PreparedData
 from lmpt.downstream.encoding import collate, encode_split, fit_pair
 from lmpt.downstream.finetune import label_order, task_name
 from lmpt.downstream.options import FinetuneOptions, TaskData
 from lmpt.downstream.task_files import Example
 from lmpt.errors import LmptError
-from lmpt.inference.options import parse_command, usage
 
 
 def test_fit_pair_cuts_the_longer_text_first() -> None:

@@ -12,11 +12,11 @@ from lmpt.batch import IGNORE
 from lmpt.config.schema import ModelConfig
 from lmpt.downstream.choice_tasks import ChoiceQuestion
 from lmpt.downstream.multiple_choice import choice_batch, choice_figures, choice_scores, frame, split_tokens
-from lmpt.inference.load import Trained
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Text
 from lmpt.model import build_model
+from lmpt.rundir.trained import Trained
 
 QUESTIONS = [
     ChoiceQuestion("ROMEO: But soft, what light through yonder", ("window", "horse", "breaks on"), 0),

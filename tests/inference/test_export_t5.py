@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from lmpt.inference.export import export
-from lmpt.inference.load import load_trained
+from lmpt.hf.export import export
 from lmpt.model.generate import sample
+from lmpt.rundir.trained import load_trained
 
 transformers = pytest.importorskip("transformers")
 REPO = Path(__file__).resolve().parents[2]

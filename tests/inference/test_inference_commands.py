@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from lmpt.inference.evaluate import evaluate, read_text
-from lmpt.inference.export import export
+from lmpt.config.command_options import run_command
+from lmpt.downstream.eval_cli import evaluate
+from lmpt.hf.export import export
+from lmpt.inference.evaluate import read_text
 from lmpt.inference.fill import fill
 from lmpt.inference.generate import generate
-from lmpt.inference.load import load_trained
-from lmpt.inference.options import run_command
+from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
@@ -189,7 +190,7 @@ def test_export_decoder_loads_in_transformers_with_the_same_loss(decoder_run: Pa
     transformers = pytest.importorskip("transformers")
     out = tmp_path / "hf"
     done = subprocess.run(
-        [sys.executable, "-m", "lmpt.inference.export", str(decoder_run), str(out)],
+        [sys.executable, "-m", "lmpt.hf.export", str(decoder_run), str(out)],
         env=_env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

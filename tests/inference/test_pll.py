@@ -11,11 +11,11 @@ from omegaconf import OmegaConf
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.inference.load import Trained
 from lmpt.inference.pll import masked_copies, score_pll
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Text, piece_bytes
 from lmpt.model import build_model
+from lmpt.rundir.trained import Trained
 
 SEQ_LEN = 24
 TEXT = "Before we proceed any further, hear me speak. Speak, speak. You are all resolved rather to die than to famish?"

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from safetensors.torch import save_file
 
 from lmpt.errors import LmptError
-from lmpt.inference.export import hf_config, hf_state_dict
+from lmpt.hf.export import hf_config, hf_state_dict
 from lmpt.model import build_model
 from lmpt.model.generate import sample
 from lmpt.model.t5 import relative_position_bucket

@@ -8,9 +8,10 @@ from dataclasses import fields
 import numpy as np
 import torch
 
-from lmpt.batch import IGNORE, Batch, Windows
+from lmpt.batch import IGNORE, Batch
 from lmpt.data.corpus import TokenCorpus
 from lmpt.data.sampler import WindowSampler
+from lmpt.data.windows import Windows
 from lmpt.rng import generator
 from lmpt.tokenizer.special import SpecialTokens
 

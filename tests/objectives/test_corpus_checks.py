@@ -5,17 +5,14 @@ model is built: through the real `lmpt` command, one line naming the text and wh
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from runner import SMALL, run_lmpt
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
-from lmpt_cli import SMALL, run_lmpt  # noqa: E402  (the shared runner of the real command lives in tests/train)
-
-from lmpt.config.schema import DataConfig  # noqa: E402
-from lmpt.data.cache import PreparedData  # noqa: E402
-from lmpt.objectives.corpus_checks import split_text  # noqa: E402
+from lmpt.config.schema import DataConfig
+from lmpt.data.cache import PreparedData
+from lmpt.objectives.corpus_checks import split_text
 
 TINY = [
     *[a for a in SMALL if not a.startswith("trainer.sample_tokens=")],

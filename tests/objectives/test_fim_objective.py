@@ -8,13 +8,14 @@ import torch
 from hf_files import wordpiece
 from objective_helpers import FakeTokenizer, assert_same_batch, batches, five_sigma
 
-from lmpt.batch import IGNORE, Windows
+from lmpt.batch import IGNORE
 from lmpt.config.objective_schema import ClmConfig, FimConfig
+from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.fim import split_documents
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import generator
-from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.tokenizer.load import load_tokenizer
 
 SEQ_LEN = 128
 
@@ -128,16 +129,16 @@ def test_a_pretrained_tokenizer_gets_room_for_the_sentinels_or_is_refused(tmp_pa
     """tokenizer=hf: a file without <extra_id_N> pieces gets tokenizer.num_sentinels of them added; with none added
     (num_sentinels=0) it has no room for the three FIM sentinels, and fim refuses it."""
     path = wordpiece(tmp_path / "wp")
-    with_room = Tokenizer.load(path, "tokenizer.path", num_sentinels=3)
+    with_room = load_tokenizer(path, "tokenizer.path", num_sentinels=3)
     fim = build_objective(FimConfig(), with_room, SEQ_LEN, "auto")
     assert fim.sentinels == tuple(with_room.piece_to_id(f"<extra_id_{i}>") for i in range(3))
     with pytest.raises(LmptError, match="has room for 0: set tokenizer.num_sentinels=3 or more"):
-        build_objective(FimConfig(), Tokenizer.load(path, "tokenizer.path", num_sentinels=0), SEQ_LEN, "auto")
+        build_objective(FimConfig(), load_tokenizer(path, "tokenizer.path", num_sentinels=0), SEQ_LEN, "auto")
 
 
 def test_a_pretrained_tokenizers_own_fim_tokens_are_the_sentinels(tmp_path) -> None:
     path = wordpiece(tmp_path / "wp", extra_special=("<fim_prefix>", "<fim_suffix>", "<fim_middle>"))
-    tok = Tokenizer.load(path, "tokenizer.path", num_sentinels=0)
+    tok = load_tokenizer(path, "tokenizer.path", num_sentinels=0)
     fim = build_objective(FimConfig(), tok, SEQ_LEN, "auto")
     assert fim.sentinels == tuple(tok.piece_to_id(p) for p in ("<fim_prefix>", "<fim_suffix>", "<fim_middle>"))
     assert set(fim.sentinels) <= set(tok.special.reserved_ids()) and "its own <fim_prefix>" in fim.describe_attention()

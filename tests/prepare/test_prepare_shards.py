@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from runner import SMALL, run_lmpt, train_losses
 
 from lmpt.prepare.cli import parse_part
-from tests.train.lmpt_cli import SMALL, run_lmpt, train_losses
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = ["data=text", "data.paths=[corpus.txt]", "data.tokenize_workers=1"]

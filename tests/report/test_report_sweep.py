@@ -48,7 +48,7 @@ def test_callback_on_a_sweep_without_runs_only_warns(tmp_path: Path, capsys: pyt
 
 def test_unfinished_jobs_are_read_from_each_jobs_status(tmp_path: Path) -> None:
     """Whatever process or machine ran a job, its status.json says how it ended; completed jobs do not count."""
-    from lmpt.train.rundir import write_status
+    from lmpt.rundir.directory import write_status
 
     endings = [("completed", {}), ("failed", {"user_error": True}), ("failed", {"user_error": False}),
                ("preempted", {"error": "did not requeue the job"}), ("failed", {})]  # fmt: skip
@@ -72,15 +72,15 @@ def test_unfinished_jobs_are_read_from_each_jobs_status(tmp_path: Path) -> None:
 def test_a_sweeps_exit_code_says_how_its_unfinished_jobs_ended(
     unfinished: list[str], code: int | None, lines: list[str], monkeypatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from lmpt import cli
+    from lmpt import app
     from lmpt.report import sweep
 
     monkeypatch.setattr(sweep, "unfinished_jobs", unfinished)
     if code is None:
-        cli._exit_for_unfinished_jobs()
+        app._exit_for_unfinished_jobs()
     else:
         with pytest.raises(SystemExit) as exited:
-            cli._exit_for_unfinished_jobs()
+            app._exit_for_unfinished_jobs()
         assert exited.value.code == code
     err = capsys.readouterr().err
     assert all(line in err for line in lines) and len(err.splitlines()) == len(lines), err

@@ -15,8 +15,8 @@ from lmpt.errors import LmptError
 from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.mlm import mask_tokens
 from lmpt.tokenizer.hf import HfTokenizer
+from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import MODE_TOKENS, sentinel_piece
-from lmpt.tokenizer.tokenizer import Tokenizer
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
 
@@ -31,7 +31,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_gpt2_style_keeps_its_ids_and_gets_the_missing_roles_added(files: Path) -> None:
-    original = Tokenizer.load(files / "gpt2", num_sentinels=8)  # a directory holding tokenizer.json
+    original = load_tokenizer(files / "gpt2", num_sentinels=8)  # a directory holding tokenizer.json
     assert isinstance(original, HfTokenizer)
     s = original.special
     endoftext = original.piece_to_id("<|endoftext|>")
@@ -48,19 +48,19 @@ def test_gpt2_style_keeps_its_ids_and_gets_the_missing_roles_added(files: Path) 
 
 
 def test_the_stored_file_resolves_to_the_same_ids(files: Path, tmp_path: Path) -> None:
-    first = Tokenizer.load(files / "gpt2" / "tokenizer.json", num_sentinels=8)
+    first = load_tokenizer(files / "gpt2" / "tokenizer.json", num_sentinels=8)
     stored = tmp_path / "tokenizer.json"
     stored.write_bytes(first.model_bytes)  # what a run directory holds
-    again = Tokenizer.load(stored, num_sentinels=100)  # the run's file decides, not the setting
+    again = load_tokenizer(stored, num_sentinels=100)  # the run's file decides, not the setting
     assert again.special == first.special and again.fingerprint == first.fingerprint
     assert pickle.loads(pickle.dumps(first)).special == first.special
-    no_sentinels = Tokenizer.load(files / "wordpiece")  # as a run that asked for none stores it
+    no_sentinels = load_tokenizer(files / "wordpiece")  # as a run that asked for none stores it
     unpickled = pickle.loads(pickle.dumps(no_sentinels))  # as it reaches a worker
     assert unpickled.fingerprint == no_sentinels.fingerprint and unpickled.special.num_sentinels == 0
 
 
 def test_wordpiece_roles_map_onto_its_own_specials(files: Path) -> None:
-    tok = Tokenizer.load(files / "wordpiece", num_sentinels=4)
+    tok = load_tokenizer(files / "wordpiece", num_sentinels=4)
     s = tok.special
     assert (s.pad, s.unk, s.cls, s.sep, s.mask) == (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
     assert tok.id_to_piece(s.bos) == "<s>" and tok.id_to_piece(s.eos) == "</s>" and s.bos >= 600
@@ -73,13 +73,13 @@ def test_wordpiece_roles_map_onto_its_own_specials(files: Path) -> None:
 
 
 def test_a_tokenizers_own_sentinels_are_used(files: Path) -> None:
-    tok = Tokenizer.load(files / "t5ish", num_sentinels=100)
+    tok = load_tokenizer(files / "t5ish", num_sentinels=100)
     assert tok.special.num_sentinels == 3 and tok.special.sentinel_ids == (5, 6, 7)
     assert tok.vocab_size == 600 + 2 + len(MODE_TOKENS)  # only bos, eos and the mode tokens were added
 
 
 def test_masking_never_selects_or_draws_a_reserved_id(files: Path) -> None:
-    tok = Tokenizer.load(files / "wordpiece", num_sentinels=4)
+    tok = load_tokenizer(files / "wordpiece", num_sentinels=4)
     s = tok.special
     reserved = torch.tensor(s.reserved_ids())
     row = torch.tensor(tok.encode(TEXT * 4))
@@ -97,11 +97,11 @@ def test_masking_never_selects_or_draws_a_reserved_id(files: Path) -> None:
 def test_unreadable_files_are_refused_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "broken.json").write_text('{"model": {"type": "BPE"')
     with pytest.raises(LmptError, match=r"broken.json is not a tokenizer.json the tokenizers library can read"):
-        Tokenizer.load(tmp_path / "broken.json", "tokenizer.path")
+        load_tokenizer(tmp_path / "broken.json", "tokenizer.path")
     with pytest.raises(LmptError, match=r"holds no tokenizer.json: fix tokenizer.path"):
-        Tokenizer.load(tmp_path, "tokenizer.path")
+        load_tokenizer(tmp_path, "tokenizer.path")
     with pytest.raises(LmptError, match=r"tokenizer file not found: .*nope.json: fix tokenizer.path"):
-        Tokenizer.load(tmp_path / "nope.json", "tokenizer.path")
+        load_tokenizer(tmp_path / "nope.json", "tokenizer.path")
 
 
 @pytest.mark.parametrize("model", ["WordLevel", "BPE", "WordPiece"])
@@ -113,4 +113,4 @@ def test_a_tokenizer_that_cannot_encode_is_refused_at_load_naming_the_file(tmp_p
     path = tmp_path / "empty.json"
     FastTokenizer(getattr(models, model)()).save(str(path))
     with pytest.raises(LmptError, match=rf"^{path} has an empty vocabulary: it cannot encode text; fix tokenizer.path"):
-        Tokenizer.load(path, "tokenizer.path")
+        load_tokenizer(path, "tokenizer.path")

@@ -11,7 +11,7 @@ import pytest
 
 from lmpt.config.schema import TokenizerConfig
 from lmpt.data.sources import bundled_dir, iter_documents
-from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.train import prepare_tokenizer
 
 CODE = "def f(x):\n    return x  *  2"

@@ -13,7 +13,7 @@ from lmpt.config.schema import DataConfig, TokenizerConfig
 from lmpt.data.cache import default_cache_root, prepare_corpora
 from lmpt.data.sources import bundled_dir, iter_documents
 from lmpt.errors import LmptError
-from lmpt.tokenizer.tokenizer import Tokenizer
+from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.train import MODEL_NAME, _commit, prepare_tokenizer
 
 SMALL = TokenizerConfig(vocab_size=600, num_sentinels=8)
@@ -77,7 +77,7 @@ def test_user_model_without_reserved_tokens_is_refused(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.model"
     garbage.write_bytes(b"not a model at all")
     with pytest.raises(LmptError, match="not a SentencePiece model"):
-        Tokenizer.load(garbage)
+        load_tokenizer(garbage)
     with pytest.raises(LmptError, match="tokenizer file not found"):
         prepare_tokenizer(TokenizerConfig(model_file=str(tmp_path / "nope.model")), CountingDocuments(), "x", tmp_path)
 

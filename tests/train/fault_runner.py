@@ -78,7 +78,7 @@ class _FaultPoints:
         import safetensors.torch
         import torch
 
-        import lmpt.train.checkpoint as ckpt
+        import lmpt.rundir.checkpoint as ckpt
 
         faults = self
         real_save, real_fsync, real_dump = torch.save, os.fsync, json.dump
@@ -242,7 +242,7 @@ def _nan_at_steps(steps: set[int]) -> None:
 
 def _in_nth_save(n: int, staged) -> None:
     """Call `staged(staging_directory)` once the N-th checkpoint's staging directory exists."""
-    import lmpt.train.checkpoint as ckpt
+    import lmpt.rundir.checkpoint as ckpt
 
     real_begin = ckpt.CheckpointStore.begin
     saves = 0

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import torch
-from lmpt_cli import SMALL, lmpt_command, lmpt_env
+from runner import SMALL, lmpt_command, lmpt_env
 from safetensors.torch import load_file
 
 FAULT_RUNNER = Path(__file__).resolve().with_name("fault_runner.py")

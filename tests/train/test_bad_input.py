@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from golden import BASE, describe, env, run
-from lmpt_cli import lmpt_command
+from runner import lmpt_command
 from tokenizers import Tokenizer as FastTokenizer
 from tokenizers import models
 

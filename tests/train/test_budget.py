@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from lmpt_cli import SMALL, records, run_lmpt
 from omegaconf import OmegaConf
+from runner import SMALL, records, run_lmpt
 
+from lmpt.config.budget import Budget, parse_budget
 from lmpt.errors import LmptError
-from lmpt.train.budget import Budget, parse_budget, refuse_two_lengths
+from lmpt.train.budget import refuse_two_lengths
 from lmpt.train.optim import lr_multiplier
 
 ARGS = [

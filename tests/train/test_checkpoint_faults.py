@@ -18,7 +18,7 @@ import torch
 from golden import BASE, KILLED, assert_same, describe, golden_run, interrupted_run, run
 
 from lmpt.errors import LmptError
-from lmpt.train.checkpoint import MANIFEST, CheckpointStore, load_parts
+from lmpt.rundir.checkpoint import MANIFEST, CheckpointStore, load_parts
 
 SEED = 4
 

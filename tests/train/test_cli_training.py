@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from lmpt_cli import SMALL, lmpt_command, lmpt_env, records, run_lmpt, train_losses, val_losses
+from runner import SMALL, lmpt_command, lmpt_env, records, run_lmpt, train_losses, val_losses
 from safetensors import safe_open
 from safetensors.torch import load_file
 

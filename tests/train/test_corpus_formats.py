@@ -7,7 +7,7 @@ from pathlib import Path
 
 from corpus_files import lines, paragraphs, write_format
 from golden import BASE, describe, run
-from lmpt_cli import train_losses, val_losses
+from runner import train_losses, val_losses
 
 FORMATS = ("parquet", "jsonl.zst", "hf", "txt.gz")
 STEPS = ["trainer.max_steps=4", "trainer.ckpt_every=0", "trainer.eval_every=0", "data.documents=line"]

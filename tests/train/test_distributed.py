@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from lmpt_cli import SMALL, lmpt_env, records, run_lmpt
+from runner import SMALL, lmpt_env, records, run_lmpt
 from safetensors.torch import load_file
 
 ARGS = [*SMALL, "trainer.max_steps=8", "trainer.log_every=1", "trainer.eval_every=4", "trainer.ckpt_every=4",

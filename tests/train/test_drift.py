@@ -6,7 +6,7 @@ from __future__ import annotations
 from composed import composed
 from omegaconf import OmegaConf
 
-from lmpt.train.drift import drifted_keys, flatten
+from lmpt.rundir.drift import drifted_keys, flatten
 
 
 def saved_before(cfg, *added: str) -> dict:

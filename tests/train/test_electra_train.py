@@ -12,20 +12,20 @@ import pytest
 import torch
 from composed import composed
 from golden import BASE, assert_same, describe, env, golden_run, interrupted_run, records, start_golden
-from lmpt_cli import lmpt_command
+from runner import lmpt_command
 from safetensors.torch import load_file
 
 from lmpt.config.objective_schema import ElectraConfig
 from lmpt.config.schema import ModelConfig
 from lmpt.console import console
+from lmpt.downstream.eval_cli import evaluate
 from lmpt.errors import LmptError
-from lmpt.inference.evaluate import evaluate
-from lmpt.inference.export import export
+from lmpt.hf.export import export
 from lmpt.inference.fill import fill
-from lmpt.inference.load import load_trained
 from lmpt.model.build import padded_vocab_size
 from lmpt.model.language_model import LanguageModel
 from lmpt.objectives.registry import PlannedTokenizer, build_objective
+from lmpt.rundir.trained import load_trained
 from lmpt.tokenizer.special import SpecialTokens
 from lmpt.train.plan import print_plan
 from lmpt.train.precision import pick_precision

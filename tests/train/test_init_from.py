@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from lmpt.config.schema import ModelConfig, TokenizerConfig
 from lmpt.errors import LmptError
-from lmpt.inference.hf_names import llama_layout, to_hf
+from lmpt.hf.names import llama_layout, to_hf
 from lmpt.model import build_model
 from lmpt.train.init_from import adopt_origin, check_tokenizer, load_origin, read_origin
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from golden import assert_same
-from lmpt_cli import SMALL, lmpt_command, lmpt_env, run_lmpt, wait_for_step
+from runner import SMALL, lmpt_command, lmpt_env, run_lmpt, wait_for_step
 
 from lmpt.config.resolvers import gpu_count
 from lmpt.train import placement

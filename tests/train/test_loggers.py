@@ -7,9 +7,9 @@ import os
 import shutil
 from pathlib import Path
 
-from lmpt_cli import SMALL, run_lmpt
+from runner import SMALL, run_lmpt
 
-from lmpt.train.rundir import FINAL_MODEL
+from lmpt.rundir.directory import FINAL_MODEL
 
 FAKE_WANDB = Path(__file__).parent / "fake_wandb"
 ARGS = [*SMALL, "trainer.log_every=1", "trainer.eval_every=2", "trainer.sample_tokens=0"]

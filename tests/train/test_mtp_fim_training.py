@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import torch
 from golden import BASE, assert_same, describe, env, golden_run, interrupted_run, records, start_golden
-from lmpt_cli import run_lmpt
+from runner import run_lmpt
 from safetensors.torch import load_file
 
-from lmpt.inference.load import load_trained
 from lmpt.model.build import build_model
 from lmpt.model.mtp import without_mtp_modules
+from lmpt.rundir.trained import load_trained
 from lmpt.train.init_from import load_origin, read_origin
 
 MTP = [*BASE, "objective=mtp", "objective.mtp_depth=2"]
@@ -69,7 +69,7 @@ def test_mtp_run_exports_as_clm_llama_with_the_main_heads_logits(runs: dict[str,
     transformers = pytest.importorskip("transformers")
     out = tmp_path / "hf"
     done = subprocess.run(
-        [sys.executable, "-m", "lmpt.inference.export", str(runs["mtp"]), str(out)],
+        [sys.executable, "-m", "lmpt.hf.export", str(runs["mtp"]), str(out)],
         env=env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, describe(done)

@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 from golden import BASE, assert_same, describe, golden_run, interrupted_run, records, run
 
+from lmpt.rundir.checkpoint import manifest_problem
 from lmpt.safe_files import load_file_by_suffix
-from lmpt.train.checkpoint import manifest_problem
 
 
 def tensors(obj) -> list[torch.Tensor]:

@@ -14,8 +14,8 @@ from omegaconf import OmegaConf
 from lmpt.config.validate import refuse_nonfinite
 from lmpt.errors import LmptError
 from lmpt.report.runs import read_run
+from lmpt.rundir.log import LOG_FILE
 from lmpt.train.metrics import strict_json
-from lmpt.train.runlog import LOG_FILE
 
 
 def strict_records(path: Path) -> list[dict]:

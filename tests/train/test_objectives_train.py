@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lmpt_cli import SMALL, records, run_lmpt, val_losses
+from runner import SMALL, records, run_lmpt, val_losses
 
 MEASURES = {
     "clm": {"val_acc"},

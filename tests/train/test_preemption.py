@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from lmpt_cli import SMALL, lmpt_command, lmpt_env, run_lmpt, train_losses, wait_for_step
+from runner import SMALL, lmpt_command, lmpt_env, run_lmpt, train_losses, wait_for_step
 
 ARGS = [*SMALL, "trainer.max_steps=400", "trainer.ckpt_every=1000", "trainer.log_every=1", "trainer.eval_every=0"]
 
@@ -76,7 +76,7 @@ def test_resume_refuses_config_drift_but_allows_run_length(tmp_path: Path) -> No
 
 def test_disk_full_during_checkpoint_keeps_the_previous_one(tmp_path: Path, monkeypatch) -> None:
     from lmpt.errors import LmptError
-    from lmpt.train.checkpoint import CheckpointStore, load_parts
+    from lmpt.rundir.checkpoint import CheckpointStore, load_parts
 
     store = CheckpointStore(tmp_path / "checkpoints", keep_last=2)
     store.save(1, {"model.pt": {"w": torch.ones(3)}})

@@ -13,10 +13,10 @@ import pytest
 import torch
 from golden import describe, env
 from hf_files import gpt2_style, wordpiece
-from lmpt_cli import lmpt_command
+from runner import lmpt_command
 from test_bad_input import one_error_line
 
-from lmpt.inference.load import load_trained
+from lmpt.rundir.trained import load_trained
 from lmpt.tokenizer.special import sentinel_piece
 
 TINY = [
@@ -32,7 +32,7 @@ def lmpt(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def export(run: Path, out: Path) -> None:
-    command = [sys.executable, "-m", "lmpt.inference.export", str(run), str(out)]
+    command = [sys.executable, "-m", "lmpt.hf.export", str(run), str(out)]
     done = subprocess.run(command, env=env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, describe(done)
 

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from lmpt_cli import SMALL, lmpt_command, lmpt_env, records, run_lmpt, wait_for_step
 from omegaconf import OmegaConf
+from runner import SMALL, lmpt_command, lmpt_env, records, run_lmpt, wait_for_step
 
 from lmpt.errors import LmptError
-from lmpt.train.runlock import lock_run_dir, release_run_dirs
+from lmpt.rundir.lock import lock_run_dir, release_run_dirs
 
 ORIGINAL = [*SMALL, "model.n_layers=1", "trainer.seed=7", "optimizer.lr=2e-3", "trainer.max_steps=400",
             "trainer.log_every=1", "trainer.eval_every=0", "trainer.ckpt_every=1000"]  # fmt: skip
@@ -61,7 +61,7 @@ def test_one_process_per_run_and_the_stop_message_resumes_it(tmp_path: Path) -> 
 
 def test_the_lock_goes_with_the_process(tmp_path: Path) -> None:
     hold = (
-        f"from pathlib import Path; from lmpt.train.runlock import lock_run_dir; lock_run_dir(Path({str(tmp_path)!r}))"
+        f"from pathlib import Path; from lmpt.rundir.lock import lock_run_dir; lock_run_dir(Path({str(tmp_path)!r}))"
     )
     holder = subprocess.Popen([sys.executable, "-c", f"{hold}; print('held', flush=True); input()"], env=lmpt_env(),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import golden
 import pytest
-from lmpt_cli import SMALL, lmpt_command, run_lmpt, wait_for_step
+from runner import SMALL, lmpt_command, run_lmpt, wait_for_step
 from slurm_cluster import SlurmCluster, start_cluster, stop_cluster
 
 from lmpt.train.slurm import sbatch_refusal, srun_task_env

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lmpt_cli import SMALL, records, run_lmpt
 from omegaconf import OmegaConf
+from runner import SMALL, records, run_lmpt
 
-from lmpt.cli import sweep_value
+from lmpt.app import sweep_value
 
 
 def test_optuna_study_minimises_validation_loss_past_a_failed_trial(tmp_path: Path) -> None:

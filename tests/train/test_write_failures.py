@@ -14,10 +14,10 @@ import torch
 from golden import BASE, describe, run
 
 from lmpt.errors import LmptError
+from lmpt.rundir.checkpoint import CheckpointStore, manifest_problem
+from lmpt.rundir.log import LOG_FILE
 from lmpt.safe_files import save_weights
-from lmpt.train.checkpoint import CheckpointStore, manifest_problem
 from lmpt.train.metrics import MetricsLog
-from lmpt.train.runlog import LOG_FILE
 
 TORN = '{"step": 9, "loss": 6.2'  # what a power cut in the middle of an append leaves
 

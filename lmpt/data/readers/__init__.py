@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from lmpt.config.choices import DOCUMENT_MODES
 from lmpt.data.readers.jsonl import jsonl_documents
 from lmpt.data.readers.streams import COMPRESSIONS
-from lmpt.data.readers.text import DOCUMENT_MODES, text_documents
+from lmpt.data.readers.text import text_documents
 from lmpt.errors import LmptError
 
 TEXT_SUFFIXES = (".txt", ".md", ".text")

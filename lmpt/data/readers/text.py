@@ -10,7 +10,6 @@ from pathlib import Path
 from lmpt.data.readers.streams import iter_lines
 from lmpt.errors import LmptError
 
-DOCUMENT_MODES = ("auto", "blank_line", "wikitext", "line", "file")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _AUTO_SNIFF_LINES = 2000  # a wikitext heading in the first lines makes `auto` read the file as wikitext
 

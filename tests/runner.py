@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SMALL = [
     "tokenizer.vocab_size=1024",
     "data.seq_len=64",

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import torch
 
+from lmpt.config.command_options import parse_command, run_command
 from lmpt.errors import LmptError
-from lmpt.inference.hf_names import llama_layout, t5_layout, to_hf
-from lmpt.inference.load import RUN_ARGUMENT, Trained, load_trained
-from lmpt.inference.options import parse_command, run_command
+from lmpt.hf.names import llama_layout, t5_layout, to_hf
 from lmpt.model.block import flavour, kv_heads
 from lmpt.model.t5 import MAX_DISTANCE, NUM_BUCKETS
+from lmpt.rundir.directory import TOKENIZER_FILE
+from lmpt.rundir.trained import RUN_ARGUMENT, Trained, load_trained
 from lmpt.safe_files import save_weights
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.hf import HfTokenizer
-from lmpt.tokenizer.tokenizer import Tokenizer
-from lmpt.train.rundir import TOKENIZER_FILE
 
 PROG = "lmpt-export"
 SUMMARY = (

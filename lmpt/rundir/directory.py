@@ -15,12 +15,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from lmpt.console import info
 from lmpt.errors import LmptError
+from lmpt.rundir.checkpoint import MANIFEST, CheckpointStore
+from lmpt.rundir.drift import drifted_keys, flatten
+from lmpt.rundir.lock import LOCK_FILE
+from lmpt.rundir.log import LOG_FILE
 from lmpt.safe_files import load_yaml
-from lmpt.tokenizer.tokenizer import Tokenizer
-from lmpt.train.checkpoint import MANIFEST, CheckpointStore
-from lmpt.train.drift import drifted_keys, flatten
-from lmpt.train.runlock import LOCK_FILE
-from lmpt.train.runlog import LOG_FILE
+from lmpt.tokenizer.base import Tokenizer
+from lmpt.tokenizer.load import load_tokenizer
 
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"
@@ -164,6 +165,6 @@ def load_run_tokenizer(run: RunDir) -> Tokenizer | None:
     path = run_tokenizer_path(run.path)
     if run.resume_from is None or path is None:
         return None
-    tokenizer = Tokenizer.load(path)
+    tokenizer = load_tokenizer(path)
     info(f"resuming with the run's own tokenizer {path}")
     return tokenizer

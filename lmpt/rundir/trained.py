@@ -16,10 +16,11 @@ from lmpt.model import LanguageModel, build_model
 from lmpt.model.electra import discriminator_state
 from lmpt.model.mtp import without_mtp_modules
 from lmpt.objectives.registry import OBJECTIVES, resolve_arch
+from lmpt.rundir.checkpoint import MANIFEST, CheckpointStore, load_part
+from lmpt.rundir.directory import CONFIG_FILE, FINAL_MODEL, LEGACY_FINAL_MODEL, TOKENIZER_FILES, run_tokenizer_path
 from lmpt.safe_files import WEIGHTS_SUFFIX, load_torch, load_weights, load_yaml, weights_metadata
-from lmpt.tokenizer.tokenizer import Tokenizer
-from lmpt.train.checkpoint import MANIFEST, CheckpointStore, load_part
-from lmpt.train.rundir import CONFIG_FILE, FINAL_MODEL, LEGACY_FINAL_MODEL, TOKENIZER_FILES, run_tokenizer_path
+from lmpt.tokenizer.base import Tokenizer
+from lmpt.tokenizer.load import load_tokenizer
 
 RUN_ARGUMENT = (
     "RUN",
@@ -140,7 +141,7 @@ def load_trained(path: str | Path, device: str = "cpu") -> Trained:
         raise LmptError(
             f"run {located.run_dir} has no tokenizer file ({' or '.join(TOKENIZER_FILES)}): it was not trained"
         )
-    tokenizer = Tokenizer.load(tokenizer_path, "the run directory")
+    tokenizer = load_tokenizer(tokenizer_path, "the run directory")
     name = str(config.objective.name)
     if name not in OBJECTIVES:
         raise LmptError(f"{weights} was trained with objective {name}, which this lmpt does not know")

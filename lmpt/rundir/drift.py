@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from lmpt.config.resume import MAY_CHANGE
 from lmpt.errors import LmptError
-from lmpt.train.checkpoint import load_part
+from lmpt.rundir.checkpoint import load_part
 
 
 def flatten(node: Any, prefix: str = "") -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""The tokenizer interface every backend implements (sentencepiece.py, hf.py), and `Tokenizer.load`, which
-picks the backend from the file: a SentencePiece `.model` or a Hugging Face `tokenizer.json`."""
+"""The tokenizer interface every backend implements (sentencepiece.py, hf.py); lmpt.tokenizer.load picks the
+backend for a file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 
 import torch
 
-from lmpt.errors import LmptError
 from lmpt.tokenizer.special import SpecialTokens
 
 
@@ -30,23 +29,6 @@ class Tokenizer(ABC):
         self._model_bytes = model_bytes
         self.fingerprint: str = hashlib.sha256(model_bytes).hexdigest()
         self._word_starts: torch.Tensor | None = None
-
-    @staticmethod
-    def load(path: Path | str, what: str = "tokenizer.model_file", num_sentinels: int = 0) -> Tokenizer:
-        """The tokenizer in `path`: a SentencePiece .model (lmpt's reserved layout), or a tokenizer.json or a
-        directory holding one (a Hugging Face fast tokenizer; `num_sentinels` are added where it has none of
-        its own: 0 for a file lmpt stored, which already holds every role). `what` names the setting to fix."""
-        from lmpt.tokenizer.hf import HfTokenizer, tokenizer_json_path
-        from lmpt.tokenizer.sentencepiece import SentencePieceTokenizer
-
-        path = Path(path).expanduser()
-        if path.is_dir():
-            path = tokenizer_json_path(path, what)
-        if not path.is_file():
-            raise LmptError(f"tokenizer file not found: {path}: fix {what}")
-        if path.suffix == ".json":
-            return HfTokenizer(path, path.read_bytes(), num_sentinels, what)
-        return SentencePieceTokenizer(path, path.read_bytes())
 
     @property
     def model_bytes(self) -> bytes:
