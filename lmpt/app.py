@@ -21,6 +21,7 @@ from lmpt.config.errors import USER_ERRORS, describe
 from lmpt.config.resolvers import register_resolvers
 from lmpt.config.store import conf_dir, register_schemas
 from lmpt.errors import LmptError
+from lmpt.objectives.registry import register_objective_schemas
 from lmpt.train.slurm import sbatch_refusal, without_sbatch_echo
 
 register_resolvers()  # also in launcher worker processes, which import this module to run the task
@@ -66,6 +67,7 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
     """Run `task` as a Hydra app over lmpt's conf/, reporting user errors as one line with exit 2.
     `continue_runs`: the command line may name a run to resume (`lmpt` itself)."""
     register_schemas()
+    register_objective_schemas()  # the objective group's schemas live beside the objectives
     register_resolvers()
     wants_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let exceptions reach us instead of Hydra's multi-line report

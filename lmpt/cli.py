@@ -9,10 +9,24 @@ from omegaconf import DictConfig
 from lmpt.app import exit_process, run_hydra_app
 
 
-def train(cfg: DictConfig) -> float | None:
-    from lmpt.train.run import run_training  # heavy imports only once the config is valid
+def train(cfg: DictConfig) -> float:
+    """Resolve the composed config once, train, score the downstream tasks, and close the run; returns the final
+    validation loss (what a sweeper minimises)."""
+    from lmpt.downstream.after_training import check_downstream, score_downstream  # heavy: after composition
+    from lmpt.rundir.directory import failure_recorded
+    from lmpt.train.run import complete_run, run_training
+    from lmpt.train.session import training_session
+    from lmpt.train.spec import given_keys, resolve
 
-    return run_training(cfg)
+    with training_session(cfg.trainer.strategy) as session:  # a refusal leaves no run directory behind
+        spec = resolve(cfg, given_keys())
+        check_downstream(spec.downstream)
+        result = run_training(spec, session)
+        if result.status == "completed" and session.is_main:
+            with failure_recorded(result.run_path, lambda: result.step):
+                score_downstream(spec.downstream, result.run_path, result.step, result.device)
+            complete_run(result)
+    return result.val_loss
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import re
+import secrets
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -40,8 +41,9 @@ def _refuse_code(path: Path, what: str) -> UnsafeFile:
 
 def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
     """`write(tmp)` fills a file beside `path`, which is then synced and renamed into place: `path` is whole or
-    absent, never torn. A failed write (a full disk) is one line."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    absent, never torn. Each call stages in a file of its own, so writers racing for `path` never share one (the
+    last rename wins, whole). A failed write (a full disk) is one line."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
         write(tmp)
         with open(tmp, "rb") as f:

@@ -34,13 +34,15 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 from lmpt.batch import IGNORE, Batch
-from lmpt.config.objective_schema import ClmConfig, MlmConfig, SpanConfig
 from lmpt.config.schema import AdamWConfig, DataConfig, ModelConfig, TokenizerConfig
 from lmpt.data.cache import prepare_corpora
 from lmpt.data.sampler import WindowSampler
 from lmpt.model import LanguageModel, build_model
 from lmpt.objectives.base import Objective
+from lmpt.objectives.clm import ClmConfig
+from lmpt.objectives.mlm import MlmConfig
 from lmpt.objectives.registry import build_objective
+from lmpt.objectives.span import SpanConfig
 from lmpt.rng import generator
 from lmpt.train.efficiency import DATASHEET_BF16_PEAK, measured_matmul_peak
 from lmpt.train.optim import build_optimizer

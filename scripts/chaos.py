@@ -4,7 +4,7 @@ was lost or changed against the same run never stopped.
     python scripts/chaos.py --kills 200 --out docs/chaos        # every case; the table in docs/chaos.md
     python scripts/chaos.py --kills 6 --cases clm,ddp --seed 3  # a quick look
 
-Each case (the six objectives, a data mixture, a model.init_from stage, DDP under torchrun) first runs once
+Each case (the nine objectives, a data mixture, a model.init_from stage, DDP under torchrun) first runs once
 uninterrupted from an empty token cache. Then, in rounds that each start from an empty cache too, its command is
 started, killed at a moment aimed at one phase (start-up, cache build, a step, an evaluation, a checkpoint write),
 restarted (the same command or `lmpt trainer.resume=RUN_DIR`), killed again ... and finally let finish. Where

@@ -31,34 +31,32 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 WATCHED = ("lmpt.train.run",)  # always shown in the imports-per-module table
 DEFAULT_ENTRY = "lmpt.cli:train:cfg"
+CARRIERS = ("RunSpec",)
+"""Types whose values carry the root config (their `.config`): a parameter annotated with one is walked too."""
 FALLBACK_OBJECTIVES = ("clm", "mlm", "nsp", "span", "prefix", "ul2-mixture", "electra", "mtp", "fim")
 ROOT_ATTRS = {"config", "root"}  # x.config / x.root of anything is the root config
 ROOT_PRESERVING = {"deepcopy", "copy", "merge"}  # copy.deepcopy(cfg), OmegaConf.merge(cfg, ...) stay the root
 
-
-Mod = namedtuple("Mod", "name path tree is_pkg")
+Mod = namedtuple("Mod", "name path tree is_pkg")  # path relative to the package's parent: "lmpt/train/run.py"
 # type_only: every import of dst in src sits under `if TYPE_CHECKING:`; lazy: every one sits inside a function
 Edge = namedtuple("Edge", "src dst type_only lazy line")
 Func = namedtuple("Func", "mod cls node")  # cls: "module:Class" for a method, else None
 
 
 def load_package(root: Path) -> dict[str, Mod]:
-    root = Path(root)
-    mods = {}
+    root, mods = Path(root), {}
     for path in sorted(root.rglob("*.py")):
         parts = (root.name, *path.relative_to(root).with_suffix("").parts)
         is_pkg = parts[-1] == "__init__"
         name = ".".join(parts[:-1] if is_pkg else parts)
-        mods[name] = Mod(name, path, ast.parse(path.read_text(encoding="utf-8"), str(path)), is_pkg)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        mods[name] = Mod(name, str(path.relative_to(root.parent)), tree, is_pkg)  # path: "lmpt/x/y.py"
     return mods
 
 
 def _longest_module(dotted: str, mods: dict[str, Mod]) -> str | None:
-    parts = dotted.split(".")
-    for n in range(len(parts), 0, -1):
-        if ".".join(parts[:n]) in mods:
-            return ".".join(parts[:n])
-    return None
+    prefixes = (dotted.rsplit(".", n)[0] for n in range(dotted.count(".") + 1))
+    return next((p for p in prefixes if p in mods), None)
 
 
 def _imports(node: ast.AST, type_only: bool = False, lazy: bool = False):
@@ -148,14 +146,12 @@ def up_arrows(edges: list[Edge], layers=LAYERS) -> list[dict]:
     return ups
 
 
-# ---- the root config walk -------------------------------------------------------------------------------------------
 class Index:
     """Module-level functions, classes and import bindings of every module, for static call resolution."""
 
     def __init__(self, mods: dict[str, Mod]) -> None:
-        self.mods, self.funcs, self.classes = mods, {}, {}
-        self.bindings: dict[str, dict[str, str]] = {}
-        for mod in mods.values():
+        self.mods, self.funcs, self.classes, self.bindings = mods, {}, {}, {}
+        for mod in mods.values():  # bindings: every import in the module, lazy ones too, as if module-wide
             self.bindings[mod.name] = {n: t for node, _, _ in _imports(mod.tree) for n, t in _bound(mod, node)}
             for node in mod.tree.body:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -219,13 +215,20 @@ def _targets(stmt: ast.stmt) -> list[ast.expr]:
     return stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
 
 
+def _pairs(stmt: ast.stmt) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) of an assignment, a tuple paired element by element: `self.cfg, self.t = cfg, cfg.trainer`."""
+    value, out = stmt.value, []
+    for t in _targets(stmt):
+        same = isinstance(t, ast.Tuple) and isinstance(value, ast.Tuple) and len(t.elts) == len(value.elts)
+        out += zip(t.elts, value.elts, strict=True) if same else [(t, value)]
+    return out
+
+
 def _is_root(expr: ast.expr, names: set[str], self_attrs: set[str]) -> bool:
     if isinstance(expr, ast.Name):
         return expr.id in names
     if isinstance(expr, ast.Attribute):
-        return expr.attr in ROOT_ATTRS or (
-            isinstance(expr.value, ast.Name) and expr.value.id == "self" and expr.attr in self_attrs
-        )
+        return expr.attr in ROOT_ATTRS or (getattr(expr.value, "id", 0) == "self" and expr.attr in self_attrs)
     if isinstance(expr, ast.Call) and expr.args:
         name = expr.func.attr if isinstance(expr.func, ast.Attribute) else getattr(expr.func, "id", "")
         return name in ROOT_PRESERVING and _is_root(expr.args[0], names, self_attrs)
@@ -240,35 +243,33 @@ def _params(fn: Func) -> list[str]:
 
 def config_walk(mods: dict[str, Mod], entry: str = DEFAULT_ENTRY, layers=LAYERS) -> dict:
     """Follows the root config from entry ("module:function:param") through statically resolvable lmpt calls."""
-    index = Index(mods)
-    module, func, param = entry.split(":")
+    index, (module, func, param) = Index(mods), entry.split(":")
     start = f"{module}:{func}"
     if start not in index.funcs:
         raise SystemExit(f"error: entry {entry}: no function {func} in {module}")
     tainted: dict[str, set[str]] = defaultdict(set, {start: {param}})
+    for key, fn in index.funcs.items():  # a record that carries the root config (RunSpec) is followed as the root
+        args = fn.node.args.posonlyargs + fn.node.args.args + fn.node.args.kwonlyargs
+        tainted[key] |= {a.arg for a in args if a.annotation is not None and ast.unparse(a.annotation) in CARRIERS}
     class_attrs: dict[str, set[str]] = defaultdict(set)
-    edges: dict[tuple[str, int, int], str] = {}  # call site -> callee
-    unresolved: dict[tuple[str, int, int], str] = {}
-    work = [start]
+    edges: dict[tuple, str] = {}  # call site (function, line, column) -> callee
+    unresolved: dict[tuple, str] = {}  # call site -> the callee as written
+    work = [k for k, v in tainted.items() if v]
     while work:
         key = work.pop()
         fn = index.funcs[key]
         attrs = class_attrs[fn.cls] if fn.cls else set()
         names = set(tainted[key])
-        assigns = [n for n in ast.walk(fn.node) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value]
+        pairs = [
+            p for n in ast.walk(fn.node) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value for p in _pairs(n)
+        ]
         local_defs = {n.name for n in ast.walk(fn.node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        for _ in range(len(assigns) + 1):  # to a fixpoint: x = cfg; y = x
-            roots = [t for n in assigns if _is_root(n.value, names, attrs) for t in _targets(n)]
-            grown = {t.id for t in roots if isinstance(t, ast.Name)}
-            if grown <= names:
-                break
-            names |= grown
-        for n in assigns:
-            for t in _targets(n):
-                is_self = isinstance(t, ast.Attribute) and getattr(t.value, "id", None) == "self"
-                if fn.cls and is_self and t.attr not in attrs and _is_root(n.value, names, attrs):
-                    class_attrs[fn.cls].add(t.attr)
-                    work += [k for k, f in index.funcs.items() if f.cls == fn.cls]
+        while grown := {t.id for t, v in pairs if isinstance(t, ast.Name) and _is_root(v, names, attrs)} - names:
+            names |= grown  # to a fixpoint: x = cfg; y = x
+        for t in (t for t, v in pairs if _is_root(v, names, attrs)):
+            if fn.cls and isinstance(t, ast.Attribute) and getattr(t.value, "id", 0) == "self" and t.attr not in attrs:
+                class_attrs[fn.cls].add(t.attr)  # self.X = cfg: self.X is the root in every method of the class
+                work += [k for k, f in index.funcs.items() if f.cls == fn.cls]
         for call in (n for n in ast.walk(fn.node) if isinstance(n, ast.Call)):
             pos = [i for i, a in enumerate(call.args) if not isinstance(a, ast.Starred) and _is_root(a, names, attrs)]
             kws = [k.arg for k in call.keywords if k.arg and _is_root(k.value, names, attrs)]
@@ -280,40 +281,33 @@ def config_walk(mods: dict[str, Mod], entry: str = DEFAULT_ENTRY, layers=LAYERS)
             target = index.callee(call, fn)
             if target is None:
                 unresolved[site] = ast.unparse(call.func)
-                continue
-            edges[site] = target
-            if target in index.funcs:
-                params = _params(index.funcs[target])
-                new = {params[i] for i in pos if i < len(params)} | (
-                    set(kws) & {*params, *(a.arg for a in index.funcs[target].node.args.kwonlyargs)}
-                )
+            elif edges.setdefault(site, target) in index.funcs:
+                params = _params(index.funcs[target])  # positional ones, self/cls left out
+                kwonly = {a.arg for a in index.funcs[target].node.args.kwonlyargs}
+                new = {params[i] for i in pos if i < len(params)} | (set(kws) & (set(params) | kwonly))
                 if not new <= tainted[target]:
                     tainted[target] |= new
                     work.append(target)
     reached = {k.split(":")[0] for k, p in tainted.items() if p} | {t.split(":")[0] for t in edges.values()}
     layer = lambda key: layer_of(key.split(":")[0], layers) or 0
     climbs = sorted(f"{s[0]} -> {t}" for s, t in edges.items() if layer(s[0]) < layer(t))
-    pkg_parent = mods[module].path.parents[len(module.split(".")) - (0 if mods[module].is_pkg else 1)]
-    return {
-        "entry": entry,
-        "files": sorted(str(mods[m].path.relative_to(pkg_parent)) for m in reached),
-        "call_edges": len(edges),
-        "climbs": climbs,
-        "unresolved": len(unresolved),
-        "unresolved_callees": dict(Counter(unresolved.values()).most_common()),
-        "edges": sorted(f"{s[0]}:{s[1]} -> {t}" for s, t in edges.items()),
-    }
+    return {"entry": entry, "files": sorted(mods[m].path for m in reached), "call_edges": len(edges), "climbs": climbs,
+            "unresolved": len(unresolved), "unresolved_callees": dict(Counter(unresolved.values()).most_common()),
+            "edges": sorted(f"{s[0]}:{s[1]} -> {t}" for s, t in edges.items())}  # fmt: skip
 
 
-# ---- objective names ------------------------------------------------------------------------------------------------
-def objective_names(root: Path) -> list[str]:
+def _in_objectives(mod: Mod) -> bool:
+    return mod.name.split(".")[1:2] == ["objectives"]
+
+
+def objective_names(mods: dict[str, Mod]) -> list[str]:
+    """The `name = "clm"` / `name: ClassVar[str] = "clm"` class attributes of the classes in <pkg>/objectives/."""
     found = []
-    for path in sorted((Path(root) / "objectives").glob("*.py")):
-        for cls in (n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.ClassDef)):
+    for mod in filter(_in_objectives, mods.values()):
+        for cls in (n for n in ast.walk(mod.tree) if isinstance(n, ast.ClassDef)):
             for item in cls.body:
-                value = getattr(item, "value", None)
-                if any(getattr(t, "id", 0) == "name" for t in _targets(item)) and isinstance(value, ast.Constant):
-                    found.append(value.value)
+                if any(getattr(t, "id", 0) == "name" for t in _targets(item)) and isinstance(item.value, ast.Constant):
+                    found.append(item.value.value)
     return sorted({f for f in found if isinstance(f, str)}) or list(FALLBACK_OBJECTIVES)
 
 
@@ -328,53 +322,40 @@ def _literals(node: ast.AST, names: set[str]) -> list[ast.Constant]:
 def objective_compares(mods: dict[str, Mod], names: list[str]) -> list[str]:
     """file:line of each source line outside <pkg>/objectives/ comparing (or keying on) an objective name."""
     wanted, hits = set(names), set()
-    for mod in mods.values():
-        pkg = mod.name.split(".")[0]
-        if mod.name == f"{pkg}.objectives" or mod.name.startswith(f"{pkg}.objectives."):
-            continue
+    for mod in (m for m in mods.values() if not _in_objectives(m)):
         in_fstring = {id(n) for j in ast.walk(mod.tree) if isinstance(j, ast.JoinedStr) for n in ast.walk(j)}
         found: list[ast.Constant] = []
-        for node in ast.walk(mod.tree):
-            if id(node) in in_fstring:
-                continue
-            if isinstance(node, ast.Compare):
-                sides = [node.left, *node.comparators]
-                lits = [(s, _literals(s, wanted)) for s in sides]
-                others = " ".join(ast.unparse(s) for s, lit in lits if not lit)
-                if "attention" not in others.lower():
+        for node in (n for n in ast.walk(mod.tree) if id(n) not in in_fstring):
+            if isinstance(node, ast.Compare):  # "clm" == x, x in ("clm", "mlm"), but not attention == "prefix"
+                lits = [(s, _literals(s, wanted)) for s in [node.left, *node.comparators]]
+                if "attention" not in " ".join(ast.unparse(s) for s, lit in lits if not lit).lower():
                     found += [c for _, lit in lits for c in lit]
-            elif isinstance(node, ast.Dict):
-                found += [k for k in node.keys if k is not None and _literals(k, wanted) == [k]]
+            elif isinstance(node, ast.Dict):  # keyed by objective: two or more keys are objective names
+                keys = [k for k in node.keys if k is not None and _literals(k, wanted) == [k]]
+                found += keys if len(keys) >= 2 else []
         for stmt in mod.tree.body:  # module-level constants: NAMES = ("clm", ...)
             if _targets(stmt) and stmt.value and not any(getattr(t, "id", 0) == "__all__" for t in _targets(stmt)):
                 found += [c for c in _literals(stmt.value, wanted) if c is not stmt.value]
-        prefix = mod.path.parts[-len(mod.name.split(".")) - (1 if mod.is_pkg else 0) :]
-        hits |= {(str(Path(*prefix)), c.lineno) for c in found}
+        hits |= {(mod.path, c.lineno) for c in found}
     return [f"{f}:{line}" for f, line in sorted(hits)]
 
 
-# ---- all figures ----------------------------------------------------------------------------------------------------
 def analyse(root: Path, entry: str = DEFAULT_ENTRY, layers=LAYERS) -> dict:
     mods = load_package(root)
     edges = import_graph(mods)
-    names = objective_names(root)
+    names = objective_names(mods)
     compares = objective_compares(mods, names)
     fan = dict(sorted(Counter(e.src for e in edges).items(), key=lambda kv: (-kv[1], kv[0])))  # distinct targets
     return {
-        "modules": len(mods),
-        "import_edges": len(edges),
-        "type_only_edges": sum(e.type_only for e in edges),
+        "modules": len(mods), "import_edges": len(edges), "type_only_edges": sum(e.type_only for e in edges),
         "lazy_edges": sum(e.lazy and not e.type_only for e in edges),
         "unlayered": sorted(m for m in mods if layer_of(m, layers) is None),
-        "cycles": cycles(edges),
-        "cycles_including_type_only": cycles(edges, runtime_only=False),
-        "up_arrows": up_arrows(edges, layers),
-        "imports_per_module": fan,
+        "cycles": cycles(edges), "cycles_including_type_only": cycles(edges, runtime_only=False),
+        "up_arrows": up_arrows(edges, layers), "imports_per_module": fan,
         "config_walk": config_walk(mods, entry, layers) if entry.split(":")[0] in mods else None,
-        "objective_names": names,
-        "objective_compares": compares,
+        "objective_names": names, "objective_compares": compares,
         "objective_compare_files": len({c.rsplit(":", 1)[0] for c in compares}),
-    }
+    }  # fmt: skip
 
 
 def report(fig: dict) -> str:
@@ -382,7 +363,8 @@ def report(fig: dict) -> str:
     lines = [f"modules {fig['modules']}, import edges {fig['import_edges']} (type-only {fig['type_only_edges']}, "
              f"lazy {fig['lazy_edges']})", f"import circles (runtime): {len(fig['cycles'])}, including type-only "
              f"imports: {len(fig['cycles_including_type_only'])}"]  # fmt: skip
-    lines += [f"  {len(c)}: {', '.join(c)}" for c in fig["cycles_including_type_only"]]
+    lines += [f"  {', '.join(c)}{'' if c in fig['cycles'] else '  (closed by a type-only import)'}"
+              for c in fig["cycles_including_type_only"]]  # fmt: skip
     lines.append(f"arrows up the layers: {len(ups)} (type-only {sum(u['type_only'] for u in ups)}, "
                  f"lazy {sum(u['lazy'] for u in ups)})")  # fmt: skip
     lines += [f"  {u['src']} [{u['src_layer']}] -> {u['dst']} [{u['dst_layer']}]{'  type-only' * u['type_only']}"
@@ -394,6 +376,7 @@ def report(fig: dict) -> str:
         lines.append(f"root config walk from {walk['entry']}: {len(walk['files'])} files, {walk['call_edges']} call "
                      f"edges, {len(walk['climbs'])} climbs, {walk['unresolved']} unresolved calls skipped")  # fmt: skip
         lines += [f"  file  {f}" for f in walk["files"]] + [f"  climb {c}" for c in walk["climbs"]]
+        lines.append("  skipped: " + ", ".join(f"{name} x{n}" for name, n in walk["unresolved_callees"].items()))
     lines.append(f"objective names compared outside objectives/: {len(fig['objective_compares'])} lines in "
                  f"{fig['objective_compare_files']} files (names: {', '.join(fig['objective_names'])})")  # fmt: skip
     lines += [f"  {c}" for c in fig["objective_compares"]]

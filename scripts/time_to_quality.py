@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from rich.console import Console
 from rich.table import Table
@@ -95,6 +96,27 @@ def run_recipe(overrides: list[str], data: list[str], held: Path, run_dir: Path)
     }
 
 
+def refuse(message: str) -> NoReturn:
+    """One line on stderr and exit 2, before any work (as lmpt's own commands refuse bad input)."""
+    print(f"time_to_quality: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_recipes(given: list[str]) -> dict[str, list[str]]:
+    """NAME="override override ..." -> {NAME: [override, ...]}; a recipe without a name or '=' is refused."""
+    recipes: dict[str, list[str]] = {}
+    for recipe in given:
+        name, sep, value = recipe.partition("=")
+        if not sep:
+            refuse(f"--recipe {recipe} has no '=': write NAME=\"override override ...\" (NAME= for the defaults)")
+        if not name.strip() or " " in name:
+            refuse(f'--recipe {recipe} has no name: write NAME="override override ..."')
+        if name in recipes:
+            refuse(f"two recipes named '{name}': give each --recipe a name of its own")
+        recipes[name] = value.split()
+    return recipes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--recipe", action="append", help='NAME="override override ..." (default: before and after)')
@@ -102,8 +124,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every run's figures here")
     parser.add_argument("--keep", type=Path, help="keep run directories under this folder")
     args = parser.parse_args()
-    given = args.recipe or [f"before={BEFORE_ISSUE_24}", "after="]
-    recipes = {name: value.split() for name, value in (r.split("=", 1) for r in given)}
+    if args.rounds < 1:
+        refuse(f"--rounds {args.rounds}: give at least 1 (times each recipe runs)")
+    recipes = parse_recipes(args.recipe or [f"before={BEFORE_ISSUE_24}", "after="])
     console = Console(width=150)  # the table's ten columns, unwrapped in a log file too
     console.print(f"load before: {os.getloadavg()}")
     results: dict[str, list[dict]] = {name: [] for name in recipes}

@@ -6,38 +6,64 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import sys
+import typing
 from functools import cache
 
-from lmpt.config import objective_schema as objectives
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
 from lmpt.config import optimizer_schema, schema
 
-GROUP_SCHEMAS: dict[str, list[type]] = {
+STATIC_SCHEMAS: dict[str, list[type]] = {
     "tokenizer": [schema.TokenizerConfig],
-    "objective": [objectives.ClmConfig, objectives.MlmConfig, objectives.NspConfig, objectives.ElectraConfig,
-                  objectives.SpanConfig, objectives.PrefixConfig, objectives.Ul2Config, objectives.MtpConfig,
-                  objectives.FimConfig, objectives.DenoiserConfig],
     "model": [schema.ModelConfig],
     "optimizer": [schema.AdamWConfig, schema.AdafactorConfig, optimizer_schema.MuonConfig],
     "scheduler": [schema.SchedulerConfig],
     "data": [schema.DataConfig, schema.SourceConfig],
     "trainer": [schema.TrainerConfig],
     "downstream": [schema.DownstreamConfig],
-}  # fmt: skip
-_TITLES = {
-    objectives.DenoiserConfig: "ul2-mixture: each entry of objective.denoisers",
-    schema.SourceConfig: "data=mixture: each entry of data.sources",
 }
-_ENTRIES = (objectives.DenoiserConfig, schema.SourceConfig)  # list entries: their keys stand alone
+"""The groups whose schemas the config layer defines; the objective group's come from ConfigStore."""
+_TITLES: dict[type, str] = {schema.SourceConfig: "data=mixture: each entry of data.sources"}
+"""List entries: their keys stand alone, under a title of their own."""
+
+
+def objective_schemas() -> tuple[list[type], dict[type, str]]:
+    """The objective group's schemas as registered with Hydra's ConfigStore (by lmpt.objectives.registry: the
+    config layer never imports the objectives), then the entry classes of their list fields (ul2-mixture's
+    denoisers) with their titles."""
+    nodes = ConfigStore.instance().repo.get("schema", {}).get("objective", {})
+    options = [OmegaConf.get_type(node.node) for node in nodes.values()]
+    entries: dict[type, str] = {}
+    for cls in options:
+        for name, hint in typing.get_type_hints(cls).items():
+            (arg,) = typing.get_args(hint) or (None,)
+            if typing.get_origin(hint) is list and dataclasses.is_dataclass(arg):
+                entries[arg] = f"{cls().name}: each entry of objective.{name}"  # type: ignore[call-arg, attr-defined]
+    return [*options, *entries], entries  # type: ignore[list-item]
+
+
+def group_schemas() -> dict[str, list[type]]:
+    """group -> its schema classes, in the order of `lmpt --help` and the README's table."""
+    groups = dict(STATIC_SCHEMAS)
+    return {"tokenizer": groups.pop("tokenizer"), "objective": objective_schemas()[0], **groups}
+
+
+def _titles() -> dict[type, str]:
+    return {**_TITLES, **objective_schemas()[1]}
+
+
+def _docstrings() -> dict[str, dict[str, str]]:
+    """class name -> field -> the string literal right under the field, for every class of the schema modules."""
+    classes = [klass for group in group_schemas().values() for cls in group for klass in cls.__mro__]
+    return _module_docstrings(tuple(dict.fromkeys(k.__module__ for k in classes if k is not object)))
 
 
 @cache
-def _docstrings() -> dict[str, dict[str, str]]:
-    """class name -> field -> the string literal right under the field, for every class of the schema modules."""
+def _module_docstrings(modules: tuple[str, ...]) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
-    nodes = [
-        node for module in (schema, objectives, optimizer_schema) for node in ast.parse(inspect.getsource(module)).body
-    ]
-    for node in nodes:
+    for node in (n for name in modules for n in ast.parse(inspect.getsource(sys.modules[name])).body):
         if isinstance(node, ast.ClassDef):
             docs, body = {}, node.body
             for field, after in zip(body, body[1:], strict=False):
@@ -66,15 +92,15 @@ def _default(field: dataclasses.Field) -> str:
 
 def reference_rows() -> list[tuple[str, str, str, str]]:
     """(section, key, default, description) for every field of every group."""
-    rows = []
-    for group, classes in GROUP_SCHEMAS.items():
+    rows, titles = [], _titles()
+    for group, classes in group_schemas().items():
         for cls in classes:
-            if cls in _TITLES:
-                section = _TITLES[cls]
+            if cls in titles:
+                section = titles[cls]
             else:
-                options = [c for c in classes if c not in _TITLES]  # the group's options (entries have titles)
+                options = [c for c in classes if c not in titles]  # the group's options (entries have titles)
                 section = group if len(options) == 1 else f"{group}={cls().name}"
-            prefix = "" if cls in _ENTRIES else f"{group}."
+            prefix = "" if cls in titles else f"{group}."
             for field in dataclasses.fields(cls):
                 rows.append((section, f"{prefix}{field.name}", _default(field), field_doc(cls, field.name)))
     return rows

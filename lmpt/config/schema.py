@@ -1,4 +1,4 @@
-"""Typed schemas of the config groups (the objectives' are in objective_schema.py). The string under each field
+"""Typed schemas of the config groups (each objective's is beside it in lmpt/objectives/). The string under each field
 is its documentation (`lmpt --help` and the README's configuration reference are built from it)."""
 
 from __future__ import annotations

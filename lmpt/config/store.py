@@ -1,7 +1,8 @@
 """Registers the schemas with Hydra's ConfigStore and finds the conf/ directory.
 
 Schemas live under `schema/<group>` so they never show up as choices of the groups themselves;
-each yaml in conf/<group>/ starts from its schema (`- /schema/<group>/<name>@_here_`)."""
+each yaml in conf/<group>/ starts from its schema (`- /schema/<group>/<name>@_here_`). The objective group's
+schemas live beside their objectives (lmpt.objectives.registry.register_objective_schemas registers them)."""
 
 from __future__ import annotations
 
@@ -9,23 +10,11 @@ from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
 
-from lmpt.config import objective_schema as o
 from lmpt.config import optimizer_schema
 from lmpt.config import schema as s
 
 _SCHEMAS = {
     "tokenizer": {"sentencepiece": s.TokenizerConfig},
-    "objective": {
-        "clm": o.ClmConfig,
-        "mlm": o.MlmConfig,
-        "nsp": o.NspConfig,
-        "electra": o.ElectraConfig,
-        "span": o.SpanConfig,
-        "prefix": o.PrefixConfig,
-        "ul2-mixture": o.Ul2Config,
-        "mtp": o.MtpConfig,
-        "fim": o.FimConfig,
-    },
     "model": {"model": s.ModelConfig},
     "optimizer": {"adamw": s.AdamWConfig, "adafactor": s.AdafactorConfig, "muon": optimizer_schema.MuonConfig},
     "scheduler": {"scheduler": s.SchedulerConfig},
@@ -36,6 +25,7 @@ _SCHEMAS = {
 
 
 def register_schemas() -> None:
+    """Every group's schema but the objectives' (the config layer does not import lmpt.objectives)."""
     cs = ConfigStore.instance()
     cs.store(name="lmpt_schema", node=s.LmptConfig)
     for group, nodes in _SCHEMAS.items():

@@ -1,5 +1,5 @@
-"""Downstream scoring when a run ends (the `downstream` config group): the multiple-choice tasks zero-shot
-(lmpt.downstream.multiple_choice) and the classification tasks fine-tuned (lmpt.downstream.finetune) on the final
+"""Downstream scoring when a run ends (the `downstream` config group): the multiple-choice and minimal-pair tasks
+zero-shot (lmpt.downstream.zero_shot) and the classification tasks fine-tuned (lmpt.downstream.finetune) on the final
 model. The figures go into metrics.jsonl as one record at the last step, `downstream/TASK/FIGURE` (what sweep
 summaries and lmpt-compare rank by), and each task's whole result into RUN/downstream/TASK.json.
 `check_downstream` reads every task before training starts, so a bad task costs no training."""
@@ -13,15 +13,14 @@ from typing import Any
 from rich.table import Table
 
 from lmpt.console import console
-from lmpt.downstream.choice_tasks import BUNDLED_PREFIX, read_choice_task, task_name, tasks_dir
-from lmpt.downstream.multiple_choice import evaluate_choices
+from lmpt.downstream.choice_tasks import BUNDLED_PREFIX, task_name, tasks_dir
+from lmpt.downstream.figures import CLASSIFICATION_FIGURES, metric_key, task_figure
 from lmpt.downstream.options import FinetuneOptions, TaskData
 from lmpt.downstream.record import record_path, write_record
+from lmpt.downstream.zero_shot import evaluate_zero_shot, logged_zero_shot, read_zero_shot
 from lmpt.errors import LmptError
+from lmpt.rundir.directory import METRICS_FILE
 from lmpt.train.metrics import MetricsLog
-
-CHOICE_FIGURES = ("accuracy", "accuracy_norm", "chance")
-CLASSIFICATION_FIGURES = ("accuracy_mean", "accuracy_std", "macro_f1_mean", "majority_accuracy")
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ def check_downstream(downstream: Any) -> None:
     mode are checked with the rest of the config (lmpt.config.validate)."""
     for i, task in enumerate(downstream.choice_tasks):
         try:
-            read_choice_task(str(task))
+            read_zero_shot(str(task))
         except LmptError as exc:
             raise LmptError(f"downstream.choice_tasks[{i}]: {exc}") from None
     names = [task_name(str(t)) for t in downstream.choice_tasks]
@@ -64,9 +63,7 @@ def check_downstream(downstream: Any) -> None:
         record_path(Path("."), name)  # a name that cannot be a file is refused now, not after training
 
 
-def score_downstream(
-    downstream: Any, run_dir: Path, step: int, metrics: MetricsLog, device: str = "cpu"
-) -> dict[str, float]:
+def score_downstream(downstream: Any, run_dir: Path, step: int, device: str = "cpu") -> dict[str, float]:
     """Score the final model of `run_dir` on `device` (cpu or cuda) on every task of `downstream`; log the figures
     at `step` and print them. Returns the logged figures (empty when no task is named)."""
     if not downstream.choice_tasks and not downstream.classification_tasks:
@@ -78,9 +75,9 @@ def score_downstream(
     figures: dict[str, float] = {}
     for task in map(str, downstream.choice_tasks):
         name = task_name(task)
-        result = {"task": name, **evaluate_choices(trained, read_choice_task(task), downstream.batch_size, False)}
+        result = {"task": name, **evaluate_zero_shot(trained, read_zero_shot(task), downstream.batch_size, False)}
         write_record(record_path(run_dir, name), result)
-        figures |= {f"downstream/{name}/{k}": result[k] for k in CHOICE_FIGURES}
+        figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items()}
     for i, task in enumerate(map(str, downstream.classification_tasks)):
         spec = classification_task(task, f"downstream.classification_tasks[{i}]")
         options = FinetuneOptions(
@@ -89,8 +86,8 @@ def score_downstream(
         )  # fmt: skip
         result = finetune(trained, options)
         write_record(record_path(run_dir, spec.name), result)
-        figures |= {f"downstream/{spec.name}/{k}": result[k] for k in CLASSIFICATION_FIGURES if k in result}
-    metrics.write({"step": step, **figures})
+        figures |= {metric_key(spec.name, k): result[k] for k in CLASSIFICATION_FIGURES if k in result}
+    MetricsLog(run_dir / METRICS_FILE).write({"step": step, **figures})
     _print_figures(figures)
     return figures
 
@@ -100,5 +97,5 @@ def _print_figures(figures: dict[str, float]) -> None:
     table.add_column("figure")
     table.add_column("value", justify="right")
     for key, value in figures.items():
-        table.add_row(key.removeprefix("downstream/"), f"{value:.4f}")
+        table.add_row(task_figure(key), f"{value:.4f}")
     console.print(table)

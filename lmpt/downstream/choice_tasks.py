@@ -6,7 +6,7 @@ one LmptError naming the file and line and what to do."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,8 @@ class ChoiceQuestion:
     choices: tuple[str, ...]
     label: int
     """Index of the right choice."""
+    where: str = field(default="", compare=False)
+    """`FILE:LINE` of the record, for messages."""
 
 
 def tasks_dir() -> Path:
@@ -33,15 +35,19 @@ def tasks_dir() -> Path:
 
 
 def resolve_task(task: str) -> Path:
-    """The file a `task=` value names: a path, or `bundled:NAME` for lmpt/tasks/NAME.jsonl."""
+    """The file a `task=` value names: a path, or `bundled:NAME` for lmpt/tasks/NAME.jsonl (or NAME.jsonl.zst)."""
     if task.startswith(BUNDLED_PREFIX):
         name = task[len(BUNDLED_PREFIX) :].removesuffix(".jsonl")
         path = tasks_dir() / f"{name}.jsonl"
+        if not path.is_file() and path.with_suffix(".jsonl.zst").is_file():
+            path = path.with_suffix(".jsonl.zst")
         if not path.is_file():
-            shipped = ", ".join(sorted(p.stem for p in tasks_dir().glob("*.jsonl")))
+            shipped = ", ".join(sorted(p.name.split(".")[0] for p in tasks_dir().glob("*.jsonl*")))
             raise LmptError(f"task={task} is not a bundled task: use one of {shipped} or a path to a .jsonl file")
         return path
     path = Path(task).expanduser()
+    if path.is_dir():
+        raise LmptError(f"task={task} is a directory: give the .jsonl file of multiple-choice records inside it")
     if not path.is_file():
         raise LmptError(f"task={task} does not exist: give a .jsonl file of multiple-choice records")
     return path
@@ -78,7 +84,7 @@ def _question(where: str, record: Any) -> ChoiceQuestion:
             f"{where}: label {json.dumps(label)} is not an index of its {len(choices)} choices: "
             f"give an integer from 0 to {len(choices) - 1}"
         )
-    return ChoiceQuestion(context, tuple(choices), label)
+    return ChoiceQuestion(context, tuple(choices), label, where)
 
 
 def read_choice_task(task: str) -> list[ChoiceQuestion]:

@@ -8,6 +8,7 @@ options)` also keeps the record RUN/downstream/TASK.json (what `lmpt-finetune` d
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -54,10 +55,34 @@ def task_name(options: FinetuneOptions) -> str:
     return path.resolve().parent.name if stem.lower() in ("train", "training") else stem
 
 
+def _is_integer(label: str) -> bool:
+    return re.fullmatch(r"-?\d+", label) is not None
+
+
 def label_order(labels: list[str]) -> list[str]:
-    """Distinct labels, integers in numeric order first, then strings in sorted order: class i is the i-th."""
-    numeric = re.compile(r"-?\d+")
-    return sorted(set(labels), key=lambda x: (0, int(x), "") if numeric.fullmatch(x) else (1, 0, x))
+    """Distinct labels, integers in numeric order first, then strings in sorted order: class i is the i-th.
+    Integers compare by sign, length and digits, so one of any length never meets int()'s digit limit."""
+
+    def key(label: str) -> tuple:
+        if not _is_integer(label):
+            return (1, 0, 0, label, "")
+        digits = label.lstrip("-").lstrip("0") or "0"
+        sign = -1 if label.startswith("-") and digits != "0" else 1
+        return (0, sign, sign * len(digits), digits if sign > 0 else "".join(chr(201 - ord(c)) for c in digits), label)
+
+    return sorted(set(labels), key=key)
+
+
+def check_labels_agree(examples: list[Example], path: str) -> None:
+    """Refuse true/false labels beside integer ones: `1` and `true` would silently be two classes."""
+    labels = {e.label for e in examples}
+    booleans = sorted(labels & {"true", "false", "True", "False", "TRUE", "FALSE"})
+    integers = sorted(label for label in labels if _is_integer(label))
+    if booleans and integers:
+        raise LmptError(
+            f"data.train={path} mixes true/false labels with integer labels ({', '.join(booleans + integers[:4])}), "
+            "which would be separate classes: write every label the same way"
+        )
 
 
 def _check_labels(examples: list[Example], classes: list[str], role: str, path: str) -> None:
@@ -73,6 +98,7 @@ def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> Task:
     """Every split read, its labels checked against the training labels, and tokenised for the model."""
     data = o.data
     train = read_examples(data.train, "train", data)
+    check_labels_agree(train, data.train)
     classes = label_order([e.label for e in train])
     if len(classes) < 2:
         raise LmptError(
@@ -95,7 +121,11 @@ def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> Task:
     return Task(task_name(o), classes, encode(train), encode(splits["dev"]), test, majority)
 
 
-def _check_options(o: FinetuneOptions, max_seq_len: int, seq_len: int) -> None:
+def check_settings(o: FinetuneOptions) -> None:
+    """The options that need no model, checked at start-up: every number finite and in range."""
+    for key in ("lr", "warmup", "weight_decay", "dropout"):
+        value = getattr(o, key)
+        require(value is None or math.isfinite(value), f"{key}={value} must be a finite number")
     require(o.mode in FINETUNE_MODES, f"mode={o.mode} is unknown: use {' or '.join(FINETUNE_MODES)}")
     require(o.seeds >= 1, f"seeds={o.seeds} must be at least 1")
     require(o.epochs >= 1, f"epochs={o.epochs} must be at least 1")
@@ -105,10 +135,14 @@ def _check_options(o: FinetuneOptions, max_seq_len: int, seq_len: int) -> None:
     require(0 <= o.warmup < 1, f"warmup={o.warmup} must be in [0, 1)")
     require(0 <= o.dropout < 1, f"dropout={o.dropout} must be in [0, 1)")
     require(o.weight_decay >= 0, f"weight_decay={o.weight_decay} must be at least 0")
-    require(8 <= seq_len <= max_seq_len, f"seq_len={seq_len} must be in [8, {max_seq_len}] (the model's max_seq_len)")
     require(
         o.precision in (None, "fp32", "bf16", "fp16"), f"precision={o.precision} is unknown: use fp32, bf16 or fp16"
     )
+
+
+def _check_options(o: FinetuneOptions, max_seq_len: int, seq_len: int) -> None:
+    check_settings(o)
+    require(8 <= seq_len <= max_seq_len, f"seq_len={seq_len} must be in [8, {max_seq_len}] (the model's max_seq_len)")
 
 
 def finetune(trained: Trained, o: FinetuneOptions) -> dict:
@@ -188,8 +222,10 @@ def _run_seeds(
 def finetune_run(run: str | Path, o: FinetuneOptions) -> dict:
     """Load RUN (a run directory or checkpoint), fine-tune it (`finetune`) and keep the figures in
     RUN/downstream/TASK.json (the run directory a checkpoint belongs to); the dict, with `record` its path."""
+    check_settings(o)
     run_dir = locate_weights(run).run_dir
-    path = record_path(run_dir, task_name(o))  # a bad task name is refused before any work
+    named_by = None if o.task else f"data.train={o.data.train}"
+    path = record_path(run_dir, task_name(o), named_by)  # a bad task name is refused before any work
     result = finetune(load_trained(run, o.device), o)
     write_record(path, {**result, "record": str(path)})
     return {**result, "record": str(path)}

@@ -26,15 +26,13 @@ from rich.table import Table
 from lmpt.batch import IGNORE, Batch
 from lmpt.console import console
 from lmpt.downstream.choice_tasks import ChoiceQuestion
+from lmpt.downstream.figures import ACCURACY, ACCURACY_NORM, CHANCE
 from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Score, Text, piece_bytes
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rundir.trained import Trained
-
-PREFIX_OBJECTIVES = ("prefix", "ul2-mixture", "span")
-"""Decoders trained to read a bidirectional prefix (causal ones: clm, mtp, fim, read the context causally)."""
 
 DELIMITER = " "
 """Between context and choice, as lm_eval's default target_delimiter."""
@@ -61,17 +59,10 @@ def split_tokens(trained: Trained, context: str, choice: str) -> tuple[list[int]
 
 
 def frame(trained: Trained, context_ids: list[int], choice_ids: list[int]) -> Framed:
-    """The choice in the form the run's objective trained on (module docstring), the context cut from the left
-    (as lm_eval truncates) where the whole would not fit the model."""
+    """The choice in the form the run's objective trained on (module docstring; Objective.scoring_frame), the
+    context cut from the left (as lm_eval truncates) where the whole would not fit the model."""
     special, max_len = trained.tokenizer.special, trained.model.max_seq_len
-    if trained.objective_name == "ul2-mixture":
-        before, after, target, skip = [special.s2s], [], choice_ids, 0
-    elif trained.objective_name == "span":
-        sentinel = special.sentinel(0)
-        before, after, target, skip = [], [sentinel, special.eos], [sentinel, *choice_ids], 1
-    else:
-        before, after, target, skip = [], [], choice_ids, 0
-        context_ids = context_ids or [special.eos]
+    before, context_ids, after, target, skip = trained.objective.scoring_frame(special, context_ids, choice_ids)
     room = (max_len - len(target) + 1 if trained.arch == "decoder" else max_len) - len(before) - len(after)
     if room < 1 or len(target) > max_len:
         raise LmptError(
@@ -100,7 +91,7 @@ def choice_batch(trained: Trained, rows: list[Framed]) -> Batch:
         inputs.append(sequence[:-1])
         labels.append(row_labels)
     width = max(len(row) for row in inputs)
-    prefix = trained.objective_name in PREFIX_OBJECTIVES
+    prefix = trained.objective.reads_prefix  # prefix, ul2-mixture, span; causal ones (clm, mtp, fim) do not
     return Batch(
         input_ids=pad_rows(inputs, width, special.pad),
         labels=pad_rows(labels, width, IGNORE),
@@ -125,7 +116,7 @@ def _loglikelihoods(trained: Trained, rows: list[Framed], batch_size: int, devic
 def _pseudo_loglikelihoods(trained: Trained, texts: list[str], batch_size: int, device, bar: WorkBar) -> list[float]:
     """Minus the pseudo-log-likelihood nats of each text (lmpt.inference.pll), one text at a time."""
     found = []
-    framing = 2 if trained.objective_name == "nsp" else 0  # nsp runs read [CLS] text [SEP]
+    framing = sum(map(len, trained.objective.text_frame(trained.tokenizer.special)))  # nsp: [CLS] text [SEP]
     sizes = piece_bytes(trained.tokenizer)
     for text in texts:
         ids = trained.tokenizer.encode(text)[-(trained.model.max_seq_len - framing) :]  # cut from the left
@@ -150,7 +141,10 @@ def choice_scores(
         for q in questions:
             for choice in q.choices:
                 context_ids, choice_ids = split_tokens(trained, q.context, choice)
-                rows.append(frame(trained, context_ids, choice_ids))
+                try:
+                    rows.append(frame(trained, context_ids, choice_ids))
+                except LmptError as e:  # name the record: which of thousands is too long?
+                    raise LmptError(f"{q.where}: {e}") from None
         flat = _loglikelihoods(trained, rows, batch_size, device, bar)
     scores, it = [], iter(flat)
     for q in questions:
@@ -171,9 +165,9 @@ def choice_figures(questions: list[ChoiceQuestion], scores: list[list[float]]) -
         right_norm += _argmax(per_byte) == q.label
     n = len(questions)
     return {
-        "accuracy": right / n,
-        "accuracy_norm": right_norm / n,
-        "chance": sum(1 / len(q.choices) for q in questions) / n,
+        ACCURACY: right / n,
+        ACCURACY_NORM: right_norm / n,
+        CHANCE: sum(1 / len(q.choices) for q in questions) / n,
         "n": n,
     }
 
@@ -185,7 +179,7 @@ def method_of(trained: Trained) -> str:
     if trained.arch == "encoder-decoder":
         return "decoder log-likelihood of each choice given the context as encoder input"
     return "log-likelihood of each choice after the context" + (
-        " (context as bidirectional prefix)" if trained.objective_name in PREFIX_OBJECTIVES else ""
+        " (context as bidirectional prefix)" if trained.objective.reads_prefix else ""
     )
 
 
@@ -207,9 +201,9 @@ def render_choices(result: dict) -> None:
     rows = [
         ("method", result["method"]),
         ("questions", f"{result['n']:,}"),
-        ("accuracy", f"{result['accuracy']:.4f}"),
-        ("accuracy_norm (per byte)", f"{result['accuracy_norm']:.4f}"),
-        ("chance", f"{result['chance']:.4f}"),
+        (ACCURACY, f"{result[ACCURACY]:.4f}"),
+        (f"{ACCURACY_NORM} (per byte)", f"{result[ACCURACY_NORM]:.4f}"),
+        (CHANCE, f"{result[CHANCE]:.4f}"),
     ]
     for name, value in rows:
         table.add_row(name, value)

@@ -8,8 +8,8 @@ import warnings
 
 import torch
 
-FIGURES = ("accuracy", "macro_f1", "mcc")
-"""Figure names in the JSON, in table order (mcc only for two-class tasks)."""
+from lmpt.downstream.figures import ACCURACY, MACRO_F1, MCC, mean_of, std_of
+from lmpt.downstream.figures import SEED_FIGURES as FIGURES
 
 
 def classification_scores(gold: torch.Tensor, predicted: torch.Tensor, n_classes: int, prefix: str = "") -> dict:
@@ -19,13 +19,13 @@ def classification_scores(gold: torch.Tensor, predicted: torch.Tensor, n_classes
 
     y_true, y_pred, labels = gold.tolist(), predicted.tolist(), list(range(n_classes))
     scores = {
-        "accuracy": float(accuracy_score(y_true, y_pred)),
-        "macro_f1": float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0.0)),
+        ACCURACY: float(accuracy_score(y_true, y_pred)),
+        MACRO_F1: float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0.0)),
     }
     if n_classes == 2:
         with warnings.catch_warnings():  # one class among gold and predicted: MCC is 0, as sklearn returns
             warnings.simplefilter("ignore", UserWarning)
-            scores["mcc"] = float(matthews_corrcoef(y_true, y_pred))
+            scores[MCC] = float(matthews_corrcoef(y_true, y_pred))
     return {prefix + name: value for name, value in scores.items()}
 
 
@@ -37,6 +37,6 @@ def mean_and_std(per_seed: list[dict]) -> dict:
         if name == "seed" or not any(name.endswith(f) for f in FIGURES):
             continue
         values = [run[name] for run in per_seed]
-        summary[f"{name}_mean"] = statistics.fmean(values)
-        summary[f"{name}_std"] = statistics.stdev(values) if len(values) > 1 else None
+        summary[mean_of(name)] = statistics.fmean(values)
+        summary[std_of(name)] = statistics.stdev(values) if len(values) > 1 else None
     return summary

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmpt.data.readers.jsonl import jsonl_records
+from lmpt.data.readers.jsonl import jsonl_records, shown
 from lmpt.data.readers.streams import compression_of, open_bytes
 from lmpt.downstream.options import TaskData
 from lmpt.errors import LmptError
 
 FORMATS = (".jsonl", ".csv", ".tsv", ".parquet")
+MAX_ROW_CHARS = 1 << 20
+"""A csv/tsv line longer than this is refused before it is held (a file without line breaks, a wrong delimiter)."""
+HEADER_WORDS = frozenset({"label", "labels", "class", "category", "target", "gold", "gold_label", "quality", "y"})
+"""Column names a label column is often given: a first row labelled so is a header, not an example."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ def task_format(path: Path) -> str:
 def read_examples(path: str, role: str, data: TaskData) -> list[Example]:
     """Every example of the `role` split (train, dev, test) at `path`; an empty split is refused."""
     file = Path(path).expanduser()
+    if file.is_dir():
+        raise LmptError(f"data.{role}={path} is a directory: give the task's {role} file inside it")
     if not file.is_file():
         raise LmptError(f"data.{role}={path} does not exist: give the task's {role} file")
     fmt = task_format(file)
@@ -51,23 +58,69 @@ def read_examples(path: str, role: str, data: TaskData) -> list[Example]:
     examples = [_example(file, where, record, data) for where, record in records]
     if not examples:
         raise LmptError(f"data.{role}={path} holds no examples: give a file with at least one labelled row")
+    if fmt in (".csv", ".tsv") and data.header is None and not _has_header(data):
+        _refuse_a_header_read_as_data(file, examples)
     return examples
+
+
+def _has_header(data: TaskData) -> bool:
+    """data.header, else yes unless every field given is a column number."""
+    return data.header if data.header is not None else not all(f.isdigit() for f in _fields(data))
+
+
+def _refuse_a_header_read_as_data(path: Path, examples: list[Example]) -> None:
+    """Column numbers make a file headerless; a first row whose label looks like a column name (a word such as
+    'label' seen nowhere else, or the one non-integer label) is a header that would train as a class."""
+    first, rest = examples[0].label, [e.label for e in examples[1:]]
+    if first in rest or first.lstrip("-").isdigit():
+        return
+    if first.lower() in HEADER_WORDS or (rest and all(label.lstrip("-").isdigit() for label in rest)):
+        raise LmptError(
+            f"{path}:1 looks like a header (its label {first!r} is in no other row) but column numbers make the file "
+            "headerless: set data.header=true to skip it (or data.header=false to keep it as an example)"
+        )
 
 
 def _fields(data: TaskData) -> list[str]:
     return [f for f in (data.text_field, data.pair_field, data.label_field) if f is not None]
 
 
+def _lines(path: Path, text: io.TextIOBase) -> Iterator[str]:
+    """The lines of `text`, each at most MAX_ROW_CHARS characters: a longer one is refused naming its number."""
+    for lineno in itertools.count(1):
+        line = text.readline(MAX_ROW_CHARS + 1)
+        if not line:
+            return
+        if len(line) > MAX_ROW_CHARS:
+            raise LmptError(
+                f"{path}:{lineno} is longer than {MAX_ROW_CHARS:,} characters: one example is one line; check the "
+                "file's line breaks and delimiter"
+            )
+        yield line
+
+
+def _column_names(path: Path, names: list[str], data: TaskData) -> list[str]:
+    """The header row; a field given by a name the header repeats is refused (which column would it be?)."""
+    for field in _fields(data):
+        columns = [i for i, name in enumerate(names) if name == field]
+        if len(columns) > 1:
+            raise LmptError(
+                f"{path}:1 names the column '{field}' twice (columns {', '.join(map(str, columns))}): rename one, or "
+                "give the column's number with data.header=true"
+            )
+    return names
+
+
 def _text_records(path: Path, fmt: str, data: TaskData) -> Iterator[tuple[str, dict[str, Any]]]:
     if fmt == ".jsonl":
         yield from _jsonl_records(path)
         return
-    header = data.header if data.header is not None else not all(f.isdigit() for f in _fields(data))
     dialect = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == ".tsv" else {}
-    with open_bytes(path) as raw:
-        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""), **dialect)
+    with open_bytes(path) as raw:  # utf-8-sig: a byte-order mark is not part of the first column's name
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        reader = csv.reader(_lines(path, text), **dialect)
         try:
-            names = next(reader) if header else None
+            names = _column_names(path, next(reader), data) if _has_header(data) else None
             for row in reader:
                 if not row:
                     continue
@@ -99,7 +152,13 @@ def _parquet_records(path: Path, data: TaskData) -> Iterator[tuple[str, dict[str
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as e:
         raise LmptError(f"{path} is not a readable parquet file ({e}): re-create or remove it") from None
-    for i, record in enumerate(table.to_pylist()):
+    try:
+        rows = table.to_pylist()
+    except (pa.ArrowException, ValueError, OverflowError) as e:  # a timestamp out of Python's range, say
+        raise LmptError(
+            f"{path} holds values Python cannot read ({e}): write its columns as text and integers"
+        ) from None
+    for i, record in enumerate(rows):
         yield f"{path} row {i}", record
 
 
@@ -118,13 +177,13 @@ def _example(path: Path, where: str, record: dict[str, Any], data: TaskData) -> 
     for key, value in ((data.text_field, text), (data.pair_field, pair)):
         if key is not None and not isinstance(value, str):
             raise LmptError(
-                f"{where}: field '{key}' holds {type(value).__name__} {json.dumps(value)[:40]}, not text: "
+                f"{where}: field '{key}' holds {type(value).__name__} {shown(value)}, not text: "
                 "set data.text_field (and data.pair_field) to fields holding strings"
             )
     label = field(data.label_field, "label")
     if not isinstance(label, int | str) or (isinstance(label, str) and not label.strip()):
         raise LmptError(
-            f"{where}: label {json.dumps(label)[:40]} in field '{data.label_field}' is not a class: labels are "
-            "integers or non-empty strings (regression tasks are not supported)"
+            f"{where}: label {shown(label)} ({type(label).__name__}) in field '{data.label_field}' is not a class: "
+            "labels are integers or non-empty strings (regression tasks are not supported)"
         )
     return Example(text, pair, json.dumps(label) if isinstance(label, bool) else str(label).strip())

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from lmpt.config.schema import AdamWConfig, SchedulerConfig
 from lmpt.downstream.classifier import SequenceClassifier
 from lmpt.downstream.encoding import EncodedSplit, collate
+from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.rng import derive_seed, generator
 from lmpt.train.optim import build_optimizer, build_scheduler
@@ -112,6 +113,11 @@ def train_seed(
             scaler.update()
             scheduler.step()
             losses.append(loss.item())
+            if not math.isfinite(losses[-1]):
+                raise LmptError(
+                    f"fine-tuning seed {seed}: the loss is not a finite number at step {step + 1} (lr={plan.lr!r}, "
+                    f"weight_decay={plan.weight_decay!r}): lower lr or weight_decay; nothing was written"
+                )
             step, examples = step + 1, examples + len(indices)
             bar.advance()
         epoch += 1

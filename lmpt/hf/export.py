@@ -43,11 +43,6 @@ HF_CLASSES = {
     "t5": ("T5ForConditionalGeneration", "t5"),
 }
 NO_COUNTERPART = {
-    "nsp": (
-        "its segment embeddings and next-sentence head have no place in EuroBertForMaskedLM (the exact match for "
-        "lmpt's mlm encoder: rotary positions, RMSNorm, SwiGLU, no biases), and BERT/ModernBERT differ in norms, "
-        "activations and positions"
-    ),
     "encoder-decoder": (
         "no transformers architecture matches lmpt's encoder-decoder exactly (rotary positions in both stacks, "
         "RMSNorm, SwiGLU, one shared embedding): T5/UMT5 use relative position buckets and a gated-GELU MLP, "
@@ -66,9 +61,10 @@ class ExportOptions:
 
 
 def export_kind(trained: Trained) -> str:
-    """decoder, encoder, t5 (an encoder-decoder of the t5 flavour), encoder-decoder, or nsp."""
-    if trained.objective_name == "nsp":
-        return "nsp"
+    """decoder, encoder, t5 (an encoder-decoder of the t5 flavour), encoder-decoder, or the objective's name when
+    the objective refuses export (nsp: Objective.export_refusal)."""
+    if trained.objective.export_refusal:
+        return trained.objective_name
     if trained.arch == "encoder-decoder" and flavour(trained.config.model) == "t5":
         return "t5"
     return trained.arch
@@ -239,9 +235,10 @@ def export(argv: list[str]) -> None:
         raise LmptError(f"{out_dir} exists and is not empty: pick a new OUT_DIR or pass overwrite=true")
     trained = load_trained(run)
     kind = export_kind(trained)
-    if kind in NO_COUNTERPART:
+    refusal = trained.objective.export_refusal or NO_COUNTERPART.get(kind)
+    if refusal:
         raise LmptError(
-            f"cannot export {run} ({trained.objective_name} {trained.arch}) to transformers: {NO_COUNTERPART[kind]}; "
+            f"cannot export {run} ({trained.objective_name} {trained.arch}) to transformers: {refusal}; "
             "nothing was written (decoders export as LlamaForCausalLM, mlm encoders as EuroBertForMaskedLM, "
             "t5-flavour encoder-decoders as T5ForConditionalGeneration)"
         )

@@ -27,7 +27,8 @@ SUMMARY = (
     "Loss (nats per scored token), perplexity = exp(loss) and bits per byte of a trained model on any text: "
     "decoders by sliding windows, encoders by a fixed seeded masking (or method=pll: pseudo-log-likelihood, each "
     "token scored with only itself masked), encoder-decoders by the run's seeded span corruption. task=FILE.jsonl "
-    "instead scores a multiple-choice task zero-shot (accuracy, byte-normalised accuracy, chance)."
+    "instead scores a multiple-choice task (accuracy, byte-normalised accuracy, chance) or minimal pairs (accuracy "
+    "overall, per field and paradigm and on equal-length pairs, with 95% intervals) zero-shot."
 )
 POSITIONALS = [RUN_ARGUMENT]
 
@@ -37,8 +38,8 @@ class EvalOptions:
     data: list[str] | None = None
     """Text to evaluate: files, directories, globs or bundled:NAME, comma-separated (like data.paths)."""
     task: str | None = None
-    """Instead of data: a multiple-choice task scored zero-shot, a .jsonl file of {"context", "choices", "label"}
-    records or bundled:NAME (docs/tasks.md); reports accuracy, byte-normalised accuracy and chance."""
+    """Instead of data: a task scored zero-shot, a .jsonl file of multiple-choice {"context", "choices", "label"} or
+    minimal-pair {"sentence_good", "sentence_bad"} records, or bundled:NAME (e.g. blimp-fast; docs/tasks.md)."""
     method: str = "auto"
     """auto (the architecture's own measure) or pll (encoders: pseudo-log-likelihood, every token scored with only
     itself masked; reports pseudo-perplexity)."""
@@ -58,6 +59,8 @@ class EvalOptions:
     """cpu, cuda or auto."""
     json: bool = False
     """Print one JSON object instead of a table."""
+    within_word: bool = False
+    """Minimal pairs on an encoder: when a token is scored, also mask the rest of its word (PLL-word-l2r)."""
 
 
 def read_text(patterns: list[str], documents: str, text_field: str, tokenizer: Tokenizer) -> Text:

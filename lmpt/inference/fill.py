@@ -58,8 +58,9 @@ def predict_masks(trained: Trained, text: str, top_k: int) -> dict:
     if special.mask not in ids:
         raise LmptError(f'text={text!r} has no {MASK} to fill: e.g. text="The chef {MASK} a delicious meal."')
     segment_ids = None
-    if trained.objective_name == "nsp":  # trained on [CLS] A [SEP] B [SEP]: give it a one-segment pair
-        ids = [special.cls, *ids, special.sep]
+    before, after = trained.objective.text_frame(special)  # nsp: [CLS] text [SEP], a one-segment pair
+    ids = [*before, *ids, *after]
+    if trained.objective.n_segments:
         segment_ids = torch.zeros(1, len(ids), dtype=torch.long, device=model.head_weight.device)
     if len(ids) > model.max_seq_len:
         raise LmptError(f"the text has {len(ids)} tokens; the model takes {model.max_seq_len}")
@@ -114,7 +115,7 @@ def fill(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, FillOptions)
     require(o.top_k >= 1, f"top_k={o.top_k} must be at least 1")
     trained = load_trained(run, o.device)
-    if trained.arch == "decoder" and (o.prefix or o.suffix or trained.objective_name == "fim"):
+    if trained.arch == "decoder" and (o.prefix or o.suffix or trained.objective.fills_middle):
         fill_middle(run, trained, o)
         return
     if trained.arch != "encoder":

@@ -78,8 +78,7 @@ def fill_spans(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
     if max(sentinels) >= special.num_sentinels:
         raise LmptError(f"<extra_id_{max(sentinels)}> is beyond the tokenizer's {special.num_sentinels} sentinels")
     ids = encode_marked(tok, o.prompt, SENTINEL)
-    mode = [special.nlu] if trained.objective_name == "ul2-mixture" else []  # R-denoiser mode token
-    encoder_ids = [*mode, *ids, special.eos]
+    encoder_ids = [*trained.objective.span_filling_prefix(special), *ids, special.eos]  # ul2-mixture: [NLU]
     if len(encoder_ids) > trained.model.max_seq_len:
         raise LmptError(f"the prompt has {len(encoder_ids)} tokens; the model takes {trained.model.max_seq_len}")
     target = sample(

@@ -9,20 +9,30 @@ from lmpt.model.generate import sample
 from lmpt.objectives.fim import fim_sentinels
 from lmpt.rng import generator
 from lmpt.rundir.trained import Trained
+from lmpt.tokenizer.base import Tokenizer
+
+
+def middle_text(tok: Tokenizer, before: list[int], middle: list[int]) -> str:
+    """The text of `middle` as it reads after the prefix's tokens `before`: decoded alone, a sentencepiece
+    "▁word" would lose the space it starts with."""
+    alone, head = tok.decode(middle), tok.decode(before)
+    joined = tok.decode([*before, *middle])
+    return joined[len(head) :] if before and joined.startswith(head) else alone
 
 
 def infill(
     trained: Trained, prefix: str, suffix: str, max_tokens: int, temperature: float, seed: int, bar: WorkBar
 ) -> dict:
     """The middle a fim decoder writes between `prefix` and `suffix`, and the three put together."""
-    if trained.objective_name != "fim":
+    if not trained.objective.fills_middle:
         raise LmptError(
             f"this decoder was trained with objective={trained.objective_name}, which never saw the fill-in-the-"
             "middle sentinels: train with objective=fim, or continue text with lmpt-generate"
         )
     tok = trained.tokenizer
     pre, suf, mid = fim_sentinels(tok.special)
-    prompt = [tok.special.eos, pre, *tok.encode(prefix), suf, *tok.encode(suffix), mid]  # eos: a document starts
+    before = tok.encode(prefix)
+    prompt = [tok.special.eos, pre, *before, suf, *tok.encode(suffix), mid]  # eos: a document starts
     if len(prompt) + max_tokens > trained.model.max_seq_len:
         raise LmptError(
             f"prefix and suffix take {len(prompt)} tokens and max_tokens={max_tokens} more; the model takes "
@@ -32,5 +42,5 @@ def infill(
         trained.model, prompt, max_tokens, temperature, None, generator(seed, "infill"),
         eos_id=tok.special.eos, vocab_size=tok.vocab_size, on_token=bar.advance,
     )  # fmt: skip
-    text = tok.decode(middle)
+    text = middle_text(tok, before, middle)
     return {"prefix": prefix, "suffix": suffix, "middle": text, "text": prefix + text + suffix, "tokens": len(middle)}

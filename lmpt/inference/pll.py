@@ -29,15 +29,15 @@ def masked_copies(row: torch.Tensor, positions: torch.Tensor, mask_id: int) -> t
 
 
 def encoder_rows(trained: Trained, text: Text, seq_len: int) -> Iterator[torch.Tensor]:
-    """Consecutive windows of the token stream (the last may be shorter); nsp runs see [CLS] window [SEP]."""
-    special = trained.tokenizer.special
-    nsp = trained.objective_name == "nsp"
-    body = seq_len - 2 if nsp else seq_len
+    """Consecutive windows of the token stream (the last may be shorter), each in the objective's text frame
+    (nsp runs see [CLS] window [SEP])."""
+    before, after = trained.objective.text_frame(trained.tokenizer.special)
+    body = seq_len - len(before) - len(after)
     require(body >= 1, f"seq_len={seq_len} is too short")
     stream = torch.tensor(text.tokens)
     for start in range(0, stream.numel(), body):
         row = stream[start : start + body]
-        yield torch.cat([torch.tensor([special.cls]), row, torch.tensor([special.sep])]) if nsp else row
+        yield torch.cat([torch.tensor(before, dtype=torch.long), row, torch.tensor(after, dtype=torch.long)])
 
 
 def score_pll(
@@ -47,7 +47,7 @@ def score_pll(
     masked LM is never trained to predict them); `bar` counts masked copies. `sizes`: piece_bytes(tokenizer),
     given by a caller that scores many short texts (zero-shot multiple choice), else computed here."""
     special = trained.tokenizer.special
-    segments = torch.zeros(1, seq_len, dtype=torch.long) if trained.objective_name == "nsp" else None
+    segments = torch.zeros(1, seq_len, dtype=torch.long) if trained.objective.n_segments else None
     rows = list(encoder_rows(trained, text, seq_len))
     bar.start(sum(int((row >= special.first_ordinary).sum()) for row in rows))
 

@@ -135,8 +135,8 @@ def score_encoder(
     [CLS] window [SEP], one segment; only the masked-token loss is scored (not the pair head)."""
     tok, cfg = trained.tokenizer, trained.config.objective
     special = tok.special
-    nsp = trained.objective_name == "nsp"
-    body = seq_len - 2 if nsp else seq_len
+    before, after = trained.objective.text_frame(special)
+    body = seq_len - len(before) - len(after)
     require(body >= 1, f"seq_len={seq_len} is too short")
     stream = torch.tensor(text.tokens)
     sizes = piece_bytes(tok)
@@ -147,8 +147,7 @@ def score_encoder(
     def batches() -> Iterator[Batch]:
         for k, start in enumerate(range(0, stream.numel(), body)):
             row = stream[start : start + body]
-            if nsp:
-                row = torch.cat([torch.tensor([special.cls]), row, torch.tensor([special.sep])])
+            row = torch.cat([torch.tensor(before, dtype=torch.long), row, torch.tensor(after, dtype=torch.long)])
             inputs, labels = mask_tokens(
                 row[None], generator(seed, "eval", k), special=special, vocab_size=tok.vocab_size,
                 mask_prob=float(cfg.mask_prob), mask_token_frac=float(cfg.mask_token_frac),
@@ -158,7 +157,7 @@ def score_encoder(
                 input_ids=pad_rows([inputs[0]], seq_len, special.pad),
                 labels=pad_rows([labels[0]], seq_len, IGNORE),
                 attention="bidirectional",
-                segment_ids=torch.zeros(1, seq_len, dtype=torch.long) if nsp else None,
+                segment_ids=torch.zeros(1, seq_len, dtype=torch.long) if trained.objective.n_segments else None,
             )
 
     return score_in_batches(trained, batches(), batch_size, sizes, score, device, bar)

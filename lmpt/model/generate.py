@@ -4,10 +4,12 @@ encoder-decoder (whose encoder runs once)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 
+from lmpt.errors import LmptError
 from lmpt.model.language_model import LanguageModel
 from lmpt.model.stacks import Decoder, Encoder, EncoderDecoder, Stack, padding_mask_if_any
 from lmpt.model.t5 import biased_mask
@@ -114,11 +116,15 @@ def pick_token(
 ) -> int:
     """Greedy for temperature <= 0; else a draw from softmax(logits / temperature) restricted to the top_k
     most likely tokens (None or <= 0: all) and then to the smallest set whose probability reaches top_p
-    (None or >= 1: all). Draws happen on the CPU, so a seed gives the same text on any device."""
+    (None or >= 1: all). Draws happen on the CPU, so a seed gives the same text on any device. Logits are shifted
+    so the largest is 0 before dividing (in float64): a temperature as small as 1e-300 gives the greedy token
+    rather than an overflow; one that is not a finite number is refused."""
+    if not math.isfinite(temperature):
+        raise LmptError(f"temperature={temperature} must be a finite number (0 or less: greedy)")
     logits = logits.float().cpu()
     if temperature <= 0:
         return int(logits.argmax())
-    logits = logits / temperature
+    logits = (logits.double() - logits.max().double()) / temperature
     if top_k is not None and 0 < top_k < logits.numel():
         kth = torch.topk(logits, top_k).values[-1]
         logits = logits.masked_fill(logits < kth, float("-inf"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import torch
 from torch import nn
@@ -12,18 +12,44 @@ from lmpt.batch import Batch
 from lmpt.data.windows import Windows
 from lmpt.model.build import build_model
 from lmpt.model.output import ModelOutput
+from lmpt.objectives.schema import ObjectiveConfig
 
 if TYPE_CHECKING:
     from lmpt.data.corpus import TokenCorpus
     from lmpt.tokenizer.base import Tokenizer
+    from lmpt.tokenizer.special import SpecialTokens
 
 Stats = dict[str, tuple[torch.Tensor, torch.Tensor]]
 """Metric name -> (sum, count); the trainer adds them up over micro-steps and reports sum / count."""
 
+ENCODER_LEGEND = (("[MASK]", "mask"), ("random replacement", "random"), ("selected, kept", "kept"))
+PREFIX_LEGEND = (("prefix (seen whole)", "prefix"), ("suffix (predicted)", "suffix"))
+
+
+class ScoringFrame(NamedTuple):
+    """How a decoder or encoder-decoder reads a context and scores a continuation (zero-shot multiple choice):
+    the model reads `before` + context + `after` first (the decoder's prefix or the encoder's input), then predicts
+    `target`, whose first `skip` tokens are not scored."""
+
+    before: list[int]
+    context: list[int]
+    after: list[int]
+    target: list[int]
+    skip: int = 0
+
+
 class Objective(ABC):
-    """Subclasses set the class attributes and implement `window_length` and `make_batch`."""
+    """Subclasses set the class attributes and implement `window_length` and `make_batch`. A subclass that sets
+    `name` is an objective: the registry finds it in its module under lmpt/objectives/ (objective=NAME). Everything
+    the rest of lmpt asks of an objective is a class attribute or hook here, never a comparison of its name."""
 
     name: ClassVar[str]
+    config_class: ClassVar[type[ObjectiveConfig]]
+    """The typed schema of objective=NAME (registered with Hydra's ConfigStore as schema/objective/NAME)."""
+    listing_order: ClassVar[int] = 1000
+    """Where the objective stands when lmpt lists the objectives (`choose one of clm, mlm, ...`)."""
+    reference_order: ClassVar[int] = 1000
+    """Where its schema stands in `lmpt --help` and the README's config reference."""
     natural_arch: ClassVar[str]
     supported_archs: ClassVar[tuple[str, ...]]
     n_segments: ClassVar[int] = 0
@@ -32,6 +58,20 @@ class Objective(ABC):
     """Classes of the sequence head on the first position (nsp/sop: 2)."""
     perplexity_of: ClassVar[str] = "loss"
     """The stats entry (a token-level loss) whose exp is reported as perplexity."""
+    loss_family: ClassVar[str | None] = None
+    """Runs whose objectives share a family report comparable val_loss: "next-token" (the same next-token loss
+    on the same windows), "masked" (a masked-token loss, comparable at one masking rate); None: its own task."""
+    reads_prefix: ClassVar[bool] = False
+    """As a decoder, it reads a prompt as a bidirectional prefix (prefix attention), not causally."""
+    fills_middle: ClassVar[bool] = False
+    """Trained with the fill-in-the-middle sentinels: lmpt-fill writes the middle between a prefix and a suffix."""
+    token_head_missing: ClassVar[str] = ""
+    """Why the model a run keeps for inference has no trained token head ("" when it has one): lmpt-generate, -fill
+    and -eval refuse to predict tokens with it."""
+    export_refusal: ClassVar[str] = ""
+    """Why a run of it has no transformers counterpart ("" when its architecture decides): lmpt-export refuses it."""
+    preview_targets_caption: ClassVar[str] = ""
+    """lmpt-preview: the words before a decoder's targets."""
 
     def __init__(self, cfg: Any, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         self.cfg = cfg
@@ -80,3 +120,36 @@ class Objective(ABC):
             "acc": (out.token_correct.sum(), n),
         }
         return out.token_loss.mean(), stats
+
+    @classmethod
+    def text_frame(cls, special: SpecialTokens) -> tuple[list[int], list[int]]:
+        """(before, after): the ids an encoder run reads around one text it scores or fills (nsp: [CLS], [SEP])."""
+        return [], []
+
+    @classmethod
+    def scoring_frame(cls, special: SpecialTokens, context: list[int], target: list[int]) -> ScoringFrame:
+        """`target` after `context` in the form the objective trained on: by default the context read as it is
+        (an empty one as a document start: eos)."""
+        return ScoringFrame([], context or [special.eos], [], target)
+
+    @classmethod
+    def span_filling_prefix(cls, special: SpecialTokens) -> list[int]:
+        """Ids before an encoder-decoder's input when it fills sentinel spans (ul2-mixture: its R mode token)."""
+        return []
+
+    @classmethod
+    def inference_state(cls, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The part of the trained weights that inference loads as a plain LanguageModel."""
+        return state
+
+    def preview_settings(self) -> list[str]:
+        """lmpt-preview: what the objective's settings amount to at this data.seq_len, after the settings."""
+        return []
+
+    def preview_legend(self) -> list[tuple[str, str]]:
+        """lmpt-preview: (label, style key) of each colour the objective's inputs use."""
+        return [*(ENCODER_LEGEND if self.arch == "encoder" else ()), *(PREFIX_LEGEND if self.arch == "decoder" else ())]
+
+    def pair_labels(self) -> tuple[str, str]:
+        """lmpt-preview: the names of sequence labels 0 and 1 (objectives with a sequence head)."""
+        return "0", "1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
@@ -9,6 +10,7 @@ import torch
 from lmpt.batch import IGNORE, Batch
 from lmpt.data.windows import Windows
 from lmpt.objectives.base import Objective
+from lmpt.objectives.schema import ObjectiveConfig
 
 
 def document_ids(input_ids: torch.Tensor, eos: int) -> torch.Tensor:
@@ -18,12 +20,28 @@ def document_ids(input_ids: torch.Tensor, eos: int) -> torch.Tensor:
     return torch.cumsum(ends, dim=1) - ends
 
 
+@dataclass
+class ClmConfig(ObjectiveConfig):
+    name: str = "clm"
+    document_attention: bool = False
+    """Keep attention within each packed document instead of across the eos between them."""
+
+
 class CausalLM(Objective):
     """Next-token prediction over packed documents (eos between them) with a causal decoder."""
 
     name: ClassVar[str] = "clm"
+    config_class: ClassVar[type] = ClmConfig
     natural_arch: ClassVar[str] = "decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("decoder",)
+
+    listing_order: ClassVar[int] = 0
+    reference_order: ClassVar[int] = 0
+    loss_family: ClassVar[str | None] = "next-token"
+    preview_targets_caption: ClassVar[str] = "next token at every position: "
+
+    def preview_legend(self) -> list[tuple[str, str]]:
+        return []
 
     @property
     def window_length(self) -> int:

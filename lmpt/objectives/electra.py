@@ -7,6 +7,7 @@ position (the reference's gen_weight 1, disc_weight 50)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -15,10 +16,11 @@ from lmpt.batch import Batch
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.model.build import check_model_config
-from lmpt.model.electra import ElectraModel, ElectraOutput
+from lmpt.model.electra import ElectraModel, ElectraOutput, discriminator_state
 from lmpt.objectives.base import Objective, Stats
 from lmpt.objectives.checks import require_at_least, require_fraction, require_open_unit
 from lmpt.objectives.mlm import mask_tokens
+from lmpt.objectives.schema import ObjectiveConfig
 
 SEED_BOUND = 1 << 62
 """Sample seeds are drawn uniformly below this."""
@@ -37,13 +39,50 @@ def check_generator_size(size: float) -> float:
     return size
 
 
+@dataclass
+class ElectraConfig(ObjectiveConfig):
+    name: str = "electra"
+    mask_prob: float = 0.15
+    """Probability that each eligible token is masked for the generator (ELECTRA: 0.15)."""
+    mask_token_frac: float = 1.0
+    """Share of masked tokens shown to the generator as [MASK], the rest unchanged (1.0: all [MASK]; the released
+    code's pretrain_helpers.mask uses 0.85)."""
+    generator_size: float = 0.25
+    """Generator width as a fraction of the discriminator's model.d_model, in (0, 1]; its heads keep the
+    discriminator's head width and its ffn_dim shrinks by the same fraction (ELECTRA: 0.25)."""
+    disc_weight: float = 50.0
+    """Weight of the discriminator's replaced-token loss against the generator's MLM loss (ELECTRA: 50)."""
+    temperature: float = 1.0
+    """Temperature of the generator's softmax when sampling the replacements (ELECTRA: 1)."""
+
+
 class ReplacedTokenDetection(Objective):
     """A small MLM generator fills masked positions with samples; the discriminator finds the replaced tokens."""
 
     name: ClassVar[str] = "electra"
+    config_class: ClassVar[type] = ElectraConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
     perplexity_of: ClassVar[str] = "gen_loss"
+
+    listing_order: ClassVar[int] = 6
+    reference_order: ClassVar[int] = 3
+    loss_family: ClassVar[str | None] = "masked"
+    token_head_missing: ClassVar[str] = (
+        "this run's model is an electra discriminator, which tells replaced tokens from original ones and has no "
+        "trained token head"
+    )
+
+    @classmethod
+    def inference_state(cls, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The discriminator is the trained encoder; the generator is left behind."""
+        return discriminator_state(state)
+
+    def preview_settings(self) -> list[str]:
+        return [
+            f"in training the generator's samples replace the selected tokens; the discriminator labels all "
+            f"{self.seq_len} positions replaced or original"
+        ]
 
     def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)

@@ -17,7 +17,7 @@ sentinels each rearranged document adds push the window's last tokens out (it st
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import torch
@@ -25,7 +25,8 @@ import torch
 from lmpt.batch import Batch
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
-from lmpt.objectives.clm import CausalLM
+from lmpt.objectives.base import Objective
+from lmpt.objectives.clm import CausalLM, ClmConfig
 from lmpt.tokenizer.base import piece_bytes
 from lmpt.tokenizer.special import sentinel_piece
 
@@ -66,10 +67,35 @@ def split_documents(row: list[int], eos: int) -> list[tuple[list[int], bool]]:
     return documents
 
 
+@dataclass
+class FimConfig(ClmConfig):
+    name: str = "fim"
+    fim_rate: float = 0.5
+    """Share of documents rearranged for fill-in-the-middle (Bavarian et al. 2022); the rest stay plain clm."""
+    spm_rate: float = 0.5
+    """Share of the rearranged documents in suffix-prefix-middle order (the rest prefix-suffix-middle)."""
+
+
 class FillInTheMiddle(CausalLM):
     """clm on windows whose documents are partly rearranged prefix-suffix-middle (decoder only)."""
 
     name: ClassVar[str] = "fim"
+    config_class: ClassVar[type] = FimConfig
+
+    listing_order: ClassVar[int] = 8
+    reference_order: ClassVar[int] = 8
+    loss_family: ClassVar[str | None] = None
+    preview_targets_caption: ClassVar[str] = ""
+    fills_middle: ClassVar[bool] = True
+
+    def preview_legend(self) -> list[tuple[str, str]]:
+        return Objective.preview_legend(self)
+
+    def preview_settings(self) -> list[str]:
+        return [
+            "rearranged documents: <fim_prefix> prefix <fim_suffix> suffix <fim_middle> middle (PSM) or "
+            "<fim_prefix> <fim_suffix> suffix <fim_middle> prefix middle (SPM)"
+        ]
 
     def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -11,6 +12,7 @@ from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.checks import require_fraction, require_open_unit
+from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.tokenizer.special import SpecialTokens
 
 
@@ -75,12 +77,33 @@ def check_masking(cfg: Any) -> None:
         )
 
 
+@dataclass
+class MlmConfig(ObjectiveConfig):
+    name: str = "mlm"
+    mask_prob: float = 0.15
+    """Probability that each eligible token is selected for prediction."""
+    mask_token_frac: float = 0.8
+    """Share of selected tokens replaced by [MASK]."""
+    random_token_frac: float = 0.1
+    """Share of selected tokens replaced by a random ordinary token (the rest stay unchanged)."""
+    whole_word: bool = False
+    """Select whole words: all pieces of a word or none."""
+    eval_mask_prob: float = 0.15
+    """Fixed yardstick: held-out windows are also scored with this share of tokens masked (all [MASK], the same
+    seeded positions in every run), so runs trained at different rates are ranked on one task."""
+
+
 class MaskedLM(Objective):
     """Predict independently selected tokens from a bidirectional encoder (BERT)."""
 
     name: ClassVar[str] = "mlm"
+    config_class: ClassVar[type] = MlmConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
+
+    listing_order: ClassVar[int] = 1
+    reference_order: ClassVar[int] = 1
+    loss_family: ClassVar[str | None] = "masked"
 
     def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)

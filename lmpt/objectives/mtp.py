@@ -11,6 +11,7 @@ predicts the next document's first token), so its loss is exactly clm's."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -21,8 +22,8 @@ from lmpt.errors import LmptError
 from lmpt.model.build import build_model
 from lmpt.model.language_model import LanguageModel
 from lmpt.model.output import ModelOutput
-from lmpt.objectives.base import Stats
-from lmpt.objectives.clm import CausalLM, document_ids
+from lmpt.objectives.base import Objective, Stats
+from lmpt.objectives.clm import CausalLM, ClmConfig, document_ids
 
 
 def tokens_ahead(tokens: torch.Tensor, depth: int, eos: int, pad: int) -> torch.Tensor:
@@ -41,10 +42,38 @@ def tokens_ahead(tokens: torch.Tensor, depth: int, eos: int, pad: int) -> torch.
     return targets
 
 
+@dataclass
+class MtpConfig(ClmConfig):
+    name: str = "mtp"
+    mtp_depth: int = 1
+    """Extra prediction modules (DeepSeek-V3 multi-token prediction): module k predicts the token k+1 ahead of
+    each position, the main head's next token counting as 1 ahead (0: plain clm)."""
+    mtp_weight: float = 0.3
+    """lambda: the loss is the main next-token loss + mtp_weight / mtp_depth x the modules' losses (DeepSeek-V3:
+    0.3 for its first 10T tokens, then 0.1: a model.init_from stage, whose modules start fresh)."""
+
+
 class MultiTokenPredictionLM(CausalLM):
     """clm plus `mtp_depth` modules that each predict one more token ahead, sharing embedding and head."""
 
     name: ClassVar[str] = "mtp"
+    config_class: ClassVar[type] = MtpConfig
+
+    listing_order: ClassVar[int] = 7
+    reference_order: ClassVar[int] = 7
+    loss_family: ClassVar[str | None] = "next-token"  # its main head's loss is clm's
+    preview_targets_caption: ClassVar[str] = ""
+
+    def preview_legend(self) -> list[tuple[str, str]]:
+        return Objective.preview_legend(self)
+
+    def preview_settings(self) -> list[str]:
+        depth = int(self.cfg.mtp_depth)
+        if depth <= 0:
+            return []
+        return [
+            f"targets: the main head's next token, and module k = 1..{depth} the token k+1 ahead within its document"
+        ]
 
     def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -14,8 +15,9 @@ from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import Objective, Stats
 from lmpt.objectives.checks import require_at_least, require_fraction
-from lmpt.objectives.mlm import check_masking, mask_tokens
+from lmpt.objectives.mlm import MlmConfig, check_masking, mask_tokens
 from lmpt.objectives.sequences import pad_rows
+from lmpt.tokenizer.special import SpecialTokens
 
 if TYPE_CHECKING:
     from lmpt.data.corpus import TokenCorpus
@@ -78,15 +80,53 @@ def truncate_pair(
     return a[front_a : front_a + la], b[front_b : front_b + lb]
 
 
+PAIR_LABELS = {"nsp": ("is-next", "random"), "sop": ("in-order", "swapped")}
+"""lmpt-preview: the names of pair labels 0 and 1 per objective.variant."""
+
+
+@dataclass
+class NspConfig(MlmConfig):
+    name: str = "nsp"
+    variant: str = "nsp"
+    """nsp: B is the next segment or one from another document; sop: B follows A or the two are swapped."""
+    random_pair_prob: float = 0.5
+    """Probability that a pair is negative (random document for nsp, swapped order for sop)."""
+    short_seq_prob: float = 0.1
+    """Probability that a pair is cut to a random shorter length, uniform on [2, seq_len - 3] (BERT; 0: never)."""
+    mlm_weight: float = 1.0
+    """Weight of the masked-LM loss trained jointly with the pair loss (0 trains the pair head only)."""
+
+
 class NextSentencePrediction(Objective):
     """Pairs `[CLS] A [SEP] B [SEP]` with a two-way label on [CLS], plus mlm on the pair's tokens."""
 
     name: ClassVar[str] = "nsp"
+    config_class: ClassVar[type] = NspConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
     perplexity_of: ClassVar[str] = "mlm_loss"
     n_segments: ClassVar[int] = 2
     n_sequence_classes: ClassVar[int] = 2
+
+    listing_order: ClassVar[int] = 2
+    reference_order: ClassVar[int] = 2
+    loss_family: ClassVar[str | None] = "masked"
+    export_refusal: ClassVar[str] = (
+        "its segment embeddings and next-sentence head have no place in EuroBertForMaskedLM (the exact match for "
+        "lmpt's mlm encoder: rotary positions, RMSNorm, SwiGLU, no biases), and BERT/ModernBERT differ in norms, "
+        "activations and positions"
+    )
+
+    @classmethod
+    def text_frame(cls, special: SpecialTokens) -> tuple[list[int], list[int]]:
+        """Trained on [CLS] A [SEP] B [SEP]: one text is read as [CLS] text [SEP], one segment."""
+        return [special.cls], [special.sep]
+
+    def preview_legend(self) -> list[tuple[str, str]]:
+        return [*super().preview_legend(), ("segment B", "segment_b"), ("[CLS] [SEP]", "special")]
+
+    def pair_labels(self) -> tuple[str, str]:
+        return PAIR_LABELS.get(str(self.cfg.get("variant", "nsp")), PAIR_LABELS["nsp"])
 
     def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -12,6 +13,7 @@ from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.checks import require_fraction
+from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.objectives.sequences import prefix_lm_batch
 
 PREFIX_ATTENTION = (
@@ -33,12 +35,29 @@ def uniform_splits(low: int, high: int, batch_size: int, gen: torch.Generator) -
     return torch.randint(low, high + 1, (batch_size,), generator=gen)
 
 
+@dataclass
+class PrefixConfig(ObjectiveConfig):
+    name: str = "prefix"
+    split_min: float = 0.0
+    """Smallest prefix length as a fraction of the window (the split is at least 1 token in)."""
+    split_max: float = 1.0
+    """Largest prefix length as a fraction of the window (the split leaves at least 1 target token)."""
+
+
 class PrefixLM(Objective):
     """Decoder with prefix attention: loss on the suffix only, split point uniform per example."""
 
     name: ClassVar[str] = "prefix"
+    config_class: ClassVar[type] = PrefixConfig
     natural_arch: ClassVar[str] = "decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("decoder",)
+
+    listing_order: ClassVar[int] = 4
+    reference_order: ClassVar[int] = 5
+    reads_prefix: ClassVar[bool] = True
+
+    def preview_settings(self) -> list[str]:
+        return [f"prefix length {self.low}..{self.high} of {self.seq_len}"]
 
     def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)

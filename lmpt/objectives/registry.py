@@ -1,42 +1,70 @@
-"""Objective name -> class, the architecture it trains, and its start-up checks."""
+"""Objective name -> class, the architecture it trains, and its start-up checks.
+
+The registry finds the objectives by itself: every module of lmpt.objectives is imported and each Objective
+subclass that sets `name` is one (listed by `listing_order`). An objective defined elsewhere (a plug-in, a test)
+joins with `register_objective`. Its schema reaches Hydra through `register_objective_schemas`."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from hydra.core.config_store import ConfigStore
 
+import lmpt.objectives
 from lmpt.config.choices import ARCHITECTURES
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
-from lmpt.objectives.clm import CausalLM
-from lmpt.objectives.electra import ReplacedTokenDetection
-from lmpt.objectives.fim import FillInTheMiddle
-from lmpt.objectives.mlm import MaskedLM
-from lmpt.objectives.mtp import MultiTokenPredictionLM
-from lmpt.objectives.nsp import NextSentencePrediction
-from lmpt.objectives.prefix import PrefixLM
-from lmpt.objectives.span import SpanCorruption
-from lmpt.objectives.ul2 import Ul2Mixture
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import SpecialTokens
 
-OBJECTIVES: dict[str, type[Objective]] = {
-    cls.name: cls
-    for cls in (
-        CausalLM,
-        MaskedLM,
-        NextSentencePrediction,
-        SpanCorruption,
-        PrefixLM,
-        Ul2Mixture,
-        ReplacedTokenDetection,
-        MultiTokenPredictionLM,
-        FillInTheMiddle,
-    )
-}
+
+def _subclasses(cls: type[Objective]) -> list[type[Objective]]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
+
+
+def discover_objectives() -> dict[str, type[Objective]]:
+    """name -> class of every objective in a module of lmpt.objectives, in listing order."""
+    package = lmpt.objectives.__name__
+    for module in pkgutil.iter_modules(lmpt.objectives.__path__):
+        importlib.import_module(f"{package}.{module.name}")
+    found = [c for c in _subclasses(Objective) if "name" in vars(c) and c.__module__.startswith(f"{package}.")]
+    return {c.name: c for c in sorted(found, key=lambda c: c.listing_order)}
+
+
+OBJECTIVES: dict[str, type[Objective]] = {}
+"""name -> class, in listing order: filled at the end of this module (objective modules may import this one)."""
+
+
+def register_objective(cls: type[Objective]) -> type[Objective]:
+    """Add an objective defined outside lmpt.objectives (usable as a class decorator); lmpt's own are found."""
+    OBJECTIVES[cls.name] = cls
+    ordered = sorted(OBJECTIVES.values(), key=lambda c: c.listing_order)
+    OBJECTIVES.clear()
+    OBJECTIVES.update((c.name, c) for c in ordered)
+    return cls
+
+
+def unregister_objective(name: str) -> None:
+    """Remove an objective added by register_objective (a test's toy one)."""
+    OBJECTIVES.pop(name, None)
+    ConfigStore.instance().repo.get("schema", {}).get("objective", {}).pop(f"{name}.yaml", None)
+
+
+def objective_class(name: str) -> type[Objective] | None:
+    """The class of objective `name` (a run on disk knows its objective by name), None when lmpt knows no such."""
+    return OBJECTIVES.get(str(name))
+
+
+def register_objective_schemas() -> None:
+    """Each objective's config_class in Hydra's ConfigStore as schema/objective/NAME (in reference order)."""
+    cs = ConfigStore.instance()
+    for cls in sorted(OBJECTIVES.values(), key=lambda c: c.reference_order):
+        cs.store(group="schema/objective", name=cls.name, node=cls.config_class)
 
 
 def _article(arch: str) -> str:
@@ -92,3 +120,6 @@ def preflight_objective(cfg: Any, tokenizer_cfg: Any, seq_len: int, requested_ar
         return
     planned = PlannedTokenizer(SpecialTokens(num_sentinels=tokenizer_cfg.num_sentinels), tokenizer_cfg.vocab_size)
     build_objective(cfg, planned, seq_len, requested_arch)  # type: ignore[arg-type]
+
+
+OBJECTIVES.update(discover_objectives())

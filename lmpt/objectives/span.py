@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -10,8 +11,9 @@ import torch
 from lmpt.batch import Batch
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
-from lmpt.objectives.base import Objective
+from lmpt.objectives.base import Objective, ScoringFrame
 from lmpt.objectives.checks import require_at_least, require_open_unit
+from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.objectives.sequences import encoder_decoder_batch, prefix_lm_batch
 from lmpt.tokenizer.special import SpecialTokens
 
@@ -135,12 +137,38 @@ def check_span_settings(
         )
 
 
+@dataclass
+class SpanConfig(ObjectiveConfig):
+    name: str = "span"
+    noise_density: float = 0.15
+    """Fraction of raw tokens corrupted into spans (r)."""
+    mean_span_length: float = 3.0
+    """Mean length of a corrupted span (mu)."""
+
+
 class SpanCorruption(Objective):
     """T5 span corruption: encoder-decoder, or decoder-only with the corrupted input as a prefix."""
 
     name: ClassVar[str] = "span"
+    config_class: ClassVar[type] = SpanConfig
     natural_arch: ClassVar[str] = "encoder-decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder-decoder", "decoder")
+
+    listing_order: ClassVar[int] = 3
+    reference_order: ClassVar[int] = 4
+    reads_prefix: ClassVar[bool] = True
+
+    @classmethod
+    def scoring_frame(cls, special: SpecialTokens, context: list[int], target: list[int]) -> ScoringFrame:
+        """T5's span filling: context + <extra_id_0> + eos, then <extra_id_0> target (the sentinel unscored)."""
+        sentinel = special.sentinel(0)
+        return ScoringFrame([], context, [sentinel, special.eos], [sentinel, *target], 1)
+
+    def preview_legend(self) -> list[tuple[str, str]]:
+        return [*super().preview_legend(), ("sentinel", "sentinel")]
+
+    def preview_settings(self) -> list[str]:
+        return [f"{self.raw_length} raw tokens -> {self.n_noise} noise in {self.n_spans} spans"]
 
     def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)

@@ -3,7 +3,7 @@ starts with that denoiser's mode token: R (regular spans) [NLU], X (extreme span
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
@@ -12,9 +12,10 @@ from lmpt.batch import Batch
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
-from lmpt.objectives.base import Objective, Stats
+from lmpt.objectives.base import Objective, ScoringFrame, Stats
 from lmpt.objectives.checks import require_at_least, require_open_unit
 from lmpt.objectives.prefix import PREFIX_ATTENTION
+from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.objectives.sequences import encoder_decoder_batch, prefix_lm_batch
 from lmpt.objectives.span import (
     check_span_settings,
@@ -111,12 +112,64 @@ def build_denoisers(cfg: Any, special: SpecialTokens, seq_len: int, arch: str) -
     return denoisers
 
 
+@dataclass
+class DenoiserConfig:
+    kind: str = "R"
+    """R (regular span corruption), X (extreme span corruption) or S (sequential, prefix LM)."""
+    mean_span_length: float = 3.0
+    """Mean span length (R and X)."""
+    noise_density: float = 0.15
+    """Corrupted fraction for R and X; expected target fraction for S."""
+    weight: float = 1.0
+    """Relative probability of choosing this denoiser for an example."""
+
+
+def _ul2_denoisers() -> list[DenoiserConfig]:
+    return [
+        DenoiserConfig("R", 3.0, 0.15),
+        DenoiserConfig("R", 8.0, 0.15),
+        DenoiserConfig("S", 0.0, 0.25),
+        DenoiserConfig("X", 3.0, 0.5),
+        DenoiserConfig("X", 8.0, 0.5),
+        DenoiserConfig("X", 64.0, 0.15),
+        DenoiserConfig("X", 64.0, 0.5),
+    ]
+
+
+@dataclass
+class Ul2Config(ObjectiveConfig):
+    name: str = "ul2-mixture"
+    denoisers: list[DenoiserConfig] = field(default_factory=_ul2_denoisers)
+    """The mixture: each entry's kind, mean span length, rate and weight (default: UL2's seven, uniform)."""
+
+
 class Ul2Mixture(Objective):
     """UL2: per example one denoiser (R/X span corruption or S prefix LM) with its mode token prepended."""
 
     name: ClassVar[str] = "ul2-mixture"
+    config_class: ClassVar[type] = Ul2Config
     natural_arch: ClassVar[str] = "encoder-decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder-decoder", "decoder")
+
+    listing_order: ClassVar[int] = 5
+    reference_order: ClassVar[int] = 6
+    reads_prefix: ClassVar[bool] = True
+
+    @classmethod
+    def scoring_frame(cls, special: SpecialTokens, context: list[int], target: list[int]) -> ScoringFrame:
+        """[S2S] + context as the prefix (decoder) or encoder input: the S denoiser's form."""
+        return ScoringFrame([special.s2s], context, [], target)
+
+    @classmethod
+    def span_filling_prefix(cls, special: SpecialTokens) -> list[int]:
+        """The R denoiser's mode token: filling sentinel spans is its task."""
+        return [special.nlu]
+
+    def preview_legend(self) -> list[tuple[str, str]]:
+        return [*super().preview_legend(), ("sentinel", "sentinel"), ("mode token", "mode")]
+
+    def preview_settings(self) -> list[str]:
+        return ["denoisers " + ", ".join(f"{d.label} (weight {d.weight:g})" for d in self.denoisers)]
 
     def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)

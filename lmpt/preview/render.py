@@ -29,7 +29,6 @@ STYLES = {
     "mode": "bold blue",
     "special": "dim",
 }
-PAIR_LABELS = {"nsp": ("is-next", "random"), "sop": ("in-order", "swapped")}
 _CORRUPTION = {STYLES["mask"], STYLES["random"], STYLES["kept"]}
 _BYTE_NAMES = {"<0x0A>": "↵", "<0x09>": "⇥"}
 
@@ -73,24 +72,7 @@ def settings(objective: Objective) -> list[str]:
     if "mask_token_frac" in cfg:
         mask, rand = float(cfg["mask_token_frac"]), float(cfg.get("random_token_frac", 0.0))
         parts.insert(1, f"{mask:.0%}/{rand:.0%}/{1 - mask - rand:.0%} [MASK]/random/kept".replace("%", ""))
-    if objective.name == "span":
-        o: Any = objective
-        parts.append(f"{o.raw_length} raw tokens -> {o.n_noise} noise in {o.n_spans} spans")
-    if objective.name == "prefix":
-        o = objective
-        parts.append(f"prefix length {o.low}..{o.high} of {objective.seq_len}")
-    if objective.name == "electra":
-        parts.append(f"in training the generator's samples replace the selected tokens; the discriminator labels all "
-                     f"{objective.seq_len} positions replaced or original")  # fmt: skip
-    if objective.name == "ul2-mixture":
-        o = objective
-        parts.append("denoisers " + ", ".join(f"{d.label} (weight {d.weight:g})" for d in o.denoisers))
-    if objective.name == "mtp" and int(cfg["mtp_depth"]) > 0:
-        parts.append(f"targets: the main head's next token, and module k = 1..{cfg['mtp_depth']} the token k+1 "
-                     "ahead within its document")  # fmt: skip
-    if objective.name == "fim":
-        parts.append("rearranged documents: <fim_prefix> prefix <fim_suffix> suffix <fim_middle> middle (PSM) or "
-                     "<fim_prefix> <fim_suffix> suffix <fim_middle> prefix middle (SPM)")  # fmt: skip
+    parts += objective.preview_settings()
     return parts
 
 
@@ -103,7 +85,7 @@ def example_table(objective: Objective, tokenizer: Tokenizer, example: PreviewEx
             "denoiser", Text.assemble((example.denoiser, "bold"), " with mode token ", (mode, STYLES["mode"]))
         )
     if example.sequence_label is not None:
-        names = PAIR_LABELS.get(str(objective.cfg.get("variant", "nsp")), PAIR_LABELS["nsp"])
+        names = objective.pair_labels()
         table.add_row("pair", Text(f"{names[example.sequence_label]} (label {example.sequence_label})", "bold"))
     input_name = "encoder input" if example.decoder_input_ids is not None else "input"
     table.add_row(input_name, _cut(input_text(objective, tokenizer, example, shown), example.input_ids, shown))
@@ -151,8 +133,8 @@ def targets_text(objective: Objective, tokenizer: Tokenizer, example: PreviewExa
     ids = example.target_ids[:shown]
     styles = [_target_style(tokenizer, t) for t in ids]
     text = pieces_text(tokenizer, ids, styles)
-    if objective.name == "clm":
-        text = Text("next token at every position: ", "dim").append_text(text)
+    if objective.preview_targets_caption:
+        text = Text(objective.preview_targets_caption, "dim").append_text(text)
     return _cut(text, example.target_ids, shown)
 
 
@@ -238,19 +220,8 @@ def _cut(text: Text, ids: list[int], shown: int) -> Text:
 
 
 def legend(objective: Objective) -> list[tuple[str, str]]:
-    """(label, style key) of each colour the objective's inputs use."""
-    keys = []
-    if objective.arch == "encoder":
-        keys += [("[MASK]", "mask"), ("random replacement", "random"), ("selected, kept", "kept")]
-    if objective.name == "nsp":
-        keys += [("segment B", "segment_b"), ("[CLS] [SEP]", "special")]
-    if objective.arch == "decoder" and objective.name != "clm":
-        keys += [("prefix (seen whole)", "prefix"), ("suffix (predicted)", "suffix")]
-    if objective.name in ("span", "ul2-mixture"):
-        keys.append(("sentinel", "sentinel"))
-    if objective.name == "ul2-mixture":
-        keys.append(("mode token", "mode"))
-    return keys
+    """(label, style key) of each colour the objective's inputs use (Objective.preview_legend)."""
+    return objective.preview_legend()
 
 
 def _grid() -> Table:

@@ -13,12 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lmpt.downstream.figures import ACCURACY, ACCURACY_MEAN, ACCURACY_NORM
 from lmpt.report.runs import RunSummary
 
-MASKED_OBJECTIVES = ("mlm", "nsp", "electra")
-NEXT_TOKEN_OBJECTIVES = ("clm", "mtp")
-"""Objectives whose val_loss is the same next-token loss on the same windows (mtp reports its main head's)."""
-DOWNSTREAM_PREFERENCE = ("accuracy_mean", "accuracy", "accuracy_norm")
+DOWNSTREAM_PREFERENCE = (ACCURACY_MEAN, ACCURACY, ACCURACY_NORM)
 
 
 @dataclass(frozen=True)
@@ -40,6 +38,15 @@ class Ranking:
         if self.key == "val_fixed_loss":
             return "validation loss at the fixed masking rate"
         return "validation loss (each run's own objective)"
+
+
+def loss_family(objective: str | None) -> str | None:
+    """The run's objective's loss family (Objective.loss_family): "next-token" runs (clm, mtp: its main head's loss)
+    report the same val_loss on the same windows, "masked" ones (mlm, nsp, electra) a masked-token loss."""
+    from lmpt.objectives.registry import objective_class  # here: the objectives bring torch, most reports need none
+
+    cls = objective_class(str(objective))
+    return cls.loss_family if cls is not None else None
 
 
 def downstream_figure(runs: list[RunSummary]) -> str | None:
@@ -77,13 +84,13 @@ def choose_ranking(runs: list[RunSummary]) -> Ranking:
             "masked positions in every run (val_loss is each run at its own training masking rate)",
         )
     objectives = {r.objective for r in evaluated}
-    if len(objectives) > 1 and objectives <= set(NEXT_TOKEN_OBJECTIVES):
+    if len(objectives) > 1 and {loss_family(o) for o in objectives} == {"next-token"}:
         return Ranking("val_loss", "ranked by val_loss: next-token loss, mtp runs' main head scored as clm's")
     if len(objectives) == 1 and not any(r.fixed_loss is not None for r in evaluated):
         (objective,) = objectives
         caveat = (
             " (each at its own masking rate: runs that differ in mask_prob are scored on different tasks)"
-            if objective in MASKED_OBJECTIVES
+            if loss_family(objective) == "masked"
             else ""
         )
         return Ranking("val_loss", f"ranked by val_loss{caveat}")

@@ -11,10 +11,11 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+from lmpt.downstream.figures import ACCURACY, ACCURACY_MEAN, ACCURACY_NORM, MACRO_F1_MEAN, task_figure
 from lmpt.report.runs import RunSummary
 
 Value = str | int | float | None
-DOWNSTREAM_COLUMNS = ("/accuracy", "/accuracy_norm", "/accuracy_mean", "/macro_f1_mean")
+DOWNSTREAM_COLUMNS = tuple(f"/{f}" for f in (ACCURACY, ACCURACY_NORM, ACCURACY_MEAN, MACRO_F1_MEAN))
 """The downstream figures shown as columns (chance, std and the rest stay in metrics.jsonl)."""
 
 
@@ -77,7 +78,7 @@ def columns(runs: list[RunSummary]) -> list[Column]:
         Column("status", lambda r: r.status),
         Column("step", lambda r: r.step, optional, numeric=True),
         *(
-            Column(key.removeprefix("downstream/"), lambda r, key=key: r.downstream.get(key), _number(4), numeric=True)
+            Column(task_figure(key), lambda r, key=key: r.downstream.get(key), _number(4), numeric=True)
             for key in downstream
         ),
         *(fixed if any(r.fixed_loss is not None for r in runs) else []),

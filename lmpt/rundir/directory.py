@@ -10,16 +10,17 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from lmpt.console import info
 from lmpt.errors import LmptError
 from lmpt.rundir.checkpoint import MANIFEST, CheckpointStore
-from lmpt.rundir.drift import drifted_keys, flatten
-from lmpt.rundir.lock import LOCK_FILE
-from lmpt.rundir.log import LOG_FILE
-from lmpt.safe_files import load_yaml
+from lmpt.rundir.drift import drifted_keys, flatten, refuse_drift
+from lmpt.rundir.lock import LOCK_FILE, lock_for_job
+from lmpt.rundir.log import LOG_FILE, open_run_log
+from lmpt.safe_files import load_yaml, save_weights
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.load import load_tokenizer
 
@@ -43,6 +44,9 @@ class RunDir:
     def checkpoints(self) -> Path:
         return self.path / "checkpoints"
 
+    def checkpoint_store(self, keep_last: int) -> CheckpointStore:
+        return CheckpointStore(self.checkpoints, keep_last)
+
 
 def _is_fresh(path: Path) -> bool:
     """Only Hydra's own .hydra/ folder (and this launch's lock and lmpt.log) inside: the directory was made for
@@ -59,12 +63,12 @@ def discard_if_fresh(path: Path) -> None:
             path.parent.rmdir()
 
 
-def locate_run(cfg: DictConfig, hydra_dir: Path, discard: bool = True) -> RunDir:
+def locate_run(trainer: Any, hydra_dir: Path, discard: bool = True) -> RunDir:
     """Resolve `trainer.resume`: auto (this directory's newest checkpoint), never, or a path to continue.
     `discard`: remove this launch's own fresh directory when continuing another (rank 0 only)."""
-    mode = cfg.trainer.resume
+    mode = trainer.resume
     if mode in ("auto", "never"):
-        latest = CheckpointStore(hydra_dir / "checkpoints", cfg.trainer.keep_last).latest_valid()
+        latest = CheckpointStore(hydra_dir / "checkpoints", trainer.keep_last).latest_valid()
         if mode == "never" and latest is not None:
             raise LmptError(
                 f"{hydra_dir} already has checkpoints and trainer.resume=never: "
@@ -76,7 +80,7 @@ def locate_run(cfg: DictConfig, hydra_dir: Path, discard: bool = True) -> RunDir
         run, checkpoint = target.parent.parent, target
     elif (target / "checkpoints").is_dir():
         run = target
-        checkpoint = CheckpointStore(target / "checkpoints", cfg.trainer.keep_last).latest_valid()
+        checkpoint = CheckpointStore(target / "checkpoints", trainer.keep_last).latest_valid()
     else:
         raise LmptError(
             f"trainer.resume={mode}: not a run directory or checkpoint (expected {target}/checkpoints or "
@@ -87,6 +91,24 @@ def locate_run(cfg: DictConfig, hydra_dir: Path, discard: bool = True) -> RunDir
     if discard and run.resolve() != hydra_dir.resolve():
         discard_if_fresh(hydra_dir)
     return RunDir(run, checkpoint)
+
+
+def claim_run(trainer: Any, hydra_dir: Path, config: DictConfig, ctx: Any) -> RunDir:
+    """The run directory this launch trains in (`trainer.resume`), locked for the job (`ctx`: the process group),
+    checked to hold this run's config, its log opened (rank 0), and a resumed checkpoint checked for drift."""
+    run = locate_run(trainer, hydra_dir, discard=ctx.is_main)
+    lock_for_job(run.path, ctx)  # before anything is read from or written to the run directory
+    check_run_config(run, config)
+    if ctx.is_main:
+        open_run_log(run.path)
+    if run.resume_from is not None:
+        refuse_drift(run.resume_from, config)
+    return run
+
+
+def save_final_model(run_dir: Path, state: dict, arch: str, vocab_size: int) -> None:
+    """The final weights, their header naming the architecture and vocabulary (what lmpt.rundir.trained reads)."""
+    save_weights(run_dir / FINAL_MODEL, state, {"arch": arch, "vocab_size": str(vocab_size)})
 
 
 def check_run_config(run: RunDir, cfg: DictConfig) -> None:

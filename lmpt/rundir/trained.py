@@ -13,9 +13,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, build_model
-from lmpt.model.electra import discriminator_state
 from lmpt.model.mtp import without_mtp_modules
-from lmpt.objectives.registry import OBJECTIVES, resolve_arch
+from lmpt.objectives.base import Objective
+from lmpt.objectives.registry import objective_class, resolve_arch
 from lmpt.rundir.checkpoint import MANIFEST, CheckpointStore, load_part
 from lmpt.rundir.directory import CONFIG_FILE, FINAL_MODEL, LEGACY_FINAL_MODEL, TOKENIZER_FILES, run_tokenizer_path
 from lmpt.safe_files import WEIGHTS_SUFFIX, load_torch, load_weights, load_yaml, weights_metadata
@@ -42,6 +42,16 @@ class Trained:
     objective_name: str
     weights: Path
     """The file the weights came from."""
+
+    @property
+    def objective(self) -> type[Objective]:
+        """The class of the objective the run trained with: ask it, never compare `objective_name`."""
+        cls = objective_class(self.objective_name)
+        if cls is None:
+            raise LmptError(
+                f"{self.weights} was trained with objective {self.objective_name}, which lmpt does not know"
+            )
+        return cls
 
 
 def pick_device(name: str) -> torch.device:
@@ -124,11 +134,10 @@ def read_weights(weights: Path) -> tuple[dict[str, torch.Tensor], str | None]:
 def require_token_head(trained: Trained, command: str) -> None:
     """Refuse to score or fill tokens with a model whose token head was never trained: electra's discriminator
     (its generator, the network that predicts tokens, is not kept as the run's model)."""
-    if trained.objective_name == "electra":
+    if trained.objective.token_head_missing:
         raise LmptError(
-            f"{command} predicts tokens, and this run's model is an electra discriminator, which tells replaced "
-            "tokens from original ones and has no trained token head: fine-tune it downstream or export it with "
-            "lmpt-export"
+            f"{command} predicts tokens, and {trained.objective.token_head_missing}: fine-tune it downstream or "
+            "export it with lmpt-export"
         )
 
 
@@ -143,12 +152,11 @@ def load_trained(path: str | Path, device: str = "cpu") -> Trained:
         )
     tokenizer = load_tokenizer(tokenizer_path, "the run directory")
     name = str(config.objective.name)
-    if name not in OBJECTIVES:
+    cls = objective_class(name)
+    if cls is None:
         raise LmptError(f"{weights} was trained with objective {name}, which this lmpt does not know")
-    cls = OBJECTIVES[name]
     state, arch = read_weights(weights)
-    if name == "electra":  # the discriminator is the trained encoder; the generator is left behind
-        state = discriminator_state(state)
+    state = cls.inference_state(state)  # electra: the discriminator is the trained encoder, the generator stays
     state = without_mtp_modules(state)  # inference runs the main model only: multi-token modules stay behind
     arch = arch or resolve_arch(cls, config.model.arch)
     if "body.embed.tokens.weight" not in state:

@@ -5,10 +5,13 @@ spent, and what earlier launches spent travels in the checkpoint."""
 from __future__ import annotations
 
 import math
+from typing import Any
+
+import torch
 
 from lmpt.config.budget import Budget, parse_budget
 from lmpt.errors import LmptError
-from lmpt.train.efficiency import StepCost
+from lmpt.train.efficiency import StepCost, expected_step_cost, peak_flops
 from lmpt.train.work import Work
 
 UNBOUNDED_STEPS = 2**62
@@ -65,3 +68,12 @@ def plan_length(budget_text: str | None, max_steps: int, cost: StepCost) -> RunL
     if budget is None:
         return RunLength(max_steps)
     return RunLength(derived_max_steps(budget, cost), budget)
+
+
+def run_length(trainer: Any, model: Any, objective: Any, world_size: int, device: torch.device,
+               dtype: torch.dtype) -> tuple[RunLength, StepCost, float, str]:  # fmt: skip
+    """How long the run trains, from the expected cost of a step of `trainer`'s batch over `world_size` ranks
+    against the device's peak; returns the length, that cost, the peak (FLOP/s) and what the peak is."""
+    peak, source = peak_flops(device, dtype)
+    cost = expected_step_cost(model, objective, trainer.batch_size * trainer.grad_accum * world_size, peak)
+    return plan_length(trainer.budget, trainer.max_steps, cost), cost, peak, source

@@ -6,6 +6,7 @@ schedule, data, objective) starts anew."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -135,10 +136,11 @@ def read_origin(spec: str) -> Origin:
     return _read_lmpt(path)
 
 
-def adopt_origin(cfg: DictConfig, origin: Origin, given: set[str]) -> None:
-    """Write the source's architecture into `cfg.model` (keys in `given`, set on the command line, stay as
-    the user set them: the weights must then fit them), the stage number, and the source's tokenizer when
+def adopt_origin(composed: DictConfig, origin: Origin, given: set[str]) -> DictConfig:
+    """A copy of `composed` with the source's architecture in `model` (keys in `given`, set on the command line,
+    stay as the user set them: the weights must then fit them), the stage number, and the source's tokenizer when
     none was chosen."""
+    cfg = copy.deepcopy(composed)
     for key, value in origin.model_keys.items():
         if f"model.{key}" not in given and key in cfg.model:
             cfg.model[key] = value
@@ -148,6 +150,7 @@ def adopt_origin(cfg: DictConfig, origin: Origin, given: set[str]) -> None:
     own = origin.tokenizer_file is not None and origin.tokenizer_file.suffix == ".model"
     if own and sentencepiece and not cfg.tokenizer.model_file and "tokenizer.model_file" not in given:
         cfg.tokenizer.model_file = str(origin.tokenizer_file)
+    return cfg
 
 
 def check_tokenizer(origin: Origin, tokenizer: Tokenizer) -> None:

@@ -9,8 +9,7 @@ import math
 import uuid
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
-
+from lmpt.config.schema import TrainerConfig
 from lmpt.errors import LmptError
 
 
@@ -37,15 +36,15 @@ class TensorBoardSink:
 
 
 class WandbSink:
-    def __init__(self, cfg: DictConfig, run_dir: Path, run_id: str) -> None:
+    def __init__(self, project: str, record: dict, run_dir: Path, run_id: str) -> None:
+        """`record`: the run's whole config as plain data (W&B shows it beside the run)."""
         try:
             import wandb
         except ImportError as exc:
             raise LmptError("trainer.wandb=true needs Weights & Biases: pip install wandb") from exc
         self.wandb = wandb
         self.run = wandb.init(
-            project=cfg.trainer.wandb_project, id=run_id, resume="allow", dir=str(run_dir),
-            name=run_dir.name, config=OmegaConf.to_container(cfg, resolve=True),
+            project=project, id=run_id, resume="allow", dir=str(run_dir), name=run_dir.name, config=record,
         )  # fmt: skip
         # W&B ignores a step below its run's step counter; the steps it holds already are the ones this launch
         # repeats (bit for bit), so they are left as they are and logging goes on from the first one it lacks
@@ -63,12 +62,12 @@ def new_wandb_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def open_sinks(cfg: DictConfig, run_dir: Path, wandb_id: str, start_step: int) -> list:
-    """The extra sinks this run asked for (rank 0 only); `start_step`: the step this launch starts from (the
-    checkpoint's, 0 for a new run)."""
+def open_sinks(trainer: TrainerConfig, record: dict, run_dir: Path, wandb_id: str, start_step: int) -> list:
+    """The extra sinks `trainer` asks for (rank 0 only); `record`: the run's config as plain data; `start_step`: the
+    step this launch starts from (the checkpoint's, 0 for a new run)."""
     sinks: list = []
-    if cfg.trainer.tensorboard:
+    if trainer.tensorboard:
         sinks.append(TensorBoardSink(run_dir, first_step=start_step + 1))
-    if cfg.trainer.wandb:
-        sinks.append(WandbSink(cfg, run_dir, wandb_id))
+    if trainer.wandb:
+        sinks.append(WandbSink(trainer.wandb_project, record, run_dir, wandb_id))
     return sinks

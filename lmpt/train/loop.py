@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig, OmegaConf
 
 from lmpt.batch import Batch
+from lmpt.config.schema import TrainerConfig
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, ModelOutput
@@ -45,7 +45,8 @@ class LoopState:
 class TrainLoop:
     def __init__(
         self,
-        cfg: DictConfig,
+        trainer: TrainerConfig,
+        record: dict,
         model: LanguageModel,
         objective: Objective,
         optimizer: torch.optim.Optimizer,
@@ -58,7 +59,8 @@ class TrainLoop:
         ctx: Distributed | None = None,
         length: RunLength | None = None,
     ) -> None:
-        self.cfg, self.t = cfg, cfg.trainer
+        self.t = trainer
+        self.record = record  # the run's whole config as plain data: each checkpoint carries it
         self.model, self.objective = model, objective
         # the DDP/FSDP wrapper when distributed; state dicts always come from `model` (no `module.` prefix)
         self.forward = model if forward is None else forward
@@ -112,7 +114,7 @@ class TrainLoop:
                 "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict(),
                 "ranks": self.ctx.all_gather_object(self._rank_state()),
-                "config": OmegaConf.to_container(self.cfg, resolve=True),
+                "config": self.record,
             },
         }
 
@@ -259,7 +261,8 @@ class TrainLoop:
         self.display.start(self.state.step)
         self.interval_started = last_save = time.perf_counter()
         run_dir = self.metrics.path.parent
-        self.sinks = open_sinks(self.cfg, run_dir, self.state.wandb_id, self.state.step) if self.ctx.is_main else []
+        main = self.ctx.is_main
+        self.sinks = open_sinks(t, self.record, run_dir, self.state.wandb_id, self.state.step) if main else []
         try:
             with self.preemption as preemption:
                 self.step_clock = time.perf_counter()

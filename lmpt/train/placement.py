@@ -1,4 +1,5 @@
-"""Which GPU a sweep job runs on when several jobs share one machine (hydra/launcher=parallel)."""
+"""Where a job trains: its device and precision, and which GPU a sweep job runs on when several jobs share one
+machine (hydra/launcher=parallel)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from typing import IO
 import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
+
+from lmpt.config.schema import TrainerConfig
+from lmpt.train.distributed import Distributed, rank_device
+from lmpt.train.precision import Precision, pick_device, pick_precision
 
 _held: list[IO] = []  # open lock files: the claim lasts as long as the job's process holds them
 
@@ -37,3 +42,17 @@ def release_gpus() -> None:
 def sweeping_in_parallel() -> bool:
     hydra = HydraConfig.get()
     return hydra.mode == RunMode.MULTIRUN and "Joblib" in str(hydra.launcher.get("_target_", ""))
+
+
+def place_job(trainer: TrainerConfig, ctx: Distributed) -> tuple[torch.device, Precision]:
+    """The device this rank trains on (`trainer.device`; a GPU of its own for each job of a parallel sweep), the
+    precision there, and PyTorch's deterministic mode as `trainer.deterministic` asks."""
+    device = rank_device(pick_device(trainer.device), ctx)
+    if device.type == "cuda" and not ctx.enabled and sweeping_in_parallel():
+        index = claim_free_gpu()  # jobs running side by side each take a GPU of their own
+        if index is not None:
+            device = torch.device("cuda", index)
+            torch.cuda.set_device(device)
+    precision = pick_precision(trainer, device)
+    torch.use_deterministic_algorithms(trainer.deterministic, warn_only=False)
+    return device, precision

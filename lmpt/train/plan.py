@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from omegaconf import DictConfig, OmegaConf
 from rich.table import Table
@@ -12,9 +14,10 @@ from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.registry import PlannedTokenizer, build_objective
 from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import SpecialTokens
-from lmpt.train.budget import plan_length
-from lmpt.train.efficiency import ASSUMED_MFU, expected_step_cost, peak_flops
+from lmpt.train.budget import run_length
+from lmpt.train.efficiency import ASSUMED_MFU
 from lmpt.train.precision import Precision
+from lmpt.train.spec import RunSpec
 
 
 def config_tree(cfg: DictConfig) -> Tree:
@@ -26,29 +29,27 @@ def config_tree(cfg: DictConfig) -> Tree:
     return tree
 
 
-def _planned_tokenizer(cfg: DictConfig):
-    if cfg.tokenizer.backend == "hf":
-        return load_tokenizer(cfg.tokenizer.path, "tokenizer.path", cfg.tokenizer.num_sentinels)
-    if cfg.tokenizer.model_file:
-        return load_tokenizer(cfg.tokenizer.model_file)
-    return PlannedTokenizer(SpecialTokens(num_sentinels=cfg.tokenizer.num_sentinels), cfg.tokenizer.vocab_size)
+def _planned_tokenizer(tok: Any):
+    if tok.backend == "hf":
+        return load_tokenizer(tok.path, "tokenizer.path", tok.num_sentinels)
+    if tok.model_file:
+        return load_tokenizer(tok.model_file)
+    return PlannedTokenizer(SpecialTokens(num_sentinels=tok.num_sentinels), tok.vocab_size)
 
 
-def print_plan(cfg: DictConfig, precision: Precision) -> None:
-    t = cfg.trainer
-    tokenizer = _planned_tokenizer(cfg)
-    objective = build_objective(cfg.objective, tokenizer, cfg.data.seq_len, cfg.model.arch)
+def print_plan(spec: RunSpec, precision: Precision) -> None:
+    t, seq_len = spec.trainer, spec.data.seq_len
+    tokenizer = _planned_tokenizer(spec.tokenizer)
+    objective = build_objective(spec.objective, tokenizer, seq_len, spec.model.arch)
     with torch.device("meta"):  # sized, never allocated
-        model = objective.build_model(cfg.model, padded_vocab_size(tokenizer.vocab_size))
+        model = objective.build_model(spec.model, padded_vocab_size(tokenizer.vocab_size))
     examples_per_step = t.batch_size * t.grad_accum
-    tokens_per_example = cfg.data.seq_len + objective.target_length
-    peak, source = peak_flops(precision.device, precision.dtype or torch.float32)
-    cost = expected_step_cost(model, objective, examples_per_step, peak)
-    length = plan_length(t.budget, t.max_steps, cost)
+    tokens_per_example = seq_len + objective.target_length
+    length, cost, peak, source = run_length(t, model, objective, 1, precision.device, precision.dtype or torch.float32)
     steps = length.max_steps
     flops, seconds = cost.flops * steps, cost.seconds * steps
 
-    console.print(config_tree(cfg))
+    console.print(config_tree(spec.config))
     table = Table(title="plan (dry run: nothing trained)", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -61,7 +62,7 @@ def print_plan(cfg: DictConfig, precision: Precision) -> None:
         "total tokens": f"{examples_per_step * tokens_per_example * steps:,} over {steps:,} steps",
         "training FLOPs": f"{flops:.3e} ({cost.flops:.3e} per step, the head on the expected "
         f"{objective.expected_loss_fraction:.0%} of positions that carry loss)",
-        **_flops_by_network(model, cfg.data.seq_len, objective.expected_loss_fraction),
+        **_flops_by_network(model, seq_len, objective.expected_loss_fraction),
         "estimated time": f"{seconds / 3600:.2f} h ({seconds:,.0f} s) at {ASSUMED_MFU:.0%} MFU of the {source} "
         f"({peak / 1e12:.2f} TFLOP/s), {precision.name} on {precision.device}",
     }

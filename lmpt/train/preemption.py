@@ -9,11 +9,16 @@ committed the signal is handed over, and submitit requeues the job into the same
 from __future__ import annotations
 
 import signal
+import sys
 import threading
+from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
+from lmpt.config.resume import resume_command
 from lmpt.console import console
 from lmpt.errors import LmptError
+from lmpt.rundir.directory import write_status
 
 EXIT_PREEMPTED = 75
 """Exit code after a graceful stop (EX_TEMPFAIL: "try again later"); requeue the job and it resumes."""
@@ -67,3 +72,13 @@ class PreemptionFlag:
             previous(self.signal, None)
         except Exception as exc:  # submitit past max_num_timeout: "Job not requeued because: timed-out too many..."
             raise NotRequeued(f"{owner} did not requeue the job ({exc}): run the same command to resume") from exc
+
+
+def stop_for_requeue(flag: PreemptionFlag, run_dir: Path, step: int, wall_s: float, world_size: int) -> NoReturn:
+    """Rank 0 after a graceful stop: status.json says preempted, the signal goes to the job's own handler (under
+    submitit it requeues the job and exits), and the process exits with EXIT_PREEMPTED and the resume command."""
+    write_status(run_dir, "preempted", step=step, wall_s=wall_s)
+    console.print(f"stopped at step {step} with a committed checkpoint")
+    flag.hand_over()
+    console.print(f"to resume: {resume_command(run_dir, world_size)} (exit code {EXIT_PREEMPTED})")
+    sys.exit(EXIT_PREEMPTED)

@@ -56,7 +56,8 @@ class Case:
         ]
 
 
-OBJECTIVES = ("clm", "mlm", "nsp", "span", "prefix", "ul2-mixture")
+OBJECTIVES = ("clm", "mlm", "nsp", "span", "prefix", "ul2-mixture", "electra", "mtp", "fim")
+"""Every objective lmpt trains (lmpt.objectives.registry; tests/scripts/test_chaos_cases.py keeps them equal)."""
 
 CASES = {
     **{name: Case(name, [f"objective={name}"]) for name in OBJECTIVES},

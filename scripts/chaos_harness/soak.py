@@ -18,7 +18,8 @@ from rich.console import Console
 from chaos_harness.attempt import POLL_S, Attempt, Calibration, Landing, aim, strike
 from chaos_harness.cases import Case
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "train"))
+_TESTS = Path(__file__).resolve().parents[2] / "tests"
+sys.path[:0] = [str(_TESTS / "train"), str(_TESTS)]  # golden.py imports tests/runner.py as `runner`
 from golden import assert_same, env  # noqa: E402  (the golden-run comparison the resume tests use)
 
 from lmpt.rundir.checkpoint import manifest_problem  # noqa: E402

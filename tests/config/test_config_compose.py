@@ -14,6 +14,7 @@ from lmpt.config.errors import describe
 from lmpt.config.store import conf_dir
 from lmpt.config.validate import validate_config
 from lmpt.errors import LmptError
+from lmpt.objectives.registry import OBJECTIVES
 
 GROUPS = ["tokenizer", "objective", "model", "optimizer", "scheduler", "data", "trainer"]
 
@@ -28,7 +29,8 @@ def test_every_option_composes_typed_and_valid(group: str, option: str) -> None:
     extra = needs.get((group, option), [])
     cfg = composed(f"{group}={option}", *extra)
     node = cfg[group]
-    schemas = ("lmpt.config.schema", "lmpt.config.objective_schema", "lmpt.config.optimizer_schema")
+    objective_schemas = tuple(c.config_class.__module__ for c in OBJECTIVES.values())
+    schemas = ("lmpt.config.schema", *objective_schemas, "lmpt.config.optimizer_schema")
     assert OmegaConf.get_type(node).__module__ in schemas  # typed
     assert OmegaConf.is_missing(node, "name") is False if "name" in node else True
     validate_config(cfg)

@@ -18,6 +18,7 @@ from lmpt.hf.export import hf_config, hf_state_dict
 from lmpt.model import build_model
 from lmpt.model.generate import sample
 from lmpt.model.t5 import relative_position_bucket
+from lmpt.objectives.registry import objective_class
 
 transformers = pytest.importorskip("transformers")
 
@@ -38,7 +39,7 @@ def as_transformers(model, cfg, directory: Path) -> torch.nn.Module:
     special = SimpleNamespace(pad=0, bos=1, eos=2, mask=3)
     trained = SimpleNamespace(
         model=model, config=OmegaConf.create({"model": cfg}), tokenizer=SimpleNamespace(special=special),
-        arch="encoder-decoder", objective_name="span",
+        arch="encoder-decoder", objective_name="span", objective=objective_class("span"),
     )  # fmt: skip
     directory.mkdir()
     (directory / "config.json").write_text(json.dumps(hf_config(trained)))

@@ -8,9 +8,9 @@ import torch
 from objective_helpers import FakeTokenizer, assert_same_batch, batches, five_sigma, windows
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.config.objective_schema import ElectraConfig
 from lmpt.config.schema import ModelConfig
 from lmpt.errors import LmptError
+from lmpt.objectives.electra import ElectraConfig
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import generator
 

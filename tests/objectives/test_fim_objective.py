@@ -9,10 +9,10 @@ from hf_files import wordpiece
 from objective_helpers import FakeTokenizer, assert_same_batch, batches, five_sigma
 
 from lmpt.batch import IGNORE
-from lmpt.config.objective_schema import ClmConfig, FimConfig
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
-from lmpt.objectives.fim import split_documents
+from lmpt.objectives.clm import ClmConfig
+from lmpt.objectives.fim import FimConfig, split_documents
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import generator
 from lmpt.tokenizer.load import load_tokenizer

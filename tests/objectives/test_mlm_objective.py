@@ -7,9 +7,8 @@ import torch
 from objective_helpers import FakeTokenizer, assert_int64, assert_same_batch, batches, five_sigma, windows
 
 from lmpt.batch import IGNORE
-from lmpt.config.objective_schema import MlmConfig
 from lmpt.data.windows import Windows
-from lmpt.objectives.mlm import mask_tokens
+from lmpt.objectives.mlm import MlmConfig, mask_tokens
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import generator
 

@@ -11,13 +11,12 @@ from objective_helpers import FakeTokenizer, assert_same_batch, batches
 from omegaconf import OmegaConf
 
 from lmpt.batch import IGNORE
-from lmpt.config.objective_schema import ClmConfig, MtpConfig
 from lmpt.config.schema import ModelConfig
 from lmpt.errors import LmptError
 from lmpt.model.build import padded_vocab_size
 from lmpt.model.language_model import matmul_parameters
-from lmpt.objectives.clm import document_ids
-from lmpt.objectives.mtp import tokens_ahead
+from lmpt.objectives.clm import ClmConfig, document_ids
+from lmpt.objectives.mtp import MtpConfig, tokens_ahead
 from lmpt.objectives.registry import build_objective
 from lmpt.preview.render import settings
 from lmpt.rng import generator

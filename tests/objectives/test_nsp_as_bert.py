@@ -8,10 +8,10 @@ import pytest
 import torch
 from objective_helpers import FakeTokenizer, batch_pairs, batches, fake_corpus, five_sigma, occurrences, pairs
 
-from lmpt.config.objective_schema import NspConfig
 from lmpt.data.corpus import TokenCorpus
 from lmpt.data.sampler import gather_windows
 from lmpt.errors import LmptError
+from lmpt.objectives.nsp import NspConfig
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import generator
 

@@ -17,10 +17,9 @@ from objective_helpers import (
 )
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.config.objective_schema import NspConfig
 from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
-from lmpt.objectives.nsp import truncate_pair
+from lmpt.objectives.nsp import NspConfig, truncate_pair
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import generator
 

@@ -5,20 +5,17 @@ from __future__ import annotations
 import pytest
 from objective_helpers import FakeTokenizer
 
-from lmpt.config.objective_schema import (
-    ClmConfig,
-    DenoiserConfig,
-    ElectraConfig,
-    FimConfig,
-    MlmConfig,
-    MtpConfig,
-    NspConfig,
-    PrefixConfig,
-    SpanConfig,
-    Ul2Config,
-)
 from lmpt.errors import LmptError
+from lmpt.objectives.clm import ClmConfig
+from lmpt.objectives.electra import ElectraConfig
+from lmpt.objectives.fim import FimConfig
+from lmpt.objectives.mlm import MlmConfig
+from lmpt.objectives.mtp import MtpConfig
+from lmpt.objectives.nsp import NspConfig
+from lmpt.objectives.prefix import PrefixConfig
 from lmpt.objectives.registry import OBJECTIVES, build_objective
+from lmpt.objectives.span import SpanConfig
+from lmpt.objectives.ul2 import DenoiserConfig, Ul2Config
 
 TOKENIZER = FakeTokenizer(vocab_size=1024, num_sentinels=100)
 NATURAL = [

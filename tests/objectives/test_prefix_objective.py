@@ -7,8 +7,7 @@ import torch
 from objective_helpers import assert_int64, assert_same_batch, batches, five_sigma, windows
 
 from lmpt.batch import IGNORE
-from lmpt.config.objective_schema import PrefixConfig
-from lmpt.objectives.prefix import split_range
+from lmpt.objectives.prefix import PrefixConfig, split_range
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import generator
 

@@ -15,9 +15,8 @@ from objective_helpers import (
 )
 
 from lmpt.batch import IGNORE
-from lmpt.config.objective_schema import SpanConfig
 from lmpt.objectives.registry import build_objective
-from lmpt.objectives.span import random_segmentation, random_spans_noise_mask, raw_length_for, span_lengths
+from lmpt.objectives.span import SpanConfig, random_segmentation, random_spans_noise_mask, raw_length_for, span_lengths
 from lmpt.rng import generator
 
 SETTINGS = [(0.15, 3.0), (0.5, 8.0), (0.15, 64.0), (0.3, 1.0)]

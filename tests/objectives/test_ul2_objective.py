@@ -17,11 +17,10 @@ from objective_helpers import (
 )
 
 from lmpt.batch import IGNORE
-from lmpt.config.objective_schema import DenoiserConfig, Ul2Config
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.registry import build_objective
 from lmpt.objectives.span import span_lengths
-from lmpt.objectives.ul2 import s_target_range
+from lmpt.objectives.ul2 import DenoiserConfig, Ul2Config, s_target_range
 from lmpt.rng import generator
 
 SEQ_LEN = 64

@@ -8,9 +8,11 @@ import torch
 from objective_helpers import assert_same_batch, five_sigma
 
 from lmpt.batch import IGNORE
-from lmpt.config.objective_schema import ClmConfig, MlmConfig, NspConfig
 from lmpt.data.sampler import ValidationWindows
 from lmpt.errors import LmptError
+from lmpt.objectives.clm import ClmConfig
+from lmpt.objectives.mlm import MlmConfig
+from lmpt.objectives.nsp import NspConfig
 from lmpt.objectives.registry import build_objective
 from lmpt.train.batches import validation_batches, yardstick_batches
 

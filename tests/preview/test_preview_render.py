@@ -13,6 +13,7 @@ from lmpt.config.resolvers import register_resolvers
 from lmpt.config.store import conf_dir, register_schemas
 from lmpt.data.cache import PreparedData
 from lmpt.errors import LmptError
+from lmpt.objectives.registry import register_objective_schemas
 from lmpt.preview.config import PRIMARY_CONFIG, register_preview_config
 from lmpt.preview.examples import Preview, build_preview
 from lmpt.preview.render import render_preview
@@ -22,6 +23,7 @@ SMALL = ["tokenizer.vocab_size=1024", "data.seq_len=64"]
 
 def make_preview(*overrides: str) -> Preview:
     register_schemas()
+    register_objective_schemas()
     register_resolvers()
     register_preview_config()
     with initialize_config_dir(str(conf_dir()), version_base=None):

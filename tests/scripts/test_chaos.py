@@ -57,7 +57,8 @@ def test_killed_and_resumed_clm_runs_end_identical_and_the_table_says_where_kill
 @pytest.mark.soak
 def test_every_case_survives_a_few_kills(tmp_path: Path) -> None:
     """Each objective, the mixture, the init_from stage and DDP under torchrun, two kills or so each."""
-    _, report = chaos(tmp_path, "--kills", "18", "--seed", "11", timeout=3600)
+    _, report = chaos(tmp_path, "--kills", "24", "--seed", "11", timeout=3600)
     assert [c["case"] for c in report["cases"]] == [
-        "clm", "mlm", "nsp", "span", "prefix", "ul2-mixture", "mixture", "init_from", "ddp"]  # fmt: skip
+        "clm", "mlm", "nsp", "span", "prefix", "ul2-mixture", "electra", "mtp", "fim", "mixture", "init_from",
+        "ddp"]  # fmt: skip
     assert all(c["verdict"] == "identical" for c in report["cases"]), [c["problems"] for c in report["cases"]]

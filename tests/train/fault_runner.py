@@ -175,7 +175,7 @@ def _drop_state(piece: str) -> None:
     """Resume as if `piece` had been left out of the checkpoint: whatever the fresh process had stays."""
     import torch
 
-    import lmpt.train.run as run_module
+    import lmpt.train.batches as batches_module
     from lmpt.train.batches import StepBatches
     from lmpt.train.loop import TrainLoop
 
@@ -188,7 +188,7 @@ def _drop_state(piece: str) -> None:
             def __init__(self, sampler, objective, seed, rank, grad_accum, start_step, max_steps):
                 super().__init__(sampler, objective, seed, rank, grad_accum, 0, max_steps - start_step)
 
-        run_module.StepBatches = FromTheStart
+        batches_module.StepBatches = FromTheStart  # what lmpt.train.run builds its step loader from
         return
 
     real_restore = TrainLoop.restore

@@ -12,18 +12,16 @@ import torch
 import torch._dynamo
 from omegaconf import OmegaConf
 
-from lmpt.config import objective_schema as o
 from lmpt.config.schema import ModelConfig
 from lmpt.data.sampling import training_sampler
 from lmpt.model.build import padded_vocab_size
 from lmpt.model.head import rows_loss
-from lmpt.objectives.registry import build_objective
+from lmpt.objectives.registry import OBJECTIVES, build_objective
 from lmpt.train.batches import StepBatches
 
 SEQ_LEN = 32
 TINY = OmegaConf.structured(ModelConfig(name="tiny", d_model=32, n_layers=2, n_heads=2, ffn_dim=64, max_seq_len=64))
-CONFIGS = {"clm": o.ClmConfig, "mlm": o.MlmConfig, "nsp": o.NspConfig, "span": o.SpanConfig,
-           "prefix": o.PrefixConfig, "ul2-mixture": o.Ul2Config}  # fmt: skip
+CONFIGS = {name: OBJECTIVES[name].config_class for name in ("clm", "mlm", "nsp", "span", "prefix", "ul2-mixture")}
 
 
 def compiled_calls(objective_name: str, data, input_padded_known: bool = True) -> tuple[list, list]:

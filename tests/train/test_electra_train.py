@@ -15,7 +15,6 @@ from golden import BASE, assert_same, describe, env, golden_run, interrupted_run
 from runner import lmpt_command
 from safetensors.torch import load_file
 
-from lmpt.config.objective_schema import ElectraConfig
 from lmpt.config.schema import ModelConfig
 from lmpt.console import console
 from lmpt.downstream.eval_cli import evaluate
@@ -24,11 +23,13 @@ from lmpt.hf.export import export
 from lmpt.inference.fill import fill
 from lmpt.model.build import padded_vocab_size
 from lmpt.model.language_model import LanguageModel
+from lmpt.objectives.electra import ElectraConfig
 from lmpt.objectives.registry import PlannedTokenizer, build_objective
 from lmpt.rundir.trained import load_trained
 from lmpt.tokenizer.special import SpecialTokens
 from lmpt.train.plan import print_plan
 from lmpt.train.precision import pick_precision
+from lmpt.train.spec import resolve
 
 ELECTRA = [*BASE, "objective=electra"]
 MODEL = ModelConfig(name="test", d_model=64, n_layers=2, n_heads=2, ffn_dim=128, max_seq_len=1024)  # BASE's sizes
@@ -107,7 +108,7 @@ def test_dry_run_plan_counts_the_generator() -> None:
     overrides = [a for a in ELECTRA if not a.startswith("trainer.device")]
     cfg = composed(*overrides, "trainer.dry_run=true")
     with console.capture() as captured:
-        print_plan(cfg, pick_precision(cfg.trainer, torch.device("cpu")))
+        print_plan(resolve(cfg, set()), pick_precision(cfg.trainer, torch.device("cpu")))
     text = captured.get()
     objective, model = planned(64)
     per_step = 8 * model.flops_per_example(64, 0, objective.expected_loss_fraction)

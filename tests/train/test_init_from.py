@@ -42,7 +42,7 @@ def lmpt_model_from(path: Path, arch: str = "decoder", **given: object):
     """What `lmpt model.init_from=path` builds: the adopted config, then the source's weights."""
     cfg = OmegaConf.create({"model": ModelConfig(name="tiny", **given), "tokenizer": TokenizerConfig()})
     origin = read_origin(str(path))
-    adopt_origin(cfg, origin, {f"model.{k}" for k in given})
+    cfg = adopt_origin(cfg, origin, {f"model.{k}" for k in given})
     model = build_model(cfg.model, arch, VOCAB, pad_id=0)
     load_origin(model, origin)
     return model.eval(), cfg
@@ -100,7 +100,7 @@ def test_untied_head_and_scaled_rope_are_refused(tmp_path: Path) -> None:
 def test_vocabulary_that_does_not_fit_names_the_embedding(tmp_path: Path) -> None:
     origin = read_origin(str(save_llama(tmp_path / "llama", 2)))
     cfg = OmegaConf.create({"model": ModelConfig(name="tiny"), "tokenizer": TokenizerConfig()})
-    adopt_origin(cfg, origin, set())
+    cfg = adopt_origin(cfg, origin, set())
     model = build_model(cfg.model, "decoder", 1024, pad_id=0)  # a tokenizer of 1024 pieces, not the model's 300
     with pytest.raises(LmptError, match=r"model\.embed_tokens\.weight has shape \[300, 64\].*needs \[1024, 64\]"):
         load_origin(model, origin)
@@ -123,7 +123,7 @@ def test_a_tokenizer_that_extends_the_models_keeps_its_rows(tmp_path: Path) -> N
     save_word_tokenizer(hf_dir, tokens)
     origin = read_origin(str(hf_dir))
     cfg = OmegaConf.create({"model": ModelConfig(name="tiny"), "tokenizer": TokenizerConfig()})
-    adopt_origin(cfg, origin, set())
+    cfg = adopt_origin(cfg, origin, set())
     extended = SimpleNamespace(vocab_size=VOCAB + 20, id_to_piece=lambda i: (tokens + ["<mask>"] * 20)[i])
     check_tokenizer(origin, extended)
     model = build_model(cfg.model, "decoder", VOCAB + 20, pad_id=0)

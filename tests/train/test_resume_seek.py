@@ -11,10 +11,11 @@ import torch
 
 import lmpt.data.sampler as sampler_module
 import lmpt.train.batches as batches_module
-from lmpt.config.objective_schema import ClmConfig, SpanConfig
 from lmpt.data.permutation import FeistelPermutation
 from lmpt.data.sampler import WindowSampler
+from lmpt.objectives.clm import ClmConfig
 from lmpt.objectives.registry import build_objective
+from lmpt.objectives.span import SpanConfig
 from lmpt.train.batches import StepBatches, step_loader
 
 FAR = 10**9

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,16 +13,39 @@ from lmpt.data.readers.text import MISSING, record_document, record_text
 from lmpt.errors import LmptError
 
 
+def parse_line(line: str, where: str) -> Any:
+    """One JSON value; a line that is not JSON, nests deeper than Python recurses or holds an integer longer than
+    Python converts is refused naming `where` (never a RecursionError or ValueError)."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as e:
+        raise LmptError(f"{where} is not valid JSON ({e.msg}): fix or remove that line") from None
+    except RecursionError:
+        raise LmptError(f"{where} is JSON nested too deeply to read: flatten or remove that line") from None
+    except ValueError:  # int(): more digits than sys.get_int_max_str_digits()
+        raise LmptError(
+            f"{where} holds an integer of more than {sys.get_int_max_str_digits()} digits: write it as a string, or "
+            "remove that line"
+        ) from None
+
+
+def shown(value: Any, width: int = 40) -> str:
+    """`value` as JSON, cut to `width` characters, for a message; any value (bytes, a date, a deep list) shows."""
+    try:
+        text = json.dumps(value, default=repr)
+    except (RecursionError, ValueError):
+        text = f"<{type(value).__name__}>"
+    return text[:width]
+
+
 def jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
-    """(`path:line`, parsed record) for each non-blank line; a line that is not JSON is refused with its number."""
+    """(`path:line`, parsed record) for each non-blank line (`parse_line`); a leading byte-order mark is skipped."""
     for line, lineno, _ in iter_lines(path):
+        if lineno == 1:
+            line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise LmptError(f"{path}:{lineno} is not valid JSON ({e.msg}): fix or remove that line") from None
-        yield f"{path}:{lineno}", record
+        yield f"{path}:{lineno}", parse_line(line, f"{path}:{lineno}")
 
 
 def jsonl_documents(path: Path, text_field: str) -> Iterator[list[str]]:

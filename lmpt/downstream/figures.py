@@ -1,0 +1,50 @@
+"""The names of the downstream figures, defined once: what the downstream commands write into their JSON and into
+metrics.jsonl (`downstream/TASK/FIGURE`, lmpt.downstream.after_training), and what lmpt-report ranks and shows.
+Plain strings with no imports, so a report reads them without loading torch."""
+
+from __future__ import annotations
+
+ACCURACY = "accuracy"
+"""Share of questions (zero-shot) or dev examples (fine-tuned) answered right."""
+ACCURACY_NORM = "accuracy_norm"
+"""Zero-shot multiple choice: the highest score per UTF-8 byte of the choice (lm_eval's acc_bytes)."""
+CHANCE = "chance"
+"""Zero-shot multiple choice: the mean of 1 / number of choices."""
+MACRO_F1 = "macro_f1"
+MCC = "mcc"
+"""Matthews correlation (two-class tasks only)."""
+MAJORITY_ACCURACY = "majority_accuracy"
+"""Fine-tuning: dev accuracy of always answering the training split's most common class."""
+
+
+def mean_of(figure: str) -> str:
+    """The key of a figure's mean over fine-tuning seeds."""
+    return f"{figure}_mean"
+
+
+def std_of(figure: str) -> str:
+    """The key of a figure's sample standard deviation over fine-tuning seeds."""
+    return f"{figure}_std"
+
+
+ACCURACY_MEAN, ACCURACY_STD, MACRO_F1_MEAN = mean_of(ACCURACY), std_of(ACCURACY), mean_of(MACRO_F1)
+
+SEED_FIGURES = (ACCURACY, MACRO_F1, MCC)
+"""What each fine-tuning seed reports, in table order (mcc only for two-class tasks)."""
+CHOICE_FIGURES = (ACCURACY, ACCURACY_NORM, CHANCE)
+"""The zero-shot multiple-choice figures logged after training."""
+CLASSIFICATION_FIGURES = (ACCURACY_MEAN, ACCURACY_STD, MACRO_F1_MEAN, MAJORITY_ACCURACY)
+"""The fine-tuning figures logged after training."""
+
+METRIC_PREFIX = "downstream/"
+"""Every downstream figure in metrics.jsonl is `downstream/TASK/FIGURE`."""
+
+
+def metric_key(task: str, figure: str) -> str:
+    """`downstream/TASK/FIGURE`: the figure's key in metrics.jsonl."""
+    return f"{METRIC_PREFIX}{task}/{figure}"
+
+
+def task_figure(key: str) -> str:
+    """`TASK/FIGURE` of a metrics.jsonl key (a report column's title)."""
+    return key.removeprefix(METRIC_PREFIX)

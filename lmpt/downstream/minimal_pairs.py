@@ -1,0 +1,151 @@
+"""Zero-shot minimal pairs (`lmpt-eval RUN task=bundled:blimp-fast`; BLiMP, Warstadt et al. 2020): the model
+scores both sentences of a pair, and the pair is right when the acceptable one scores higher. Each sentence is
+scored as lmpt-eval scores a multiple-choice choice after an empty context (lmpt.downstream.multiple_choice, as
+lm-evaluation-harness scores its blimp tasks):
+
+- Decoders: the total log-likelihood of the sentence's tokens after eos (the start of every training document);
+  prefix and ul2-mixture runs in their own frames.
+- Encoder-decoders (span, ul2-mixture): the decoder's log-likelihood of the sentence as the target of the framed
+  empty input (span: <extra_id_0> eos, the sentence filling the one span).
+- Encoders (mlm, nsp): the pseudo-log-likelihood (Salazar et al. 2020), batched across sentences
+  (lmpt.inference.sentence_pll); `within_word` masks the rest of the scored token's word too (Kauf & Ivanova 2023).
+
+The figures: accuracy with a 95% bootstrap interval over pairs (lmpt.downstream.intervals) overall, per field, per
+paradigm (UID), and on the pairs whose two sentences have the same number of tokens, where preferring the shorter
+sentence cannot help; beside them chance (0.5) and the length baseline (pick the sentence of fewer tokens, a tie
+counting half)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import torch
+from rich.table import Table
+
+from lmpt.console import console
+from lmpt.downstream.choice_tasks import ChoiceQuestion
+from lmpt.downstream.figures import ACCURACY, CHANCE
+from lmpt.downstream.intervals import LEVEL, RESAMPLES, SEED, accuracy_with_interval
+from lmpt.downstream.multiple_choice import choice_scores, split_tokens
+from lmpt.downstream.pair_tasks import MinimalPair
+from lmpt.inference.progress import WorkBar
+from lmpt.inference.sentence_pll import count_copies, framed_ids, text_plls
+from lmpt.rundir.trained import Trained
+
+EQUAL_LENGTH = "equal_length"
+LENGTH_BASELINE = "length_baseline"
+PAIR_FIGURES = (ACCURACY, f"{ACCURACY}_{EQUAL_LENGTH}", CHANCE, LENGTH_BASELINE)
+"""The minimal-pair figures logged after training (`logged_figures`)."""
+
+
+def sentence_tokens(trained: Trained, sentence: str) -> list[int]:
+    """The ids of `sentence` that the run scores: encoders its framed text, the others the choice's tokens after an
+    empty context (multiple_choice.split_tokens)."""
+    if trained.arch == "encoder":
+        return framed_ids(trained, sentence)
+    return split_tokens(trained, "", sentence)[1]
+
+
+def pair_scores(
+    trained: Trained, pairs: list[MinimalPair], batch_size: int, device, bar: WorkBar, within_word: bool = False
+) -> tuple[list[float], list[float]]:
+    """(good scores, bad scores): each sentence's log-likelihood, or pseudo-log-likelihood for encoders."""
+    if trained.arch != "encoder":
+        questions = [ChoiceQuestion("", (p.good, p.bad), 0) for p in pairs]
+        scores = choice_scores(trained, questions, batch_size, device, bar)
+        return [s[0] for s in scores], [s[1] for s in scores]
+    rows = [framed_ids(trained, s) for p in pairs for s in (p.good, p.bad)]
+    bar.start(count_copies(trained, rows))
+    flat = text_plls(trained, rows, batch_size, device, bar, within_word)
+    return flat[0::2], flat[1::2]
+
+
+def _groups(keys: list[str], correct: np.ndarray) -> dict[str, dict]:
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, key in enumerate(keys):
+        members[key].append(i)
+    return {key: accuracy_with_interval(correct[members[key]]) for key in sorted(members)}
+
+
+def pair_figures(
+    pairs: list[MinimalPair], good: list[float], bad: list[float], good_tokens: list[int], bad_tokens: list[int]
+) -> dict:
+    """Accuracy (good > bad) with its interval overall, on equal-length pairs, per field and per paradigm; chance
+    and the length baseline. Plain JSON types."""
+    correct = (np.asarray(good) > np.asarray(bad)).astype(np.float64)
+    g_len, b_len = np.asarray(good_tokens), np.asarray(bad_tokens)
+    overall = accuracy_with_interval(correct)
+    equal = accuracy_with_interval(correct[g_len == b_len])
+    by_length = np.where(g_len == b_len, 0.5, (g_len < b_len).astype(np.float64))
+    return {
+        "n": overall["n"],
+        ACCURACY: overall[ACCURACY],
+        "interval": overall["interval"],
+        CHANCE: 0.5,
+        f"{ACCURACY}_{EQUAL_LENGTH}": equal[ACCURACY],
+        EQUAL_LENGTH: equal,
+        LENGTH_BASELINE: float(by_length.mean()),
+        "fields": _groups([p.field for p in pairs], correct),
+        "paradigms": _groups([p.paradigm for p in pairs], correct),
+        "bootstrap": {"level": LEVEL, "resamples": RESAMPLES, "seed": SEED, "over": "pairs"},
+    }
+
+
+def method_of(trained: Trained, within_word: bool) -> str:
+    """How the run's sentences are scored, in words."""
+    if trained.arch == "encoder":
+        return "pseudo-log-likelihood of each sentence" + (" (within-word l2r masking)" if within_word else "")
+    if trained.arch == "encoder-decoder":
+        return "decoder log-likelihood of each sentence after an empty input"
+    return "log-likelihood of each sentence after eos"
+
+
+def evaluate_pairs(
+    trained: Trained, pairs: list[MinimalPair], batch_size: int, hidden: bool, within_word: bool = False
+) -> dict:
+    """The figures of a minimal-pair task, with the method, under a progress bar unless `hidden`."""
+    device = trained.model.head_weight.device
+    with torch.inference_mode(), WorkBar("scoring sentences", hidden=hidden) as bar:
+        good, bad = pair_scores(trained, pairs, batch_size, device, bar, within_word)
+    good_tokens = [len(sentence_tokens(trained, p.good)) for p in pairs]
+    bad_tokens = [len(sentence_tokens(trained, p.bad)) for p in pairs]
+    return {"arch": trained.arch, "objective": trained.objective_name, "method": method_of(trained, within_word),
+            **pair_figures(pairs, good, bad, good_tokens, bad_tokens)}  # fmt: skip
+
+
+def logged_figures(result: dict) -> dict[str, float]:
+    """The figures of a result that go into metrics.jsonl (PAIR_FIGURES; one with no value, e.g. no pair of equal
+    length, is left out)."""
+    return {k: float(result[k]) for k in PAIR_FIGURES if result.get(k) is not None}
+
+
+def _row(table: Table, name: str, group: dict) -> None:
+    if group["n"] == 0:
+        table.add_row(name, "0", "-", "-")
+        return
+    low, high = group["interval"]
+    table.add_row(name, f"{group['n']:,}", f"{group[ACCURACY]:.4f}", f"{low:.3f}-{high:.3f}")
+
+
+def render_pairs(result: dict) -> None:
+    """The figures of a minimal-pair task as rich tables on the console: the summary, then per field and paradigm."""
+    level = f"{result['bootstrap']['level']:.0%}"
+    title = f"lmpt-eval task={result.get('task', '?')}: {result['objective']} {result['arch']}"
+    summary = Table(title=f"{title} ({result['method']})", title_justify="left")
+    for name, justify in (("pairs", "left"), ("n", "right"), (ACCURACY, "right"), (f"{level} interval", "right")):
+        summary.add_column(name, justify=justify)  # type: ignore[arg-type]
+    _row(summary, "all", result)
+    _row(summary, "equal token length", result[EQUAL_LENGTH])
+    summary.add_row(CHANCE, "", f"{result[CHANCE]:.4f}", "")
+    summary.add_row("length baseline (fewer tokens wins)", "", f"{result[LENGTH_BASELINE]:.4f}", "")
+    console.print(summary)
+    for key, heading in (("fields", "field"), ("paradigms", "paradigm (UID)")):
+        if len(result[key]) < 2:
+            continue
+        table = Table(title=f"per {heading}", title_justify="left")
+        for name, justify in ((heading, "left"), ("n", "right"), (ACCURACY, "right"), (f"{level} interval", "right")):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for name, group in result[key].items():
+            _row(table, name, group)
+        console.print(table)

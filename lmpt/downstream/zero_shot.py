@@ -1,0 +1,63 @@
+"""One door to the zero-shot tasks (`lmpt-eval RUN task=...`, `downstream.choice_tasks`): a task file holds either
+multiple-choice records (lmpt.downstream.multiple_choice) or minimal pairs (lmpt.downstream.minimal_pairs), told
+apart by its first record (lmpt.downstream.pair_tasks.task_kind); this module reads, scores, renders and picks the
+logged figures of either."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lmpt.downstream.choice_tasks import ChoiceQuestion, read_choice_task
+from lmpt.downstream.figures import CHOICE_FIGURES
+from lmpt.downstream.pair_tasks import MinimalPair, read_pairs, task_kind
+from lmpt.rundir.trained import Trained
+
+
+@dataclass(frozen=True)
+class ZeroShotTask:
+    """The records of one zero-shot task: `questions` (multiple choice) or `pairs` (minimal pairs), not both."""
+
+    questions: list[ChoiceQuestion] | None = None
+    pairs: list[MinimalPair] | None = None
+
+
+def read_zero_shot(task: str) -> ZeroShotTask:
+    """Every record of the task `task` names (a path or bundled:NAME), in whichever of the two formats it is."""
+    if task_kind(task) == "pairs":
+        return ZeroShotTask(pairs=read_pairs(task))
+    return ZeroShotTask(questions=read_choice_task(task))
+
+
+def evaluate_zero_shot(
+    trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, within_word: bool = False
+) -> dict:
+    """The figures of the task (without its name); `within_word`: encoders' PLL-word-l2r on minimal pairs."""
+    from lmpt.downstream.minimal_pairs import evaluate_pairs  # torch-heavy: when scoring only
+    from lmpt.downstream.multiple_choice import evaluate_choices
+
+    if task.pairs is not None:
+        return evaluate_pairs(trained, task.pairs, batch_size, hidden, within_word)
+    assert task.questions is not None
+    return evaluate_choices(trained, task.questions, batch_size, hidden)
+
+
+def is_pairs_result(result: dict) -> bool:
+    """Whether `result` came from a minimal-pair task."""
+    return "paradigms" in result
+
+
+def render_zero_shot(result: dict) -> None:
+    """The result as rich tables on the console."""
+    from lmpt.downstream.minimal_pairs import render_pairs
+    from lmpt.downstream.multiple_choice import render_choices
+
+    (render_pairs if is_pairs_result(result) else render_choices)(result)
+
+
+def logged_zero_shot(result: dict) -> dict[str, float]:
+    """The figures of the result that go into metrics.jsonl as `downstream/TASK/FIGURE`."""
+    from lmpt.downstream.minimal_pairs import logged_figures
+
+    if is_pairs_result(result):
+        return logged_figures(result)
+    return {k: result[k] for k in CHOICE_FIGURES}

@@ -1,0 +1,69 @@
+"""What a run trains on, made before any model is built (so refusals here cost nothing): the tokenizer and token
+cache, the objective, and the training and held-out windows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+
+from lmpt.data.cache import PreparedData, default_cache_root, prepare_corpora
+from lmpt.data.sampler import StepSamples, ValidationWindows
+from lmpt.data.sampling import training_sampler, validation_sets
+from lmpt.errors import LmptError
+from lmpt.model.build import padded_vocab_size
+from lmpt.objectives.base import Objective
+from lmpt.objectives.corpus_checks import check_splits
+from lmpt.objectives.registry import build_objective
+from lmpt.rng import derive_seed
+from lmpt.tokenizer.base import Tokenizer
+from lmpt.train.distributed import Distributed
+
+
+def prepare_inputs(
+    data_cfg: Any, tokenizer_cfg: Any, objective_cfg: Any, model_cfg: Any, run_tokenizer: Tokenizer | None
+) -> tuple[PreparedData, Objective]:
+    """Tokenizer, token cache and objective. `run_tokenizer`: a resumed run's own tokenizer, used instead of the
+    cached or configured one."""
+    data_settings = OmegaConf.to_object(data_cfg)
+    cache_root = default_cache_root(data_cfg.cache_dir)
+    data = prepare_corpora(
+        data_settings, OmegaConf.to_object(tokenizer_cfg), Path.cwd(), cache_root, tokenizer=run_tokenizer
+    )
+    objective = build_objective(objective_cfg, data.tokenizer, data_cfg.seq_len, model_cfg.arch)
+    check_splits(objective, data, data_settings)
+    longest = max(data_cfg.seq_len, objective.target_length)
+    if longest > model_cfg.max_seq_len:
+        raise LmptError(
+            f"data.seq_len={data_cfg.seq_len} needs {longest} positions but model.max_seq_len="
+            f"{model_cfg.max_seq_len}: lower data.seq_len or raise model.max_seq_len"
+        )
+    return data, objective
+
+
+@dataclass(frozen=True)
+class RunWindows:
+    train: StepSamples
+    """This rank's training windows, a pure function of (seed, step, rank)."""
+    val: dict[str, ValidationWindows]
+    """The held-out windows by source: the same whatever the world size."""
+    n_val: int
+    """Held-out batches in all, shared out among the ranks."""
+
+
+def sample_windows(data: PreparedData, objective: Objective, trainer: Any, ctx: Distributed) -> RunWindows:
+    train = training_sampler(data, objective.window_length, trainer.batch_size, trainer.seed, ctx.rank,
+                             ctx.world_size, trainer.grad_accum)  # fmt: skip
+    n_val = trainer.eval_batches * ctx.world_size
+    return RunWindows(train, validation_sets(data, objective.window_length, trainer.batch_size, n_val), n_val)
+
+
+def fresh_model(objective: Objective, model_cfg: Any, tokenizer: Tokenizer, seed: int) -> tuple[Any, int]:
+    """The objective's model, freshly initialised from `seed` (the same weights on every rank), and its padded
+    vocabulary size."""
+    vocab = padded_vocab_size(tokenizer.vocab_size)
+    torch.manual_seed(derive_seed(seed, "init"))
+    return objective.build_model(model_cfg, vocab), vocab

@@ -1,0 +1,53 @@
+"""Minimal pairs through the commands: a run scores a pair file when it ends (downstream.choice_tasks) and
+`lmpt-eval RUN task=...` reports the same figures, as JSON or as tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lmpt.downstream.choice_tasks import tasks_dir
+from lmpt.downstream.eval_cli import evaluate
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = [
+    "objective=mlm", "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=2",
+    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
+    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(run directory, pair file): a tiny mlm run that scored 12 BLiMP pairs (two paradigms) when it ended."""
+    root = tmp_path_factory.mktemp("pairs")
+    lines = (tasks_dir() / "blimp-fast.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    pairs = root / "pairs.jsonl"
+    pairs.write_text("".join(lines[:6] + lines[30:36]), encoding="utf-8")
+    env = dict(os.environ, OMP_NUM_THREADS="1")  # LMPT_CACHE_DIR from tests/conftest.py
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    task, run_dir = f"downstream.choice_tasks=[{pairs}]", f"hydra.run.dir={root / 'run'}"
+    command = [sys.executable, "-m", "lmpt", *TINY, task, run_dir]
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root / "run", pairs
+
+
+def test_lmpt_eval_scores_the_pairs_as_the_run_logged_them(run: tuple[Path, Path], capsys) -> None:
+    run_dir, pairs = run
+    evaluate([str(run_dir), f"task={pairs}", "json=true"])
+    result = json.loads(capsys.readouterr().out)
+    logged = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert result["accuracy"] == logged["downstream/pairs/accuracy"] and logged["downstream/pairs/chance"] == 0.5
+    assert result["n"] == 12 and len(result["paradigms"]) == 2 and result["arch"] == "encoder"
+    assert json.loads((run_dir / "downstream" / "pairs.json").read_text())["paradigms"] == result["paradigms"]
+    evaluate([str(run_dir), f"task={pairs}", "json=true", "within_word=true"])
+    assert "within-word" in json.loads(capsys.readouterr().out)["method"]
+    evaluate([str(run_dir), f"task={pairs}"])
+    table = capsys.readouterr().out
+    assert "equal token length" in table and "per paradigm" in table and "length baseline" in table
