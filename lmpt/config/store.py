@@ -12,6 +12,7 @@ from hydra.core.config_store import ConfigStore
 from lmpt.config import objective_schema as o
 from lmpt.config import optimizer_schema
 from lmpt.config import schema as s
+from lmpt.quality.schema import QualityConfig
 
 _SCHEMAS = {
     "tokenizer": {"sentencepiece": s.TokenizerConfig},
@@ -32,6 +33,7 @@ _SCHEMAS = {
     "data": {"data": s.DataConfig},
     "trainer": {"trainer": s.TrainerConfig},
     "downstream": {"downstream": s.DownstreamConfig},
+    "quality": {"quality": QualityConfig},
 }
 
 
