@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,36 @@ def test_bad_input_is_one_line_exit_2_and_leaves_the_cache_alone(tmp_path: Path,
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
     assert _tree(tmp_path / "cache") == before
+
+
+def test_a_killed_prepare_resumes_without_redoing_finished_tasks(tmp_path: Path) -> None:
+    write_corpus(tmp_path / "corpus.txt", n=1500)
+    args = ["quality=dedup", "quality.shard_docs=40", "quality.workers=1"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    env.update(PYTHONPATH=str(REPO), LMPT_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    command = [sys.executable, "-m", "lmpt.prepare", "tokenizer.vocab_size=512", "data=text", "data.paths=[corpus.txt]",
+               "data.val_paths=[val.txt]", "data.documents=blank_line", *args]  # fmt: skip
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)  # fmt: skip
+    done = tmp_path / "cache" / "quality"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(done.glob("*/logs/minhash_signatures/completions/*"))) < 5:
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    finished = {p: p.stat().st_mtime_ns for p in done.glob("*/logs/*/completions/*")}
+    assert len(finished) >= 5 and not list(done.glob("*/prepare/quality.json"))  # killed part way
+
+    resumed = _prepare(tmp_path, *args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items())  # finished tasks were not run again
+    (log,) = done.glob("*/logs/datatrove.log")
+    assert "already completed" in log.read_text() or "Skipping" in log.read_text()
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    for name in ("corpus.txt", "val.txt"):
+        (fresh / name).write_text((tmp_path / name).read_text())
+    assert _prepare(fresh, *args).returncode == 0
+    kept = [sorted(p.read_text() for p in root.glob("cache/quality/*/kept/*.jsonl")) for root in (tmp_path, fresh)]
+    assert kept[0] == kept[1]  # the resumed run kept exactly what an uninterrupted one keeps
