@@ -48,9 +48,6 @@ from lmpt.quality.schema import (
 )
 from lmpt.quality.words import WORDS
 
-# the filter steps in the order they run, as named in removed/ and the record
-FILTER_STEPS = ("exact_dedup", "minhash", "gopher_repetition", "gopher_quality", "c4", "decontaminate")
-
 
 @dataclass(frozen=True)
 class Stage:

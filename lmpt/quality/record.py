@@ -13,7 +13,7 @@ from typing import Any
 from rich.table import Table
 
 from lmpt.console import console
-from lmpt.quality.pipeline import FILTER_STEPS
+from lmpt.quality.schema import FILTER_STEPS
 
 RECORD_DIR = "prepare"
 RECORD_NAME = "quality.json"

@@ -52,6 +52,8 @@ C4_OFF: dict[str, Any] = {
 }  # fmt: skip
 RULE_GROUPS = {"gopher_quality": GOPHER_QUALITY_RULES, "gopher_repetition": GOPHER_REPETITION_RULES, "c4": C4_RULES}
 EXECUTORS = ("local", "slurm")
+# the filter steps in the order they run, as named in removed/ and the record
+FILTER_STEPS = ("exact_dedup", "minhash", "gopher_repetition", "gopher_quality", "c4", "decontaminate")
 _MAX_ROWS = 64  # rows per band beyond this change nothing a threshold below 1 can tell
 
 

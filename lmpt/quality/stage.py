@@ -14,16 +14,19 @@ import hashlib
 import itertools
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lmpt.console import info
 from lmpt.data.split import Items
-from lmpt.quality.decontamination import TaskItems, index_fingerprint, run_tasks, task_hashes, write_index
-from lmpt.quality.record import read_record, show_record, summarise
+from lmpt.quality.record import RECORD_DIR, read_record, show_record, summarise
 from lmpt.quality.schema import QualityConfig, check_quality
+
+if TYPE_CHECKING:
+    from lmpt.quality.decontamination import TaskItems
 
 QUALITY_VERSION = 1  # bump when the stage's output changes for the same settings
 _RUN_ONLY = ("executor", "workers", "removed_samples", "slurm_partition", "slurm_time")  # not in the key
@@ -50,10 +53,14 @@ class QualityStage:
 
     @functools.cached_property
     def _hashes(self) -> dict:
+        from lmpt.quality.decontamination import task_hashes  # datatrove is imported only for a quality run
+
         return task_hashes(self.tasks, self.cfg.decontaminate_ngram)
 
     @functools.cached_property
     def _tasks_fingerprint(self) -> str:
+        from lmpt.quality.decontamination import index_fingerprint
+
         return index_fingerprint(self._hashes, self.cfg.decontaminate_ngram) if self.cfg.decontaminate else ""
 
     def fingerprint(self, corpus_fingerprint: str) -> str:
@@ -64,9 +71,15 @@ class QualityStage:
     def apply(self, corpus_fingerprint: str, sources: list[Items], cache_root: Path) -> tuple[str, list[Items]]:
         """(fingerprint, items) of the corpus after this stage; running it is left to the first read."""
         fingerprint = self.fingerprint(corpus_fingerprint)
-        work = Path(cache_root) / "quality" / fingerprint[:32]
+        work = self.work = Path(cache_root) / "quality" / fingerprint[:32]
         ranks = functools.cache(lambda: self.run(work, sources))
         return fingerprint, [self._kept_items(work, ranks, s, source) for s, source in enumerate(sources)]
+
+    def copy_record(self, run_dir: Path) -> None:
+        """Copy the record of what was removed (prepare/quality.json, removed.jsonl) into `run_dir`/prepare."""
+        source = getattr(self, "work", None)
+        if source is not None and (source / RECORD_DIR).is_dir():
+            shutil.copytree(source / RECORD_DIR, Path(run_dir) / RECORD_DIR, dirs_exist_ok=True)
 
     def _kept_items(self, work: Path, ranks: Any, s: int, source: Items) -> Items:
         def items() -> Iterator[tuple[str, list[str]]]:
@@ -90,6 +103,8 @@ class QualityStage:
         from lmpt.quality.pipeline import build_stages
 
         if self.cfg.decontaminate:
+            from lmpt.quality.decontamination import write_index
+
             write_index(self._hashes, work / "decont")
         stages = build_stages(self.cfg, work, manifest["tasks"])
         info(f"quality: {manifest['documents']:,} documents in {manifest['tasks']} task(s), stages: "
@@ -143,6 +158,8 @@ def quality_stage(quality: QualityConfig, downstream: Any) -> QualityStage | Non
         return None
     tasks = []
     if quality.decontaminate:
+        from lmpt.quality.decontamination import run_tasks
+
         tasks = run_tasks(list(downstream.choice_tasks), list(downstream.classification_tasks),
                           list(quality.decontaminate_tasks))  # fmt: skip
     return QualityStage(quality, tasks)

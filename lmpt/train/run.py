@@ -24,6 +24,7 @@ from lmpt.model.build import padded_vocab_size
 from lmpt.model.generate import sample
 from lmpt.objectives.corpus_checks import check_splits
 from lmpt.objectives.registry import build_objective, preflight_objective
+from lmpt.quality.stage import quality_stage
 from lmpt.rng import derive_seed, generator
 from lmpt.safe_files import save_weights
 from lmpt.tokenizer.tokenizer import Tokenizer
@@ -84,12 +85,16 @@ def run_training(cfg: DictConfig) -> float:
     return result
 
 
-def _prepare(cfg: DictConfig, run_tokenizer: Tokenizer | None):
+def _prepare(cfg: DictConfig, run_tokenizer: Tokenizer | None, record_in: Path | None = None):
     """Tokenizer, token cache and objective: refusals here come before any model is built. `run_tokenizer`:
-    a resumed run's own tokenizer, used instead of the cached or configured one."""
+    a resumed run's own tokenizer, used instead of the cached or configured one. `record_in`: where the
+    quality stage's record (prepare/) is copied."""
     data_cfg, tokenizer_cfg = OmegaConf.to_object(cfg.data), OmegaConf.to_object(cfg.tokenizer)
     cache_root = default_cache_root(cfg.data.cache_dir)
-    data = prepare_corpora(data_cfg, tokenizer_cfg, Path.cwd(), cache_root, tokenizer=run_tokenizer)
+    quality = quality_stage(OmegaConf.to_object(cfg.quality), cfg.downstream)
+    data = prepare_corpora(data_cfg, tokenizer_cfg, Path.cwd(), cache_root, tokenizer=run_tokenizer, quality=quality)
+    if quality is not None and record_in is not None:
+        quality.copy_record(record_in)
     objective = build_objective(cfg.objective, data.tokenizer, cfg.data.seq_len, cfg.model.arch)
     check_splits(objective, data, data_cfg)
     longest = max(cfg.data.seq_len, objective.target_length)
@@ -148,7 +153,8 @@ def _train(cfg: DictConfig, hydra_dir: Path, ctx: Distributed) -> float:
         refuse_drift(run.resume_from, cfg)
 
     run_tokenizer = load_run_tokenizer(run)
-    data, objective = ctx.main_first(lambda: _prepare(cfg, run_tokenizer))  # rank 0 builds caches, others reuse
+    record_in = run.path if ctx.is_main else None
+    data, objective = ctx.main_first(lambda: _prepare(cfg, run_tokenizer, record_in))  # rank 0 builds, others reuse
     tokenizer = data.tokenizer
     if origin is not None:
         check_tokenizer(origin, tokenizer)
