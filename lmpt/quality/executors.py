@@ -1,20 +1,17 @@
-"""Run the quality stages where the corpus is: on every core of this machine (datatrove's LocalPipelineExecutor)
-or as SLURM jobs (datatrove's SlurmPipelineExecutor, each stage's array job after the previous one's), with one
-progress bar over every task. A task datatrove has marked complete (logs/STAGE/completions/NNNNN) is never run
+"""Run the quality stages on every core of this machine (datatrove's LocalPipelineExecutor), with one progress
+bar over every task. A task datatrove has marked complete (logs/STAGE/completions/NNNNN) is never run
 again: a killed prepare, run again, resumes where it stopped."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from datatrove.executor import LocalPipelineExecutor, SlurmPipelineExecutor
+from datatrove.executor import LocalPipelineExecutor
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lmpt.console import console
@@ -90,43 +87,8 @@ def run_local(stages: list[Stage], work: Path, workers: int) -> None:
             raise LmptError(f"quality stage '{stage.name}' failed: see {stage_logs(work, stage)}/logs")
 
 
-def _queued(job_ids: list[str]) -> bool:
-    """Whether any of the jobs is still pending or running."""
-    result = subprocess.run(["squeue", "-h", "-o", "%i", "-j", ",".join(job_ids)], capture_output=True, text=True)
-    return bool(result.stdout.strip())
-
-
-def run_slurm(stages: list[Stage], work: Path, cfg: QualityConfig) -> None:
-    """Submit each stage as an array job depending on the previous one's (datatrove's SlurmPipelineExecutor);
-    wait until every task is complete. Jobs that leave the queue with tasks undone are one LmptError."""
-    previous: SlurmPipelineExecutor | None = None
-    executors = []
-    for stage in stages:
-        previous = SlurmPipelineExecutor(
-            stage.steps, tasks=stage.tasks, time=cfg.slurm_time, partition=cfg.slurm_partition,
-            logging_dir=str(stage_logs(work, stage)), slurm_logs_folder=str(stage_logs(work, stage) / "slurm_logs"),
-            job_name=f"lmpt-quality-{stage.name.replace(' ', '-')}", depends=previous, mem_per_cpu_gb=1,
-            env_command=f"cd {Path.cwd()}", requeue=False, mail_type="NONE",
-        )  # fmt: skip
-        executors.append(previous)
-    if previous is not None:
-        previous.run()  # launches its dependencies first
-    job_ids = [str(e.job_id) for e in executors if e.job_id not in (None, -1)]
-    gone = 0
-    while any(completed(work, s) < s.tasks for s in stages):
-        gone = 0 if job_ids and _queued(job_ids) else gone + 1
-        if gone > 3:  # the queue's view lags a moment behind the markers: ask again before giving up
-            undone = next(s for s in stages if completed(work, s) < s.tasks)
-            raise LmptError(f"quality stage '{undone.name}' ended on SLURM with tasks undone: see "
-                            f"{stage_logs(work, undone)}/slurm_logs")  # fmt: skip
-        time.sleep(1.0)
-
-
 def run_stages(stages: list[Stage], work: Path, cfg: QualityConfig) -> None:
-    """Run `stages` as `cfg.executor` says, showing progress; datatrove's own output goes to work/logs."""
+    """Run `stages` on this machine, showing progress; datatrove's own output goes to work/logs."""
     workers = cfg.workers or os.cpu_count() or 1
     with progress_bar(work, stages), datatrove_output(work / "logs" / "datatrove.log"):
-        if cfg.executor == "slurm":
-            run_slurm(stages, work, cfg)
-        else:
-            run_local(stages, work, workers)
+        run_local(stages, work, workers)

@@ -51,7 +51,6 @@ C4_OFF: dict[str, Any] = {
     "remove_citations": False,
 }  # fmt: skip
 RULE_GROUPS = {"gopher_quality": GOPHER_QUALITY_RULES, "gopher_repetition": GOPHER_REPETITION_RULES, "c4": C4_RULES}
-EXECUTORS = ("local", "slurm")
 # the filter steps in the order they run, as named in removed/ and the record
 FILTER_STEPS = ("exact_dedup", "minhash", "gopher_repetition", "gopher_quality", "c4", "decontaminate")
 _MAX_ROWS = 64  # rows per band beyond this change nothing a threshold below 1 can tell
@@ -87,19 +86,12 @@ class QualityConfig:
     """Words per n-gram of decontamination (13: GPT-3's and lm-eval's choice)."""
     decontaminate_tasks: list[str] = field(default_factory=list)
     """More tasks to decontaminate against: multiple-choice .jsonl files, bundled:NAME, or classification folders."""
-    executor: str = "local"
-    """local: every core of this machine (datatrove LocalPipelineExecutor); slurm: datatrove SlurmPipelineExecutor
-    jobs, lmpt-prepare waiting for them."""
     workers: int = 0
-    """Processes of the local executor; 0 = every core."""
+    """Processes running the steps on this machine (datatrove LocalPipelineExecutor); 0 = every core."""
     shard_docs: int = 20000
     """Documents per datatrove task: the unit each step runs on and that a killed prepare keeps when done."""
     removed_samples: int = 20
     """Dropped documents kept per rule in prepare/removed.jsonl."""
-    slurm_partition: str = "local"
-    """quality.executor=slurm: the partition the jobs run in."""
-    slurm_time: str = "01:00:00"
-    """quality.executor=slurm: the time limit of each job."""
 
     @property
     def active(self) -> bool:
@@ -128,8 +120,6 @@ def check_quality(cfg: QualityConfig) -> None:
     for key in ("workers", "removed_samples"):
         if getattr(cfg, key) < 0:
             raise LmptError(f"quality.{key}={getattr(cfg, key)} is invalid: it must be >= 0")
-    if cfg.executor not in EXECUTORS:
-        raise LmptError(f"quality.executor={cfg.executor!r} is invalid: it must be one of {', '.join(EXECUTORS)}")
 
 
 def rule_arguments(rules: dict[str, dict[str, Any]], off: dict[str, Any], chosen: list[str]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from lmpt.quality.decontamination import TaskItems
 
 QUALITY_VERSION = 1  # bump when the stage's output changes for the same settings
-_RUN_ONLY = ("executor", "workers", "removed_samples", "slurm_partition", "slurm_time")  # not in the key
+_RUN_ONLY = ("workers", "removed_samples")  # not in the key
 
 
 def _write_atomic(path: Path, lines: Iterator[str]) -> None:
@@ -108,7 +108,7 @@ class QualityStage:
             write_index(self._hashes, work / "decont")
         stages = build_stages(self.cfg, work, manifest["tasks"])
         info(f"quality: {manifest['documents']:,} documents in {manifest['tasks']} task(s), stages: "
-             f"{', '.join(s.name for s in stages)} ({self.cfg.executor}) in {work}")  # fmt: skip
+             f"{', '.join(s.name for s in stages)} in {work}")  # fmt: skip
         started = time.perf_counter()
         run_stages(stages, work, self.cfg)
         before = {**manifest, "seconds": round(time.perf_counter() - started, 3)}
