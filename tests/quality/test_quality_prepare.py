@@ -98,7 +98,8 @@ def test_web_filters_name_each_reason_and_decontaminate_against_the_tasks(tmp_pa
     task_text = "the quick brown fox jumps over the lazy dog while the farmer sleeps under an old tree"
     (tmp_path / "task.jsonl").write_text(json.dumps({"context": task_text, "choices": ["yes", "no"], "label": 0}))
     good = [f"The {_word(rng)} and the {_word(rng)} were {_word(rng)} to the {_word(rng)}. " * 12 for _ in range(60)]
-    lorem, contaminated = "The lorem ipsum of the text and to the end. " * 30, f"Text. {task_text.capitalize()}. " * 3
+    lorem = "The lorem ipsum of the text and to the end. " * 30
+    contaminated = f"Text and more. {task_text.capitalize()}. " * 3  # two stop words: Gopher keeps it
     docs = [*good, lorem, contaminated, "- item\n" * 40]
     (tmp_path / "corpus.txt").write_text("\n\n".join(d.strip() for d in docs) + "\n")
     (tmp_path / "val.txt").write_text(good[0])
