@@ -13,6 +13,7 @@ def train(cfg: DictConfig) -> float:
     """Resolve the composed config once, train, score the downstream tasks, and close the run; returns the final
     validation loss (what a sweeper minimises)."""
     from lmpt.downstream.after_training import check_downstream, score_downstream  # heavy: after composition
+    from lmpt.downstream.task_items import quality_stage_for
     from lmpt.rundir.directory import failure_recorded
     from lmpt.train.run import complete_run, run_training
     from lmpt.train.session import training_session
@@ -21,7 +22,8 @@ def train(cfg: DictConfig) -> float:
     with training_session(cfg.trainer.strategy) as session:  # a refusal leaves no run directory behind
         spec = resolve(cfg, given_keys())
         check_downstream(spec.downstream)
-        result = run_training(spec, session)
+        quality = quality_stage_for(spec.quality, spec.downstream)  # dedup, filters, decontamination, or None
+        result = run_training(spec, session, quality)
         if result.status == "completed" and session.is_main:
             with failure_recorded(result.run_path, lambda: result.step):
                 score_downstream(spec.downstream, result.run_path, result.step, result.device)

@@ -17,7 +17,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("lmpt.errors", "lmpt.console", "lmpt.rng", "lmpt.safe_files", "lmpt")),
     ("config", ("lmpt.config",)),
     ("tokenizer", ("lmpt.tokenizer",)),
-    ("data", ("lmpt.data",)),
+    ("data", ("lmpt.data", "lmpt.quality")),  # quality: the dedup and filter step of the data path
     ("batch", ("lmpt.batch",)),
     ("model", ("lmpt.model",)),
     ("objectives", ("lmpt.objectives",)),

@@ -8,6 +8,8 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from lmpt.config.quality_schema import QualityConfig
+
 
 @dataclass
 class TokenizerConfig:
@@ -257,3 +259,4 @@ class LmptConfig:
     data: DataConfig = MISSING
     trainer: TrainerConfig = MISSING
     downstream: DownstreamConfig = MISSING
+    quality: QualityConfig = MISSING

@@ -12,6 +12,7 @@ from hydra.core.config_store import ConfigStore
 
 from lmpt.config import optimizer_schema
 from lmpt.config import schema as s
+from lmpt.config.quality_schema import QualityConfig
 
 _SCHEMAS = {
     "tokenizer": {"sentencepiece": s.TokenizerConfig},
@@ -21,6 +22,7 @@ _SCHEMAS = {
     "data": {"data": s.DataConfig},
     "trainer": {"trainer": s.TrainerConfig},
     "downstream": {"downstream": s.DownstreamConfig},
+    "quality": {"quality": QualityConfig},
 }
 
 

@@ -10,6 +10,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lmpt.config.schema import DataConfig, TokenizerConfig
 from lmpt.console import info
@@ -25,6 +26,9 @@ from lmpt.data.split import Items, source_items, train_only
 from lmpt.errors import LmptError
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.train import prepare_tokenizer
+
+if TYPE_CHECKING:
+    from lmpt.quality.stage import QualityStage
 
 _CACHE_VERSION = 2  # bump when the cache layout changes so old caches are rebuilt
 _POOL_MIN_BYTES = 8_000_000
@@ -90,11 +94,13 @@ def prepare_corpora(
     base_dir: Path,
     cache_root: Path,
     tokenizer: Tokenizer | None = None,
+    quality: QualityStage | None = None,
 ) -> PreparedData:
     """Resolve the text, train or reuse the tokenizer (training text only) unless `tokenizer` is given (a
     resumed run's own), and build or reuse the token cache of that tokenizer under `cache_root/tokens/<key>/`
-    (the key holds the tokenizer's fingerprint: a cache made with another tokenizer is never used)."""
-    prepared = prepare_part(cfg, tokenizer_cfg, base_dir, cache_root, (0, 1), tokenizer)
+    (the key holds the tokenizer's fingerprint: a cache made with another tokenizer is never used). `quality`:
+    the documents pass lmpt.quality's dedup and filters first (their settings are part of the fingerprint)."""
+    prepared = prepare_part(cfg, tokenizer_cfg, base_dir, cache_root, (0, 1), tokenizer, quality)
     assert prepared is not None, "a build of every shard completes the cache"
     return prepared
 
@@ -106,6 +112,7 @@ def prepare_part(
     cache_root: Path,
     part: tuple[int, int],
     tokenizer: Tokenizer | None = None,
+    quality: QualityStage | None = None,
 ) -> PreparedData | None:
     """prepare_corpora for part `part` = (i, N) of the cache's shards (lmpt-prepare prepare.shard=i/N): build
     the unsealed shards j with j % N == i; None while other parts' shards are still missing (the part that
@@ -113,6 +120,8 @@ def prepare_part(
     sources = resolve_sources(cfg, base_dir)
     fingerprint = corpus_fingerprint(cfg, sources, Path(cache_root) / "fingerprints")
     items = [source_items(source, cfg.text_field, cfg.val_fraction) for source in sources]
+    if quality is not None:
+        fingerprint, items = quality.apply(fingerprint, items, Path(cache_root))
     if tokenizer is None:
         tokenizer = prepare_tokenizer(tokenizer_cfg, train_only(items), fingerprint, cache_root)
 

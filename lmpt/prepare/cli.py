@@ -27,12 +27,15 @@ def prepare(cfg: DictConfig) -> None:
     """Build the configured data's tokenizer and token cache; print where they are and what they hold."""
     from lmpt.config.validate import validate_config  # heavy imports only once the config is composed
     from lmpt.data.cache import default_cache_root, prepare_part
+    from lmpt.downstream.task_items import quality_stage_for
 
     if isinstance(_part, str):
         raise LmptError(f"{SHARD_KEY}={_part} must be i/N with 0 <= i < N (for example {SHARD_KEY}=2/8)")
     validate_config(cfg)
     data_cfg, tokenizer_cfg = OmegaConf.to_object(cfg.data), OmegaConf.to_object(cfg.tokenizer)
-    data = prepare_part(data_cfg, tokenizer_cfg, Path.cwd(), default_cache_root(cfg.data.cache_dir), _part)
+    quality = quality_stage_for(cfg.quality, cfg.downstream)
+    cache_root = default_cache_root(cfg.data.cache_dir)
+    data = prepare_part(data_cfg, tokenizer_cfg, Path.cwd(), cache_root, _part, quality=quality)
     if data is None:
         console.print(f"part {_part[0]}/{_part[1]} sealed: the cache is complete once every part has run")
         return

@@ -18,22 +18,26 @@ from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.base import Objective
 from lmpt.objectives.corpus_checks import check_splits
 from lmpt.objectives.registry import build_objective
+from lmpt.quality.stage import QualityStage
 from lmpt.rng import derive_seed
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.distributed import Distributed
+from lmpt.train.spec import RunSpec
 
 
 def prepare_inputs(
-    data_cfg: Any, tokenizer_cfg: Any, objective_cfg: Any, model_cfg: Any, run_tokenizer: Tokenizer | None
+    spec: RunSpec, run_tokenizer: Tokenizer | None, quality: QualityStage | None, record_in: Path | None
 ) -> tuple[PreparedData, Objective]:
     """Tokenizer, token cache and objective. `run_tokenizer`: a resumed run's own tokenizer, used instead of the
-    cached or configured one."""
+    cached or configured one; `quality`: the stage the text passes first, its record copied into `record_in`."""
+    data_cfg, model_cfg = spec.data, spec.model
     data_settings = OmegaConf.to_object(data_cfg)
     cache_root = default_cache_root(data_cfg.cache_dir)
-    data = prepare_corpora(
-        data_settings, OmegaConf.to_object(tokenizer_cfg), Path.cwd(), cache_root, tokenizer=run_tokenizer
-    )
-    objective = build_objective(objective_cfg, data.tokenizer, data_cfg.seq_len, model_cfg.arch)
+    data = prepare_corpora(data_settings, OmegaConf.to_object(spec.tokenizer), Path.cwd(), cache_root,
+                           tokenizer=run_tokenizer, quality=quality)  # fmt: skip
+    if quality is not None and record_in is not None:
+        quality.copy_record(record_in)
+    objective = build_objective(spec.objective, data.tokenizer, data_cfg.seq_len, model_cfg.arch)
     check_splits(objective, data, data_settings)
     longest = max(data_cfg.seq_len, objective.target_length)
     if longest > model_cfg.max_seq_len:

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from lmpt.console import console, info
+from lmpt.quality.stage import QualityStage
 from lmpt.rng import derive_seed
 from lmpt.rundir import directory as rundir
 from lmpt.train import batches as stream
@@ -44,9 +45,10 @@ class TrainResult:
     """The device type trained on (downstream scoring uses the same)."""
 
 
-def run_training(spec: RunSpec, session: Session) -> TrainResult:
-    """Train as `spec` says; on rank 0 a completed run has its final model and summary written, and its status
-    is left to the caller (after downstream scoring); a stopped run exits with the requeue code."""
+def run_training(spec: RunSpec, session: Session, quality: QualityStage | None = None) -> TrainResult:
+    """Train as `spec` says, on text that passed `quality` (lmpt.quality: dedup, filters, decontamination). On rank 0
+    a completed run has its final model and summary written, and its status is left to the caller (after downstream
+    scoring); a stopped run exits with the requeue code."""
     t, ctx = spec.trainer, session.ctx
     device, precision = place_job(t, ctx)
     if t.dry_run:
@@ -63,7 +65,7 @@ def run_training(spec: RunSpec, session: Session) -> TrainResult:
 
     run_tokenizer = rundir.load_run_tokenizer(run)
     data, objective = ctx.main_first(  # rank 0 builds caches, the others reuse them
-        lambda: prepare_inputs(spec.data, spec.tokenizer, spec.objective, spec.model, run_tokenizer)
+        lambda: prepare_inputs(spec, run_tokenizer, quality, run.path if ctx.is_main else None)
     )
     tokenizer, origin = data.tokenizer, spec.origin
     if origin is not None:

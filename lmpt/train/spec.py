@@ -62,6 +62,10 @@ class RunSpec:
     def downstream(self) -> Any:
         return self.config.downstream
 
+    @property
+    def quality(self) -> Any:
+        return self.config.quality
+
     @cached_property
     def record(self) -> dict:
         """The config as plain data, interpolations resolved: what a checkpoint and a logger store."""

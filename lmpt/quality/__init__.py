@@ -1,0 +1,1 @@
+"""Data quality for lmpt-prepare and lmpt: deduplication, heuristic filters and decontamination on datatrove."""
