@@ -13,7 +13,7 @@ from functools import cache
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from lmpt.config import optimizer_schema, schema
+from lmpt.config import optimizer_schema, quality_schema, schema
 
 STATIC_SCHEMAS: dict[str, list[type]] = {
     "tokenizer": [schema.TokenizerConfig],
@@ -23,6 +23,7 @@ STATIC_SCHEMAS: dict[str, list[type]] = {
     "data": [schema.DataConfig, schema.SourceConfig],
     "trainer": [schema.TrainerConfig],
     "downstream": [schema.DownstreamConfig],
+    "quality": [quality_schema.QualityConfig],
 }
 """The groups whose schemas the config layer defines; the objective group's come from ConfigStore."""
 _TITLES: dict[type, str] = {schema.SourceConfig: "data=mixture: each entry of data.sources"}
