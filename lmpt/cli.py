@@ -14,6 +14,7 @@ def train(cfg: DictConfig) -> float:
     validation loss (what a sweeper minimises)."""
     from lmpt.downstream.after_training import check_downstream, score_downstream  # heavy: after composition
     from lmpt.downstream.task_items import quality_stage_for
+    from lmpt.objectives.registry import objective_class
     from lmpt.rundir.directory import failure_recorded
     from lmpt.train.run import complete_run, run_training
     from lmpt.train.session import training_session
@@ -21,7 +22,7 @@ def train(cfg: DictConfig) -> float:
 
     with training_session(cfg.trainer.strategy) as session:  # a refusal leaves no run directory behind
         spec = resolve(cfg, given_keys())
-        check_downstream(spec.downstream)
+        check_downstream(spec.downstream, objective_class(spec.objective.name))
         quality = quality_stage_for(spec.quality, spec.downstream)  # dedup, filters, decontamination, or None
         result = run_training(spec, session, quality)
         if result.status == "completed" and session.is_main:

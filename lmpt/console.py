@@ -17,3 +17,8 @@ def info(message: str) -> None:
     """One status line (rich markup allowed), printed by rank 0 only."""
     if is_main_process():
         console.print(message)
+
+
+def warn(message: str) -> None:
+    """One warning line (rich markup allowed) after a yellow WARNING, printed by rank 0 only."""
+    info(f"[bold yellow]WARNING[/] {message}")

@@ -33,7 +33,7 @@ MAY_CHANGE = frozenset({
     "trainer.log_every", "trainer.progress", "trainer.tensorboard", "trainer.wandb", "trainer.wandb_project",
     "trainer.sample_tokens",  # logging
     "trainer.eval_every", "trainer.eval_batches",  # evaluation
-    "trainer.ckpt_every", "trainer.ckpt_minutes", "trainer.keep_last",  # checkpoints
+    "trainer.ckpt_every", "trainer.ckpt_minutes", "trainer.keep_last", "trainer.keep_best",  # checkpoints
     "trainer.device",  # device
     "data.num_workers", "data.tokenize_workers", "data.shard_docs", "data.cache_dir", "data.verify",  # workers, caches
     "trainer.resume", "trainer.dry_run", "trainer.max_nonfinite_steps",  # how this launch starts and stops

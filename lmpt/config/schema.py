@@ -214,6 +214,9 @@ class TrainerConfig:
     """Also checkpoint when this many minutes passed since the last one (grace periods are not guaranteed); 0 = off."""
     keep_last: int = 2
     """Committed checkpoints kept; older ones are pruned after each commit."""
+    keep_best: bool = True
+    """Also keep the weights of the evaluation with the lowest val_loss in RUN/best (model.safetensors and best.json);
+    needs eval_every > 0. Give RUN/best to lmpt-eval, -finetune or -export to use them."""
     resume: str = "auto"
     """auto: continue from the run directory's newest checkpoint; never; or a run directory / checkpoint path."""
     progress: str = "auto"

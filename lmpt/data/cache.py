@@ -25,7 +25,7 @@ from lmpt.data.shards import assemble, read_manifest, shard_path, shards_dir
 from lmpt.data.split import Items, source_items, train_only
 from lmpt.errors import LmptError
 from lmpt.tokenizer.base import Tokenizer
-from lmpt.tokenizer.train import prepare_tokenizer
+from lmpt.tokenizer.train import known_tokenizer, prepare_tokenizer
 
 if TYPE_CHECKING:
     from lmpt.quality.stage import QualityStage
@@ -147,6 +147,23 @@ def prepare_part(
         cache_dir=cache_dir,
         sources=spans,
     )
+
+
+def cached_train_tokens(
+    cfg: DataConfig, tokenizer_cfg: TokenizerConfig, base_dir: Path, cache_root: Path
+) -> list[tuple[str, float, int]] | None:
+    """(name, weight, training tokens) of each source from the token cache this data and tokenizer would use, for a
+    dry run's plan: nothing is tokenised or trained, and a cache (or tokenizer) not built yet answers None."""
+    sources = resolve_sources(cfg, base_dir)
+    fingerprint = corpus_fingerprint(cfg, sources, Path(cache_root) / "fingerprints")
+    tokenizer = known_tokenizer(tokenizer_cfg, fingerprint, cache_root, quiet=True)
+    if tokenizer is None:
+        return None
+    meta = _read_meta(Path(cache_root) / "tokens" / cache_key(cfg, fingerprint, tokenizer), tokenizer)
+    if meta is None:
+        return None
+    spans = [where["train"] for where in meta["sources"]]
+    return [(s.name, s.weight, end - start) for s, (start, end) in zip(sources, spans, strict=True)]
 
 
 def cache_key(cfg: DataConfig, corpus_fingerprint: str, tokenizer: Tokenizer) -> str:

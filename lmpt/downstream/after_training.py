@@ -14,11 +14,12 @@ from rich.table import Table
 
 from lmpt.console import console
 from lmpt.downstream.choice_tasks import BUNDLED_PREFIX, task_name, tasks_dir
-from lmpt.downstream.figures import CLASSIFICATION_FIGURES, metric_key, task_figure
+from lmpt.downstream.figures import metric_key, task_figure
 from lmpt.downstream.options import FinetuneOptions, TaskData
 from lmpt.downstream.record import record_path, write_record
 from lmpt.downstream.zero_shot import evaluate_zero_shot, logged_zero_shot, read_zero_shot
 from lmpt.errors import LmptError
+from lmpt.objectives.base import Objective
 from lmpt.rundir.directory import METRICS_FILE
 from lmpt.train.metrics import MetricsLog
 
@@ -47,9 +48,17 @@ def _names_unique(names: list[str]) -> None:
         raise LmptError(f"downstream tasks share the name {doubled[0]}: each task needs a name of its own")
 
 
-def check_downstream(downstream: Any) -> None:
-    """Every task of the `downstream` section is readable and named uniquely (before any training); its numbers and
-    mode are checked with the rest of the config (lmpt.config.validate)."""
+def check_downstream(downstream: Any, objective: type[Objective]) -> None:
+    """Every task of the `downstream` section is readable and named uniquely, and the run's `objective` can score
+    it (before any training); its numbers and mode are checked with the rest of the config (lmpt.config.validate).
+    Zero-shot tasks score tokens: an objective whose model keeps no trained token head (electra) is refused them,
+    the same rule lmpt-eval follows."""
+    if downstream.choice_tasks and objective.token_head_missing:
+        raise LmptError(
+            f"downstream.choice_tasks are scored zero-shot by the model's token head, and "
+            f"{objective.token_head_missing}: drop downstream.choice_tasks (downstream.classification_tasks "
+            "fine-tune the discriminator)"
+        )
     for i, task in enumerate(downstream.choice_tasks):
         try:
             read_zero_shot(str(task))
@@ -68,7 +77,7 @@ def score_downstream(downstream: Any, run_dir: Path, step: int, device: str = "c
     at `step` and print them. Returns the logged figures (empty when no task is named)."""
     if not downstream.choice_tasks and not downstream.classification_tasks:
         return {}
-    from lmpt.downstream.finetune import finetune  # torch-heavy: only when a task is named
+    from lmpt.downstream.finetune import finetune, logged_figures  # torch-heavy: only when a task is named
     from lmpt.rundir.trained import load_trained
 
     trained = load_trained(run_dir, device if device == "cuda" else "cpu")
@@ -77,16 +86,17 @@ def score_downstream(downstream: Any, run_dir: Path, step: int, device: str = "c
         name = task_name(task)
         result = {"task": name, **evaluate_zero_shot(trained, read_zero_shot(task), downstream.batch_size, False)}
         write_record(record_path(run_dir, name), result)
-        figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items()}
+        figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items() if v is not None}
     for i, task in enumerate(map(str, downstream.classification_tasks)):
         spec = classification_task(task, f"downstream.classification_tasks[{i}]")
+        # lr=None: the mode's fixed rate (a task too small for lr=search must still score once training is paid for)
         options = FinetuneOptions(
             data=spec.data, task=spec.name, mode=downstream.mode, seeds=downstream.seeds, epochs=downstream.epochs,
-            batch_size=downstream.batch_size, device=device if device == "cuda" else "cpu",
+            batch_size=downstream.batch_size, device=device if device == "cuda" else "cpu", lr=None, control="scratch",
         )  # fmt: skip
         result = finetune(trained, options)
         write_record(record_path(run_dir, spec.name), result)
-        figures |= {metric_key(spec.name, k): result[k] for k in CLASSIFICATION_FIGURES if k in result}
+        figures |= {metric_key(spec.name, k): v for k, v in logged_figures(result).items() if v is not None}
     MetricsLog(run_dir / METRICS_FILE).write({"step": step, **figures})
     _print_figures(figures)
     return figures
@@ -97,5 +107,5 @@ def _print_figures(figures: dict[str, float]) -> None:
     table.add_column("figure")
     table.add_column("value", justify="right")
     for key, value in figures.items():
-        table.add_row(task_figure(key), f"{value:.4f}")
+        table.add_row(task_figure(key), f"{value:.4f}")  # figures without a value (a std over one seed) are not logged
     console.print(table)

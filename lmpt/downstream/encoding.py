@@ -31,6 +31,11 @@ class EncodedSplit:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def subset(self, indices: list[int]) -> EncodedSplit:
+        """The examples at `indices`, in that order (the same row tensors, not copies)."""
+        segments = None if self.segments is None else [self.segments[i] for i in indices]
+        return EncodedSplit([self.rows[i] for i in indices], segments, self.labels[indices])
+
 
 def fit_pair(text: list[int], pair: list[int] | None, room: int) -> tuple[list[int], list[int] | None]:
     """Cut the longer of the two (the text alone, without a pair) one token at a time until both fit `room`."""

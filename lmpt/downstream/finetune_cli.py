@@ -1,6 +1,7 @@
 """`lmpt-finetune RUN data.train=... data.dev=... [data.test=...]`: fine-tune a pre-trained run on a labelled task
-(lmpt.downstream.finetune), print the figures as a table (or one JSON object with json=true) and keep them in
-RUN/downstream/TASK.json."""
+(lmpt.downstream.finetune), print the figures as tables (or one JSON object with json=true) and keep them in
+RUN/downstream/TASK.json: the run's model per seed, the recipe its search chose, and with control=scratch the
+model against its scratch control, the bag-of-words floor and the majority class, with the gain and its interval."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from rich.table import Table
 
 from lmpt.config.command_options import parse_command, run_command
 from lmpt.console import console
+from lmpt.downstream.figures import ACCURACY, BAG_OF_WORDS, GAIN, SCRATCH, mean_of, std_of
 from lmpt.downstream.finetune import finetune_run
+from lmpt.downstream.gain import describe_gain
 from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.scores import FIGURES
 from lmpt.rundir.trained import RUN_ARGUMENT
@@ -19,7 +22,9 @@ PROG = "lmpt-finetune"
 SUMMARY = (
     "Fine-tune a pre-trained run (any objective and architecture) on a labelled classification task, once per seed, "
     "and report accuracy, macro-F1 and (two classes) Matthews correlation on dev and test as mean ± sample std over "
-    "seeds, with the per-seed figures; the record is kept in RUN/downstream/TASK.json."
+    "seeds, with the per-seed figures. The learning rate (and an encoder's pooling) is searched on a slice of the "
+    "training split; the same architecture freshly initialised is fine-tuned beside it as a control, with a "
+    "bag-of-words floor and the gain's paired 95% interval. The record is kept in RUN/downstream/TASK.json."
 )
 POSITIONALS = [RUN_ARGUMENT]
 
@@ -52,6 +57,50 @@ def render(result: dict) -> None:
         f"{result['train_examples']:,} train / {result['dev_examples']:,} dev examples · {result['precision']} · "
         f"record {result['record']}"
     )
+    if "search" in result:
+        console.print(describe_search("pre-trained", result))
+    if result.get("control") == SCRATCH:
+        render_control(result)
+
+
+def describe_search(name: str, tuned: dict) -> str:
+    """One line: the recipe a search chose and every candidate's accuracy on the held-back slice."""
+    search = tuned["search"]
+    tried = ", ".join(f"{c['lr']:g}/{c['pooling']} {c[ACCURACY]:.3f}" for c in search["candidates"])
+    return (
+        f"{name} recipe searched on {search['held_out']} examples held back from train (never dev), "
+        f"{search['steps']} steps per candidate: lr {tuned['lr']:g}, pooling {tuned['pooling']} (lr/pooling "
+        f"accuracy: {tried})"
+    )
+
+
+def render_control(result: dict) -> None:
+    """The run's model against its scratch control, the bag-of-words floor and the majority class, then the gain."""
+    scratch, bow, gains = result[SCRATCH], result[BAG_OF_WORDS], result[GAIN]
+    splits = ["", "test_"] if "test_examples" in result else [""]
+    table = Table(title=f"{result['task']}: against the controls", title_justify="left")
+    table.add_column("model")
+    for prefix in splits:
+        table.add_column(f"{prefix.rstrip('_') or 'dev'} accuracy", justify="right")
+    table.add_column("recipe")
+
+    def row(name: str, tuned: dict) -> None:
+        cells = [_cell(tuned[mean_of(p + ACCURACY)], tuned[std_of(p + ACCURACY)]) for p in splits]
+        table.add_row(name, *cells, f"lr {tuned['lr']:g}, {tuned['pooling']}")
+
+    row(f"pre-trained {result['objective']}", result)
+    row(f"scratch {result['arch']}", scratch)
+    table.add_row("bag of words", *(f"{bow[p + ACCURACY]:.4f}" for p in splits), "tf-idf + logistic regression")
+    table.add_row("majority class", f"{result['majority_accuracy']:.4f}", *[""] * (len(splits) - 1), "")
+    intervals = [gains[p + ACCURACY] for p in splits]
+    verdicts = ", ".join("significant" if g["significant"] else "not significant" for g in intervals)
+    shown = [f"{g['gain']:+.4f} [{g['interval'][0]:+.3f}, {g['interval'][1]:+.3f}]" for g in intervals]
+    table.add_row("gain [95%]", *shown, verdicts)
+    console.print(table)
+    if "search" in scratch:
+        console.print(describe_search("scratch", scratch))
+    for prefix in splits:
+        console.print(describe_gain(f"{prefix.rstrip('_') or 'dev'} accuracy:", gains[prefix + ACCURACY]))
 
 
 def finetune_command(argv: list[str]) -> None:

@@ -1,9 +1,11 @@
 """Confidence intervals of a figure that is a mean over items (accuracy over questions or minimal pairs): the
 percentile bootstrap over items (Efron & Tibshirani 1993, ch. 13), drawn from numpy's seeded generator so the same
-items give the same interval on every run and machine."""
+items give the same interval on every run and machine; and Student's t interval of a mean over fine-tuning seeds
+(scipy.stats.t)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -51,3 +53,17 @@ def accuracy_with_interval(
         return {"n": 0, ACCURACY: None, "interval": None}
     low, high = bootstrap_interval(items, level, resamples, seed)
     return {"n": int(items.size), ACCURACY: float(items.mean()), "interval": [low, high]}
+
+
+def seed_interval(values: Sequence[float] | np.ndarray, level: float = LEVEL) -> tuple[float, float] | None:
+    """(low, high): Student's t interval of the mean over seeds at coverage `level`; None with fewer than two."""
+    from scipy.stats import t  # scipy on demand: a command's --help needs none
+
+    items = np.asarray(values, dtype=np.float64)
+    if items.size < 2:
+        return None
+    mean, sem = float(items.mean()), float(items.std(ddof=1) / math.sqrt(items.size))
+    if sem == 0:
+        return mean, mean
+    low, high = t.interval(level, items.size - 1, loc=mean, scale=sem)
+    return float(low), float(high)

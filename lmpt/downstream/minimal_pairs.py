@@ -29,6 +29,7 @@ from lmpt.downstream.figures import ACCURACY, CHANCE
 from lmpt.downstream.intervals import LEVEL, RESAMPLES, SEED, accuracy_with_interval
 from lmpt.downstream.multiple_choice import choice_scores, split_tokens
 from lmpt.downstream.pair_tasks import MinimalPair
+from lmpt.downstream.significance import ITEMS_DIGEST, figure_outcomes, items_digest
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.sentence_pll import count_copies, framed_ids, text_plls
 from lmpt.rundir.trained import Trained
@@ -89,6 +90,8 @@ def pair_figures(
         "fields": _groups([p.field for p in pairs], correct),
         "paradigms": _groups([p.paradigm for p in pairs], correct),
         "bootstrap": {"level": LEVEL, "resamples": RESAMPLES, "seed": SEED, "over": "pairs"},
+        **figure_outcomes(ACCURACY, correct, overall["interval"]),  # per-pair outcomes: lmpt-compare pairs runs
+        ITEMS_DIGEST: items_digest(f"{p.good}\x1f{p.bad}" for p in pairs),
     }
 
 

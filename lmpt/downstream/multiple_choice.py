@@ -14,7 +14,8 @@ the highest score is its answer. As lm-evaluation-harness scores `multiple_choic
 
 `accuracy` takes the highest score (lm_eval's acc); `accuracy_norm` the highest score per UTF-8 byte of the
 choice (lm_eval's acc_bytes; its acc_norm divides by characters, the same on ASCII text); chance is the mean of
-1 / number of choices."""
+1 / number of choices. Each accuracy comes with its 95% bootstrap interval over questions and the per-question
+outcomes that let lmpt-compare pair two runs (lmpt.downstream.significance)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from lmpt.batch import IGNORE, Batch
 from lmpt.console import console
 from lmpt.downstream.choice_tasks import ChoiceQuestion
 from lmpt.downstream.figures import ACCURACY, ACCURACY_NORM, CHANCE
+from lmpt.downstream.significance import ITEMS_DIGEST, figure_outcomes, high_key, items_digest, low_key
 from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
@@ -156,20 +158,35 @@ def _argmax(values: list[float]) -> int:
     return max(range(len(values)), key=values.__getitem__)
 
 
+def choice_outcomes(questions: list[ChoiceQuestion], scores: list[list[float]]) -> tuple[list[bool], list[bool]]:
+    """Per question, whether the highest score is the answer, and whether the highest score per UTF-8 byte is."""
+    right, right_norm = [], []
+    for q, s in zip(questions, scores, strict=True):
+        right.append(_argmax(s) == q.label)
+        per_byte = [v / max(len(c.encode("utf-8")), 1) for v, c in zip(s, q.choices, strict=True)]
+        right_norm.append(_argmax(per_byte) == q.label)
+    return right, right_norm
+
+
 def choice_figures(questions: list[ChoiceQuestion], scores: list[list[float]]) -> dict:
     """accuracy, accuracy_norm (per UTF-8 byte of the choice), chance and n."""
-    right = right_norm = 0
-    for q, s in zip(questions, scores, strict=True):
-        right += _argmax(s) == q.label
-        per_byte = [v / max(len(c.encode("utf-8")), 1) for v, c in zip(s, q.choices, strict=True)]
-        right_norm += _argmax(per_byte) == q.label
+    right, right_norm = choice_outcomes(questions, scores)
     n = len(questions)
     return {
-        ACCURACY: right / n,
-        ACCURACY_NORM: right_norm / n,
+        ACCURACY: sum(right) / n,
+        ACCURACY_NORM: sum(right_norm) / n,
         CHANCE: sum(1 / len(q.choices) for q in questions) / n,
         "n": n,
     }
+
+
+def choice_evidence(questions: list[ChoiceQuestion], scores: list[list[float]]) -> dict:
+    """What pairs this run with another on the same questions (lmpt.downstream.significance): each accuracy's 95%
+    bootstrap interval and per-question outcomes, and the questions' digest."""
+    right, right_norm = choice_outcomes(questions, scores)
+    texts = ("\x1f".join([q.context, *q.choices, str(q.label)]) for q in questions)
+    return {**figure_outcomes(ACCURACY, right), **figure_outcomes(ACCURACY_NORM, right_norm),
+            ITEMS_DIGEST: items_digest(texts)}  # fmt: skip
 
 
 def method_of(trained: Trained) -> str:
@@ -189,7 +206,14 @@ def evaluate_choices(trained: Trained, questions: list[ChoiceQuestion], batch_si
     with torch.inference_mode(), WorkBar("scoring choices", hidden=hidden) as bar:
         scores = choice_scores(trained, questions, batch_size, device, bar)
     return {"arch": trained.arch, "objective": trained.objective_name, "method": method_of(trained),
-            **choice_figures(questions, scores)}  # fmt: skip
+            **choice_figures(questions, scores), **choice_evidence(questions, scores)}  # fmt: skip
+
+
+def _with_interval(result: dict, figure: str) -> str:
+    """`0.6120 [0.590, 0.634]`: the figure and its 95% bootstrap interval (when the result has one)."""
+    if result.get(low_key(figure)) is None:
+        return f"{result[figure]:.4f}"
+    return f"{result[figure]:.4f} [{result[low_key(figure)]:.3f}, {result[high_key(figure)]:.3f}]"
 
 
 def render_choices(result: dict) -> None:
@@ -201,8 +225,8 @@ def render_choices(result: dict) -> None:
     rows = [
         ("method", result["method"]),
         ("questions", f"{result['n']:,}"),
-        (ACCURACY, f"{result[ACCURACY]:.4f}"),
-        (f"{ACCURACY_NORM} (per byte)", f"{result[ACCURACY_NORM]:.4f}"),
+        (ACCURACY, _with_interval(result, ACCURACY)),
+        (f"{ACCURACY_NORM} (per byte)", _with_interval(result, ACCURACY_NORM)),
         (CHANCE, f"{result[CHANCE]:.4f}"),
     ]
     for name, value in rows:

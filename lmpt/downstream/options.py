@@ -46,8 +46,18 @@ class FinetuneOptions:
     """Passes over the training examples per seed."""
     max_steps: int | None = None
     """Stop each seed after this many optimizer steps (null = epochs decide)."""
-    lr: float | None = None
-    """Peak learning rate (linear warm-up, then linear decay to 0); null = 1e-4 for full, 1e-2 for probe."""
+    lr: str | float | None = "search"
+    """Peak learning rate (linear warm-up, then linear decay to 0): search (picked from lr_grid by accuracy on a
+    slice held back from the training split, never dev; encoders also pick first or mean pooling), a number, or
+    null = 1e-4 for full, 1e-2 for probe."""
+    lr_grid: list[float] | None = None
+    """lr=search: the learning rates tried; null = 1e-4, 3e-4, 1e-3, 3e-3 (full) or 1e-3, 3e-3, 1e-2, 3e-2 (probe)."""
+    search_fraction: float = 0.15
+    """lr=search: share of the training split held back (drawn from `seed`) to score each candidate recipe on; at
+    least 100 training examples must remain."""
+    search_epochs: int = 1
+    """lr=search: passes over the rest of the training split per candidate, one seed each (capped by max_steps);
+    the chosen recipe then trains on the whole training split for `epochs`, every seed."""
     warmup: float = 0.1
     """Fraction of the steps spent warming up the learning rate."""
     weight_decay: float = 0.01
@@ -58,7 +68,11 @@ class FinetuneOptions:
     """Longest input in tokens (longer texts are cut, the longer of a pair first); null = the run's data.seq_len."""
     pooling: str = "auto"
     """What the head reads: auto, first or mean (encoder), last (decoder), encoder_mean or decoder_first
-    (encoder-decoder). auto = mean, last, encoder_mean."""
+    (encoder-decoder). auto = mean, last, encoder_mean; with lr=search an encoder's auto picks first or mean."""
+    control: str = "scratch"
+    """scratch: fine-tune beside the run's model the same architecture freshly initialised (seeded as the run was),
+    same recipe search, seeds and data, plus a bag-of-words floor, and report the gain with a paired 95% interval;
+    none: the run's model alone."""
     dropout: float = 0.1
     """Dropout on the pooled representation before the head."""
     device: str = "cpu"

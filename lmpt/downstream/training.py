@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from lmpt.config.schema import AdamWConfig, SchedulerConfig
 from lmpt.downstream.classifier import SequenceClassifier
 from lmpt.downstream.encoding import EncodedSplit, collate
+from lmpt.downstream.scores import classification_scores
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.rng import derive_seed, generator
@@ -135,3 +136,41 @@ def predict(plan: SeedPlan, split: EncodedSplit, features: torch.Tensor | None) 
             indices = list(range(start, min(start + plan.batch_size, len(split))))
             out.append(plan.classifier(pooled_of(indices)).argmax(dim=-1).cpu())
     return torch.cat(out)
+
+
+@dataclass
+class SeedRuns:
+    """What fine-tuning once per seed gives: the figures of each seed and, per scored split, which items each seed
+    got right ([seeds, items] booleans, in split order: what a paired bootstrap resamples)."""
+
+    per_seed: list[dict]
+    correct: dict[str, torch.Tensor]
+    examples: int
+    """Examples trained, over every seed."""
+    seconds: float
+    """Seconds spent training, over every seed."""
+
+
+def run_seeds(
+    plan: SeedPlan, splits: dict[str, EncodedSplit | None], probe: bool, seeds: range, bar: WorkBar
+) -> SeedRuns:
+    """One fine-tuning per seed, each scored. `splits`: "train", then the scored splits keyed by their figures'
+    prefix ("" dev, "test_" test)."""
+    n_classes = plan.classifier.head.out_features
+    features = {}
+    if probe:  # a frozen body gives every seed the same features: compute them once
+        features = {key: pooled_features(plan, split) for key, split in splits.items() if split is not None}
+        mean, std = features["train"].mean(dim=0), features["train"].std(dim=0).clamp(min=1e-6)
+        features = {key: (f - mean) / std for key, f in features.items()}  # standardised, as linear probes are
+    per_seed, correct, examples, seconds = [], {}, 0, 0.0
+    for seed in seeds:
+        loss, trained, took = train_seed(plan, splits["train"], features.get("train"), seed, bar)
+        examples, seconds = examples + trained, seconds + took
+        figures = {"seed": seed, "train_loss": loss}
+        for prefix, split in splits.items():
+            if prefix != "train" and split is not None:
+                predicted = predict(plan, split, features.get(prefix))
+                figures |= classification_scores(split.labels, predicted, n_classes, prefix)
+                correct.setdefault(prefix, []).append(predicted == split.labels)
+        per_seed.append(figures)
+    return SeedRuns(per_seed, {prefix: torch.stack(rows) for prefix, rows in correct.items()}, examples, seconds)

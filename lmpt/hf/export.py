@@ -17,13 +17,13 @@ import torch
 
 from lmpt.config.command_options import parse_command, run_command
 from lmpt.errors import LmptError
+from lmpt.hf.export_tokenizer import text_start_id, tokenizer_files, tokenizer_json
 from lmpt.hf.names import llama_layout, t5_layout, to_hf
 from lmpt.model.block import flavour, kv_heads
 from lmpt.model.t5 import MAX_DISTANCE, NUM_BUCKETS
 from lmpt.rundir.directory import TOKENIZER_FILE
 from lmpt.rundir.trained import RUN_ARGUMENT, Trained, load_trained
 from lmpt.safe_files import save_weights
-from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.hf import HfTokenizer
 
 PROG = "lmpt-export"
@@ -58,6 +58,10 @@ class ExportOptions:
     """Replace the files of an OUT_DIR that already holds some."""
     dtype: str = "float32"
     """Weights dtype: float32, bfloat16 or float16."""
+    add_bos_token: bool = False
+    """Decoders: the tokenizer puts `</s>` (its declared bos, where lmpt starts every text) before every text, so
+    generate() continues tokenizer(prompt) as lmpt-generate does; lm_eval then reads a context after it too, which
+    lmpt-eval task= does not. Off: `</s>` is declared as bos but not added."""
 
 
 def export_kind(trained: Trained) -> str:
@@ -130,7 +134,7 @@ def hf_config(trained: Trained) -> dict:
         "initializer_range": float(m.init_std),
         "pretraining_tp": 1,
         "use_cache": True,
-        "bos_token_id": special.bos,
+        "bos_token_id": text_start_id(trained.tokenizer, trained.arch),
         "eos_token_id": special.eos,
         "pad_token_id": special.pad,
         "torch_dtype": "float32",
@@ -143,69 +147,33 @@ def hf_state_dict(trained: Trained, dtype: torch.dtype) -> dict[str, torch.Tenso
     return to_hf(layout(trained.model), trained.model.state_dict(), dtype)
 
 
-def tokenizer_json(tokenizer: Tokenizer) -> str:
-    """tokenizer.json that encodes text to the ids lmpt used: an hf or bytelevel run's own file (roles added,
-    post-processor dropped: lmpt adds no [CLS]/bos/eos to text), or lmpt's SentencePiece model converted."""
-    if isinstance(tokenizer, HfTokenizer):
-        content = json.loads(tokenizer.model_bytes)
-        content["post_processor"] = None
-        return json.dumps(content, ensure_ascii=False)
-    return sentencepiece_tokenizer_json(tokenizer.path)
+def generation_config(trained: Trained, config: dict) -> dict | None:
+    """generation_config.json: a decoder starts from `</s>` and stops at it, never picking the rows that pad its
+    vocabulary (as lmpt-generate); a t5 decoder starts from its decoder_start_token_id."""
+    if trained.arch == "decoder":
+        padding = list(range(trained.tokenizer.vocab_size, trained.model.vocab_size))
+        keys = ("bos_token_id", "eos_token_id", "pad_token_id")
+        return {k: config[k] for k in keys} | ({"suppress_tokens": padding} if padding else {})
+    if export_kind(trained) == "t5":
+        return {k: config[k] for k in ("decoder_start_token_id", "eos_token_id", "pad_token_id")}
+    return None
 
 
-def sentencepiece_tokenizer_json(model_file: Path) -> str:
-    """tokenizer.json of lmpt's SentencePiece model: its normaliser, unigram pieces and byte fallback, converted
-    by transformers' generic SentencePiece converter (the Llama one assumes BPE and skips the normaliser)."""
-    import types
-
-    from tokenizers import decoders
-    from transformers.convert_slow_tokenizer import SpmConverter
-
-    class LmptConverter(SpmConverter):
-        handle_byte_fallback = True
-
-        def decoder(self, replacement, add_prefix_space):  # byte pieces back to bytes, then the leading space off
-            return decoders.Sequence(
-                [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
-            )
-
-    return LmptConverter(types.SimpleNamespace(vocab_file=str(model_file))).converted().to_str()
-
-
-def tokenizer_files(trained: Trained) -> dict[str, dict]:
-    """tokenizer_config.json and special_tokens_map.json: the token of each role lmpt resolved. lmpt adds
-    neither bos nor eos when encoding text."""
-    tok, ids = trained.tokenizer, trained.tokenizer.special
-    roles = {"bos": ids.bos, "eos": ids.eos, "unk": ids.unk, "pad": ids.pad, "mask": ids.mask, "cls": ids.cls}
-    roles["sep"] = ids.sep
-    special = {f"{role}_token": tok.id_to_piece(i) for role, i in roles.items() if i is not None}
-    config = {
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        **special,
-        "add_bos_token": False,
-        "add_eos_token": False,
-        "clean_up_tokenization_spaces": False,
-        "model_max_length": int(trained.config.model.max_seq_len),
-    }
-    return {"tokenizer_config.json": config, "special_tokens_map.json": special}
-
-
-def write_export(trained: Trained, out_dir: Path, dtype: torch.dtype) -> None:
-    converted = tokenizer_json(trained.tokenizer)  # first: a missing converter dependency writes nothing
-    out_dir.mkdir(parents=True, exist_ok=True)
+def write_export(trained: Trained, out_dir: Path, dtype: torch.dtype, add_bos: bool = False) -> None:
+    tok, arch = trained.tokenizer, trained.arch
+    converted = tokenizer_json(tok, text_start_id(tok, arch) if add_bos else None)  # first: a missing dependency
+    out_dir.mkdir(parents=True, exist_ok=True)  # writes nothing
     save_weights(out_dir / "model.safetensors", hf_state_dict(trained, dtype), metadata={"format": "pt"})
     (out_dir / "tokenizer.json").write_text(converted)
     config = hf_config(trained) | {"torch_dtype": str(dtype).removeprefix("torch.")}
-    files = {"config.json": config, **tokenizer_files(trained)}
-    if trained.arch == "decoder":
-        files["generation_config.json"] = {k: config[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
-    elif export_kind(trained) == "t5":
-        keys = ("decoder_start_token_id", "eos_token_id", "pad_token_id")
-        files["generation_config.json"] = {k: config[k] for k in keys}
+    files = {"config.json": config, **tokenizer_files(tok, arch, int(trained.config.model.max_seq_len), add_bos)}
+    generation = generation_config(trained, config)
+    if generation is not None:
+        files["generation_config.json"] = generation
     for name, content in files.items():
         (out_dir / name).write_text(json.dumps(content, indent=2) + "\n")
-    if not isinstance(trained.tokenizer, HfTokenizer):
-        shutil.copyfile(trained.tokenizer.path, out_dir / TOKENIZER_FILE)
+    if not isinstance(tok, HfTokenizer):
+        shutil.copyfile(tok.path, out_dir / TOKENIZER_FILE)
 
 
 _WRITABLE = "pick a directory you can write to"
@@ -242,13 +210,15 @@ def export(argv: list[str]) -> None:
             "nothing was written (decoders export as LlamaForCausalLM, mlm encoders as EuroBertForMaskedLM, "
             "t5-flavour encoder-decoders as T5ForConditionalGeneration)"
         )
+    if o.add_bos_token and trained.arch != "decoder":
+        raise LmptError(f"add_bos_token=true is for decoders; {run} is an {trained.arch}: drop it")
     try:
         import safetensors  # noqa: F401
         import transformers.convert_slow_tokenizer  # noqa: F401
     except ImportError as exc:
         raise LmptError(f"lmpt-export needs {exc.name}: pip install safetensors transformers protobuf") from None
     try:
-        write_export(trained, out_dir, dtypes[o.dtype])
+        write_export(trained, out_dir, dtypes[o.dtype], o.add_bos_token)
     except OSError as exc:
         raise LmptError(f"OUT_DIR {out_dir} cannot be written ({exc.strerror or exc}): {_WRITABLE}") from None
     print(f"wrote a {HF_CLASSES[kind][0]} to {out_dir}")

@@ -80,6 +80,7 @@ class Objective(ABC):
         self.vocab_size = tokenizer.vocab_size
         self.seq_len = seq_len
         self.arch = arch
+        self.max_steps: int | None = None  # the run's length in optimizer steps, once plan_run has told it
 
     @property
     @abstractmethod
@@ -99,7 +100,27 @@ class Objective(ABC):
 
     @abstractmethod
     def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
-        """Turn windows into a batch; every random draw comes from `gen` (seeded by (seed, step, ...))."""
+        """Turn windows into a batch; every random draw comes from `gen` (seeded by (seed, step, ...)). Without a
+        step it is the form held-out batches take (validation, yardstick)."""
+
+    def plan_run(self, max_steps: int) -> None:
+        """Told once, before training, how many optimizer steps the run has: trainer.max_steps, or with a
+        trainer.budget the steps it buys at the expected cost per step (lmpt.train.budget). Objectives that change
+        over training read their progress as step / max_steps (`progress`), never from state, so a resumed run
+        makes the same batches. Every process and data-loader worker holds the same value."""
+        self.max_steps = max(1, int(max_steps))
+
+    def progress(self, step: int) -> float:
+        """How far training is at optimizer step `step`: step / max_steps, clipped to [0, 1]."""
+        if self.max_steps is None:
+            raise RuntimeError(f"objective {self.name} changes over training: call plan_run(max_steps) first")
+        return min(1.0, max(0.0, step / self.max_steps))
+
+    def batch_at(self, windows: Windows, gen: torch.Generator, step: int) -> Batch:
+        """The training batch of optimizer step `step` (lmpt.train.batches calls it): make_batch's, unless the
+        objective changes over training (a masking-rate schedule, a switch of objective, a mixture of batch
+        kinds); then a pure function of (windows, gen, step, max_steps)."""
+        return self.make_batch(windows, gen)
 
     def build_model(self, model_cfg: Any, model_vocab: int) -> nn.Module:
         """A freshly initialised model for this objective (the objective decides the architecture): a
@@ -149,6 +170,11 @@ class Objective(ABC):
     def preview_legend(self) -> list[tuple[str, str]]:
         """lmpt-preview: (label, style key) of each colour the objective's inputs use."""
         return [*(ENCODER_LEGEND if self.arch == "encoder" else ()), *(PREFIX_LEGEND if self.arch == "decoder" else ())]
+
+    def preview_view(self, batch: Batch) -> tuple[Batch, bool]:
+        """lmpt-preview: (the batch as shown, aligned). aligned: each label sits at the position whose token it
+        restores, so the corruption reads off the input (BERT); otherwise labels are what follows a position."""
+        return batch, self.arch == "encoder"
 
     def pair_labels(self) -> tuple[str, str]:
         """lmpt-preview: the names of sequence labels 0 and 1 (objectives with a sequence head)."""

@@ -15,7 +15,7 @@ from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import Objective, Stats
 from lmpt.objectives.checks import require_at_least, require_fraction
-from lmpt.objectives.mlm import MlmConfig, check_masking, mask_tokens
+from lmpt.objectives.mlm import BertMasking, check_masking, mask_tokens
 from lmpt.objectives.sequences import pad_rows
 from lmpt.tokenizer.special import SpecialTokens
 
@@ -85,7 +85,7 @@ PAIR_LABELS = {"nsp": ("is-next", "random"), "sop": ("in-order", "swapped")}
 
 
 @dataclass
-class NspConfig(MlmConfig):
+class NspConfig(BertMasking):
     name: str = "nsp"
     variant: str = "nsp"
     """nsp: B is the next segment or one from another document; sop: B follows A or the two are swapped."""

@@ -54,6 +54,8 @@ class PreviewExample:
     denoiser: str | None
     source: str | None = None
     """The mixture source the window was drawn from (null when the run has one source)."""
+    aligned: bool = False
+    """Each label sits at the position whose token it restores (mlm); false: labels follow their positions."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,7 +99,8 @@ def build_preview(cfg: DictConfig) -> Preview:
         windows = training_sampler(data, objective.window_length, options.examples, seed).windows(options.step)
     else:
         windows = preview_windows(corpus, objective.window_length, options.examples)
-    batch = objective.make_batch(windows, generator(seed, "objective", options.step, 0, 0))
+    objective.plan_run(int(cfg.trainer.max_steps))  # schedules and switches shown as a run of max_steps has them
+    batch = objective.batch_at(windows, generator(seed, "objective", options.step, 0, 0), options.step)
     examples = [
         replace(read_example(objective, batch, windows, i), source=data.source_at(options.split, int(start)) or None)
         for i, start in enumerate(windows.starts.tolist())
@@ -127,6 +130,7 @@ def _used_length(row: torch.Tensor, pad: int) -> int:
 def read_example(objective: Objective, batch: Batch, windows: Windows, i: int) -> PreviewExample:
     """Row i of `batch`, with what it was made from."""
     tokenizer, special = objective.tokenizer, objective.special
+    batch, aligned = objective.preview_view(batch)
     n = _used_length(batch.input_ids[i], special.pad)
     input_ids = batch.input_ids[i, :n]
     if batch.decoder_input_ids is not None:
@@ -141,7 +145,7 @@ def read_example(objective: Objective, batch: Batch, windows: Windows, i: int) -
     if batch.example_kinds is not None:
         chosen = objective.denoisers[int(batch.example_kinds[i])]  # type: ignore[attr-defined]
         denoiser, window = chosen.label, window[: chosen.raw_length]
-    if objective.arch == "encoder":  # mlm/nsp: labels hold the original token at each selected position
+    if aligned:  # mlm/nsp: labels hold the original token at each selected position
         original = torch.where(labels != IGNORE, labels, input_ids)
         corrupted = loss_positions
         corruption = [_replacement(int(input_ids[p]), int(original[p]), special.mask) for p in corrupted]
@@ -171,6 +175,7 @@ def read_example(objective: Objective, batch: Batch, windows: Windows, i: int) -
         segment_ids=batch.segment_ids[i, :n].tolist() if batch.segment_ids is not None else None,
         sequence_label=int(batch.sequence_labels[i]) if batch.sequence_labels is not None else None,
         denoiser=denoiser,
+        aligned=aligned,
     )
 
 

@@ -113,13 +113,13 @@ def input_text(objective: Objective, tokenizer: Tokenizer, example: PreviewExamp
         if p in corruption:
             style = STYLES[corruption[p]]
         styles.append(style)
-    originals = example.original_ids if objective.arch == "encoder" else None  # aligned with the input
+    originals = example.original_ids if example.aligned else None  # aligned with the input
     return pieces_text(tokenizer, ids, styles, originals)
 
 
 def targets_text(objective: Objective, tokenizer: Tokenizer, example: PreviewExample, shown: int) -> Text:
     """mlm/nsp: each selected position's original piece and what replaced it; otherwise the predicted tokens."""
-    if objective.arch == "encoder":
+    if example.aligned:
         text = Text()
         for p, kind in zip(example.corrupted_positions, example.corruption, strict=True):
             if p >= shown:
@@ -148,7 +148,7 @@ def counts(objective: Objective, example: PreviewExample) -> Text:
         )
         return Text(line)
     line = f"{n} tokens · {n_loss} loss-bearing ({n_loss / n:.1%})"
-    if objective.arch == "encoder":
+    if example.aligned:
         for kind in ("mask", "random", "kept"):
             line += f" · {example.corruption.count(kind)} {'[MASK]' if kind == 'mask' else kind}"
     if example.prefix_len is not None:

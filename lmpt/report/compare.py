@@ -24,7 +24,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "objective measures, downstream figures, tokens/s, loss-bearing tokens/s, FLOPs, wall time), ranked by a "
         "downstream figure every completed run has (downstream config group), else by the fixed-rate "
         "masked-token loss (val_fixed_loss) among mlm/nsp runs or by val_loss when every run has the same "
-        "objective (the title says which), and write it as CSV and Markdown with a plot of every run's "
+        "objective (the title says which): a downstream figure with its 95% interval and a Holm-corrected test "
+        "of each run against the next (McNemar over items zero-shot, Welch's t over seeds fine-tuned). The "
+        "console shows the key columns; the CSV and Markdown files hold them all, with a plot of every run's "
         "validation-loss curve against steps, training FLOPs and loss-bearing tokens.",
     )
     parser.add_argument(

@@ -33,6 +33,14 @@ class Ranking:
         """Each run's (step, loss) curve of the ranked loss (val_loss when unranked)."""
         return (lambda r: r.fixed_curve) if self.key == "val_fixed_loss" else (lambda r: r.val_curve)
 
+    def value(self, run: RunSummary) -> float | None:
+        """The run's ranked figure or loss (None when it has none, or nothing is ranked)."""
+        if self.key is None:
+            return None
+        if self.higher_is_better:
+            return run.downstream.get(self.key)
+        return run.fixed_loss if self.key == "val_fixed_loss" else run.val_loss
+
     @property
     def label(self) -> str:
         if self.key == "val_fixed_loss":
@@ -106,8 +114,7 @@ def rank_runs(runs: list[RunSummary]) -> tuple[list[RunSummary], Ranking]:
     ranking = choose_ranking(runs)
     if ranking.key is None:
         return list(runs), ranking
-    value = (lambda r: r.fixed_loss) if ranking.key == "val_fixed_loss" else (lambda r: r.val_loss)
-    if ranking.higher_is_better:
-        value = lambda r: r.downstream.get(ranking.key)
-    scored = sorted((r for r in runs if value(r) is not None), key=value, reverse=ranking.higher_is_better)
-    return scored + [r for r in runs if value(r) is None], ranking
+    values = {id(r): ranking.value(r) for r in runs}
+    scored = [r for r in runs if values[id(r)] is not None]
+    scored.sort(key=lambda r: float(values[id(r)]), reverse=ranking.higher_is_better)  # type: ignore[arg-type]
+    return scored + [r for r in runs if values[id(r)] is None], ranking

@@ -42,19 +42,34 @@ def print_whole(renderable: RenderableType) -> None:
 def write_report(
     runs: list[RunSummary], csv_path: Path, md_path: Path, plot_path: Path, title: str, log_y: bool = False
 ) -> None:
-    """Print the table, ranked where the runs share a comparable loss (the title says by what), and write it as
-    CSV and Markdown, with the validation-loss chart (against steps, FLOPs and loss-bearing tokens) beside them."""
+    """Print the table, ranked where the runs share a comparable loss or downstream figure (the title says by what;
+    a downstream figure with its 95% interval, each gap to the next run tested, and whether the top runs can be told
+    apart), and write it whole as CSV and Markdown, with the validation-loss chart (against steps, FLOPs and
+    loss-bearing tokens) beside them."""
+    from lmpt.report.console_table import console_table
     from lmpt.report.plot import plot_val_curves  # matplotlib only once there is something to draw
-    from lmpt.report.table import run_labels, runs_table, write_csv, write_markdown
+    from lmpt.report.significance import legend, neighbour_significance, significance_columns
+    from lmpt.report.table import run_labels, write_csv, write_markdown
 
     runs, ranking = rank_runs(runs)
-    print_whole(runs_table(runs, title=f"{title}: {ranking.header}"))
+    significance = neighbour_significance(runs, ranking)
+    verdict = significance.verdict() if significance is not None else ""
+    table, left_out = console_table(runs, ranking, significance, title=f"{title}: {ranking.header}")
+    print_whole(table)
+    if verdict:
+        console.print(escape(verdict))
+    if significance is not None and significance.gaps:
+        console.print(escape(legend("vs next")))
     common = run_labels(runs)[1]
     if common:
         console.print(f"all runs: {escape(' '.join(common))}")
+    if left_out:
+        console.print(f"more columns in {csv_path.name} and {md_path.name}: {escape(', '.join(left_out))}")
+    extra = significance_columns(significance)
+    note = f"{verdict} {legend('`vs_next`')}" if significance is not None and significance.gaps else ""
     try:
-        write_csv(runs, csv_path)
-        write_markdown(runs, md_path, ranking.header)
+        write_csv(runs, csv_path, extra)
+        write_markdown(runs, md_path, ranking.header, extra, note.strip())
         plot_val_curves(runs, plot_path, log_y=log_y, title=f"validation loss: {title}", ranking=ranking)
     except OSError as exc:
         raise LmptError(f"cannot write the report into {csv_path.parent}: {exc.strerror or exc}") from exc

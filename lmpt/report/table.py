@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,9 +61,10 @@ def format_flops(value: Value) -> str:
     return "" if value is None else f"{value:.2e}"
 
 
-def columns(runs: list[RunSummary]) -> list[Column]:
+def columns(runs: list[RunSummary], extra: Sequence[Column] = ()) -> list[Column]:
     """run, objective, status, step, downstream figures (when any run has one), the fixed-rate loss (when any run
-    has one), val_loss, val_ppl, every objective measure any run has, tokens/s, loss-bearing tokens/s, FLOPs, wall."""
+    has one), val_loss, val_ppl, every objective measure any run has, tokens/s, loss-bearing tokens/s, FLOPs, wall,
+    then `extra` (the ranked figure's interval and significance, lmpt.report.significance)."""
     labels = dict(zip((id(r) for r in runs), run_labels(runs)[0], strict=True))
     measures = sorted({key for r in runs for key in r.measures})
     downstream = sorted({key for r in runs for key in r.downstream if key.endswith(DOWNSTREAM_COLUMNS)})
@@ -89,11 +90,12 @@ def columns(runs: list[RunSummary]) -> list[Column]:
         Column("loss_tokens_per_s", lambda r: r.loss_tokens_per_s, format_rate, numeric=True),
         Column("flops", lambda r: r.flops, format_flops, numeric=True),
         Column("wall_s", lambda r: r.wall_s, format_duration, numeric=True),
+        *extra,
     ]
 
 
-def formatted_rows(runs: list[RunSummary]) -> tuple[list[str], list[list[str]]]:
-    cols = columns(runs)
+def formatted_rows(runs: list[RunSummary], extra: Sequence[Column] = ()) -> tuple[list[str], list[list[str]]]:
+    cols = columns(runs, extra)
     return [c.title for c in cols], [[c.format(c.value(r)) for c in cols] for r in runs]
 
 
@@ -113,9 +115,9 @@ def runs_table(runs: list[RunSummary], title: str | None = None) -> Table:
     return table
 
 
-def write_csv(runs: list[RunSummary], path: Path) -> None:
+def write_csv(runs: list[RunSummary], path: Path, extra: Sequence[Column] = ()) -> None:
     """The table's columns at full precision (times in seconds), plus every run's full overrides and path."""
-    cols = columns(runs)
+    cols = columns(runs, extra)
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow([c.title for c in cols] + ["overrides", "path"])
@@ -124,17 +126,20 @@ def write_csv(runs: list[RunSummary], path: Path) -> None:
             writer.writerow(["" if v is None else v for v in values] + [run.name, str(run.path)])
 
 
-def write_markdown(runs: list[RunSummary], path: Path, ranking: str = "") -> None:
-    """The table as GitHub Markdown, with the overrides every run shares and the `ranking` sentence above it."""
-    header, rows = formatted_rows(runs)
-    numeric = [c.numeric for c in columns(runs)]
+def write_markdown(
+    runs: list[RunSummary], path: Path, ranking: str = "", extra: Sequence[Column] = (), note: str = ""
+) -> None:
+    """The table as GitHub Markdown, with the overrides every run shares and the `ranking` sentence above it, `note`
+    (what the significance tests found) after that sentence."""
+    header, rows = formatted_rows(runs, extra)
+    numeric = [c.numeric for c in columns(runs, extra)]
     cell = lambda text: text.replace("|", "\\|").replace("\n", " ")
     lines = []
     common = run_labels(runs)[1]
     if common:
         lines += [f"All runs: `{' '.join(common)}`", ""]
     if ranking:
-        lines += [ranking[0].upper() + ranking[1:] + ".", ""]
+        lines += [ranking[0].upper() + ranking[1:] + "." + (f" {note}" if note else ""), ""]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("| " + " | ".join("---:" if n else "---" for n in numeric) + " |")
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]

@@ -16,6 +16,7 @@ from lmpt.model import LanguageModel, build_model
 from lmpt.model.mtp import without_mtp_modules
 from lmpt.objectives.base import Objective
 from lmpt.objectives.registry import objective_class, resolve_arch
+from lmpt.rundir.best import BEST_DIR, BEST_MODEL, no_best
 from lmpt.rundir.checkpoint import MANIFEST, CheckpointStore, load_part
 from lmpt.rundir.directory import CONFIG_FILE, FINAL_MODEL, LEGACY_FINAL_MODEL, TOKENIZER_FILES, run_tokenizer_path
 from lmpt.safe_files import WEIGHTS_SUFFIX, load_torch, load_weights, load_yaml, weights_metadata
@@ -24,7 +25,8 @@ from lmpt.tokenizer.load import load_tokenizer
 
 RUN_ARGUMENT = (
     "RUN",
-    "a run directory (its model.safetensors, else its newest valid checkpoint) or a checkpoint directory",
+    "a run directory (its model.safetensors, else its newest valid checkpoint), RUN/best (the weights of its lowest "
+    "val_loss) or a checkpoint directory",
 )
 """The positional argument of lmpt-generate, -fill, -eval and -export, with its --help text."""
 
@@ -83,9 +85,11 @@ def _final_model(directory: Path) -> Path | None:
 
 
 def locate_weights(path: str | Path) -> LocatedWeights:
-    """The weights file of a run directory (its final model, else its newest valid checkpoint) or of one
-    checkpoint directory, with the run's config (config.yaml, or the checkpoint's own copy)."""
+    """The weights file of a run directory (its final model, else its newest valid checkpoint), of RUN/best or of
+    one checkpoint directory, with the run's config (config.yaml, or the checkpoint's own copy)."""
     path = Path(path).expanduser()
+    if path.name == BEST_DIR and (path.parent / CONFIG_FILE).is_file():
+        return _best_of(path.parent.resolve())
     if not path.exists():
         raise LmptError(f"{path} does not exist: give a run directory (outputs/...) or one of its checkpoints")
     path = path.resolve()
@@ -102,6 +106,15 @@ def locate_weights(path: str | Path) -> LocatedWeights:
     if checkpoint is None:
         raise LmptError(f"run {path} has neither a final {FINAL_MODEL} nor a valid checkpoint: train it first")
     return _in_checkpoint(checkpoint, path)
+
+
+def _best_of(run_dir: Path) -> LocatedWeights:
+    """RUN/best: the weights of the run's lowest val_loss, with the run's config; a run without them is refused."""
+    config = _run_config(run_dir / CONFIG_FILE)
+    weights = run_dir / BEST_DIR / BEST_MODEL
+    if not weights.is_file():
+        raise no_best(run_dir, config)
+    return LocatedWeights(weights, run_dir, config)
 
 
 def _run_config(path: Path) -> DictConfig:

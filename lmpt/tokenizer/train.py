@@ -83,6 +83,23 @@ def _commit(tmp_dir: Path, final_dir: Path, name: str) -> None:
         shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
+def known_tokenizer(
+    cfg: TokenizerConfig, corpus_fingerprint: str, cache_root: Path, quiet: bool = False
+) -> Tokenizer | None:
+    """The pretrained file of `cfg.path` (hf) or `cfg.model_file`, else the one cached for this corpus and these
+    settings; None when it must be trained first. `quiet`: no line about the reuse (a dry run's look-up)."""
+    if cfg.backend == "hf":
+        return load_tokenizer(cfg.path, "tokenizer.path", cfg.num_sentinels)
+    if cfg.model_file:
+        return load_tokenizer(cfg.model_file)
+    path = Path(cache_root) / "tokenizers" / tokenizer_key(cfg, corpus_fingerprint) / model_name(cfg.backend)
+    if not path.is_file():
+        return None
+    if not quiet:
+        info(f"reusing tokenizer {path}")
+    return load_tokenizer(path)
+
+
 def prepare_tokenizer(
     cfg: TokenizerConfig,
     documents: Callable[[], Iterator[list[str]]],
@@ -92,16 +109,12 @@ def prepare_tokenizer(
     """The tokenizer for this run: the pretrained file of `cfg.path` (hf) or `cfg.model_file`, else the one
     cached for this corpus and these settings, else one trained now on `documents()` (training text only)
     and cached."""
-    if cfg.backend == "hf":
-        return load_tokenizer(cfg.path, "tokenizer.path", cfg.num_sentinels)
-    if cfg.model_file:
-        return load_tokenizer(cfg.model_file)
+    found = known_tokenizer(cfg, corpus_fingerprint, cache_root)
+    if found is not None:
+        return found
     key = tokenizer_key(cfg, corpus_fingerprint)
     final_dir = Path(cache_root) / "tokenizers" / key
     name = model_name(cfg.backend)
-    if (final_dir / name).is_file():
-        info(f"reusing tokenizer {final_dir / name}")
-        return load_tokenizer(final_dir / name)
     kind = "byte-level BPE" if cfg.backend == "bytelevel" else f"SentencePiece {cfg.model_type}"
     info(f"training a {kind} tokenizer ({cfg.vocab_size} pieces) on the training text")
     started = time.perf_counter()

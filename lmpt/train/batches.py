@@ -36,7 +36,8 @@ class StepBatches(Dataset):
 
     def micro_batch(self, step: int, micro_step: int) -> Batch:
         windows = self.sampler.windows(step, micro_step)
-        batch = self.objective.make_batch(windows, generator(self.seed, "objective", step, micro_step, self.rank))
+        draws = generator(self.seed, "objective", step, micro_step, self.rank)
+        batch = self.objective.batch_at(windows, draws, step)  # a function of the step (and the run's planned length)
         return note_padding(batch, self.objective.special.pad)
 
 

@@ -7,7 +7,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -18,28 +18,21 @@ from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
+from lmpt.rng import derive_seed
 from lmpt.rundir.checkpoint import CheckpointStore, load_parts, load_sharded_into, save_sharded
+from lmpt.train.best import BestKeeper
 from lmpt.train.budget import RunLength
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
 from lmpt.train.efficiency import peak_flops, peak_memory_mb
 from lmpt.train.evaluation import Evaluator
 from lmpt.train.finite import refuse_nonfinite_weights
-from lmpt.train.loggers import new_wandb_id, open_sinks
+from lmpt.train.loggers import open_sinks
 from lmpt.train.metrics import MetricsLog, RunningStats, perplexity
 from lmpt.train.precision import Precision
 from lmpt.train.preemption import PreemptionFlag
+from lmpt.train.state import LoopState
 from lmpt.train.work import Work, add_step
-
-
-@dataclass
-class LoopState:
-    """Everything besides model and optimizer that a checkpoint must carry to continue bit for bit."""
-
-    step: int = 0
-    nonfinite_in_row: int = 0
-    last_val: dict = field(default_factory=dict)
-    wandb_id: str = field(default_factory=new_wandb_id)
 
 
 class TrainLoop:
@@ -58,6 +51,7 @@ class TrainLoop:
         forward: Callable[[Batch], ModelOutput] | None = None,
         ctx: Distributed | None = None,
         length: RunLength | None = None,
+        best: BestKeeper | None = None,
     ) -> None:
         self.t = trainer
         self.record = record  # the run's whole config as plain data: each checkpoint carries it
@@ -79,6 +73,7 @@ class TrainLoop:
         self.interval_started = time.perf_counter()
         self.peak_flops, self.peak_source = peak_flops(self.device, precision.dtype or torch.float32)
         self.evaluate = Evaluator(model, self.forward, objective, precision, self.ctx)
+        self.best = best  # None: no RUN/best (the run never evaluates before its end, or trainer.keep_best=false)
 
     # -- state ------------------------------------------------------------------------------------
     def _rank_state(self) -> dict:
@@ -108,9 +103,7 @@ class TrainLoop:
                 "world_size": self.ctx.world_size,
                 "tokens_seen": self.work.tokens,
                 "work": self.work.state_dict(),
-                "nonfinite_in_row": self.state.nonfinite_in_row,
-                "last_val": self.state.last_val,
-                "wandb_id": self.state.wandb_id,
+                **self.state.checkpoint_fields(),
                 "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict(),
                 "ranks": self.ctx.all_gather_object(self._rank_state()),
@@ -139,6 +132,10 @@ class TrainLoop:
             self.store.commit(self.state.step, staging, parts)
         self.ctx.barrier()
 
+    def start_fresh(self) -> None:
+        """A new run's dropout stream: seeded per rank, after the initial weights (the same on every rank)."""
+        torch.manual_seed(derive_seed(self.t.seed, "dropout", self.ctx.rank))
+
     def restore(self, checkpoint: Path) -> None:
         parts = load_parts(checkpoint, map_location=self.device)
         trainer = parts["trainer"]
@@ -161,12 +158,7 @@ class TrainLoop:
             torch.cuda.set_rng_state(mine["rng"]["cuda"].cpu(), self.device)
         self.stats.load_state_dict(mine["running_stats"], self.device)
         self.work.load_state_dict(trainer.get("work", {"tokens": trainer["tokens_seen"]}))
-        self.state = LoopState(
-            step=trainer["step"],
-            nonfinite_in_row=trainer["nonfinite_in_row"],
-            last_val=trainer["last_val"],
-            wandb_id=trainer.get("wandb_id", self.state.wandb_id),
-        )
+        self.state = LoopState.from_checkpoint(trainer, self.state.wandb_id)
 
     # -- steps ------------------------------------------------------------------------------------
     def gradient_sync(self, final_micro_step: bool) -> contextlib.AbstractContextManager:
@@ -281,6 +273,8 @@ class TrainLoop:
                         self.state.last_val = self.evaluate(val_batches, fixed_batches)
                         self.emit({"step": step, **self.work.record(), **self.state.last_val})
                         self.display.evaluation(step, self.state.last_val)
+                        if self.best is not None:  # before the checkpoint of this step, which records the best
+                            self.state.best = self.best.consider(self.state.best, step, self.state.last_val)
                     if (t.ckpt_every and step % t.ckpt_every == 0) or last or overdue or stop:
                         self.save()
                         last_save = time.perf_counter()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -9,13 +10,16 @@ from omegaconf import DictConfig, OmegaConf
 from rich.table import Table
 from rich.tree import Tree
 
-from lmpt.console import console
+from lmpt.console import console, warn
+from lmpt.data.cache import cached_train_tokens, default_cache_root
+from lmpt.errors import LmptError
 from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.registry import PlannedTokenizer, build_objective
 from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import SpecialTokens
 from lmpt.train.budget import run_length
 from lmpt.train.efficiency import ASSUMED_MFU
+from lmpt.train.epochs import run_exposure
 from lmpt.train.precision import Precision
 from lmpt.train.spec import RunSpec
 
@@ -48,6 +52,7 @@ def print_plan(spec: RunSpec, precision: Precision) -> None:
     length, cost, peak, source = run_length(t, model, objective, 1, precision.device, precision.dtype or torch.float32)
     steps = length.max_steps
     flops, seconds = cost.flops * steps, cost.seconds * steps
+    epochs, repeats = _epochs(spec, objective, steps)
 
     console.print(config_tree(spec.config))
     table = Table(title="plan (dry run: nothing trained)", show_header=False, title_justify="left")
@@ -60,6 +65,7 @@ def print_plan(spec: RunSpec, precision: Precision) -> None:
         "budget": length.budget.describe() if length.budget else "none (trainer.max_steps)",
         "max_steps": f"{steps:,}" + (" (derived: the budget over the expected cost per step)" if length.budget else ""),
         "total tokens": f"{examples_per_step * tokens_per_example * steps:,} over {steps:,} steps",
+        "epochs": epochs,
         "training FLOPs": f"{flops:.3e} ({cost.flops:.3e} per step, the head on the expected "
         f"{objective.expected_loss_fraction:.0%} of positions that carry loss)",
         **_flops_by_network(model, seq_len, objective.expected_loss_fraction),
@@ -69,6 +75,25 @@ def print_plan(spec: RunSpec, precision: Precision) -> None:
     for key, value in rows.items():
         table.add_row(key, value)
     console.print(table)
+    if repeats is not None:
+        warn(repeats)
+
+
+def _epochs(spec: RunSpec, objective: Any, steps: int) -> tuple[str, str | None]:
+    """The plan's epochs row, from a warm token cache (a dry run tokenises nothing) or saying why it is unknown, and
+    the warning past 4 epochs (lmpt.train.epochs)."""
+    if OmegaConf.to_object(spec.quality).active:
+        return "unknown: the quality stage decides the training text (a launch reports it)", None
+    try:
+        data = OmegaConf.to_object(spec.data)
+        sources = cached_train_tokens(data, OmegaConf.to_object(spec.tokenizer), Path.cwd(),
+                                      default_cache_root(data.cache_dir))  # fmt: skip
+    except LmptError as exc:
+        return f"unknown: {exc}", None
+    if sources is None:
+        return "unknown: the text is not tokenised yet (a launch reports it; later dry runs show it here)", None
+    exposure = run_exposure(spec.trainer, spec.data.seq_len, objective, 1, steps, sources)
+    return exposure.describe().split("), ", 1)[1], exposure.warning()  # the tokens have rows of their own
 
 
 def _flops_by_network(model, seq_len: int, head_fraction: float) -> dict[str, str]:

@@ -12,12 +12,13 @@ import torch
 
 from lmpt.console import console, info
 from lmpt.quality.stage import QualityStage
-from lmpt.rng import derive_seed
 from lmpt.rundir import directory as rundir
 from lmpt.train import batches as stream
+from lmpt.train.best import BestKeeper
 from lmpt.train.budget import run_length
 from lmpt.train.display import make_display
 from lmpt.train.distributed import agree_on_run_dir, full_model_state, parallelize
+from lmpt.train.epochs import report_exposure, run_exposure
 from lmpt.train.init_from import check_tokenizer, load_origin, stage_record
 from lmpt.train.inputs import fresh_model, prepare_inputs, sample_windows
 from lmpt.train.loop import TrainLoop
@@ -85,10 +86,12 @@ def run_training(spec: RunSpec, session: Session, quality: QualityStage | None =
     optimizer = build_optimizer(spec.optimizer, model, device)
     length, *_ = run_length(t, model, objective, ctx.world_size, device, precision.dtype or torch.float32)
     scheduler = build_scheduler(spec.scheduler, optimizer, length.max_steps, length.position)
+    keeps_best = t.keep_best and t.eval_every > 0  # with eval_every=0 the one evaluation is the last step's
+    best = BestKeeper(run.path, model, t.strategy, objective.arch, model_vocab, ctx) if keeps_best else None
     loop = TrainLoop(
         t, spec.record, model, objective, optimizer, scheduler, precision,
         run.checkpoint_store(t.keep_last), MetricsLog(run.path / rundir.METRICS_FILE),
-        make_display(t.progress, length.max_steps), forward=forward, ctx=ctx, length=length,
+        make_display(t.progress, length.max_steps), forward=forward, ctx=ctx, length=length, best=best,
     )  # fmt: skip
     if ctx.is_main:
         loop.store.remove_leftovers()
@@ -96,7 +99,7 @@ def run_training(spec: RunSpec, session: Session, quality: QualityStage | None =
         loop.restore(run.resume_from)
         info(f"resuming [bold]{run.path}[/] from {run.resume_from.name} (step {loop.state.step})")
     else:
-        torch.manual_seed(derive_seed(t.seed, "dropout", ctx.rank))
+        loop.start_fresh()
         if origin is not None and ctx.is_main:
             loop.metrics.write(stage_record(origin, spec.model.stage))
             info(f"stage {spec.model.stage}: starting from {origin.kind} weights in [bold]{origin.path}[/]")
@@ -110,9 +113,12 @@ def run_training(spec: RunSpec, session: Session, quality: QualityStage | None =
             else f"; MFU against the {loop.peak_source} ({loop.peak_flops / 1e9:,.0f} GFLOP/s)"
         )
     )
+    sources = [(s.name, s.weight, s.train[1] - s.train[0]) for s in data.sources]
+    report_exposure(run_exposure(t, spec.data.seq_len, objective, ctx.world_size, length.max_steps, sources))
     if length.budget is not None:
         info(f"budget: {length.budget.describe()}, about {length.max_steps:,} steps")
 
+    objective.plan_run(length.max_steps)  # before the loader's workers copy it: schedules read step / max_steps
     started = time.perf_counter()
     steps = stream.StepBatches(windows.train, objective, t.seed, ctx.rank, t.grad_accum, loop.state.step,
                                length.loader_steps)  # fmt: skip

@@ -1,6 +1,6 @@
 """Downstream scoring on real runs: one small `lmpt -m objective=clm,mlm` sweep whose jobs score a cloze task
 zero-shot and fine-tune a classification task when they end, then rank by it; lmpt-eval task= on its runs; and
-lm-evaluation-harness scoring the exported decoder exactly as lmpt does."""
+lm-evaluation-harness scoring the exported decoder exactly as lmpt does, by default."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ import torch
 
 from lmpt.downstream.choice_tasks import read_choice_task, tasks_dir
 from lmpt.downstream.eval_cli import evaluate
+from lmpt.downstream.minimal_pairs import pair_scores
 from lmpt.downstream.multiple_choice import choice_scores
+from lmpt.downstream.pair_tasks import read_pairs
 from lmpt.hf.export import export
 from lmpt.inference.progress import WorkBar
 from lmpt.rundir.trained import load_trained
@@ -107,9 +109,32 @@ def test_a_bad_downstream_task_is_refused_before_training(tasks: Path) -> None:
     assert not run_dir.exists()
 
 
+def _lm_eval_scores(hf: Path, yaml_dir: Path, out: Path, model_args: str = "") -> dict[str, dict]:
+    """lm_eval --model hf on the local task YAMLs (dataset_path: json), nothing downloaded: per task, per doc_id,
+    (the log-likelihood of every choice, acc, acc_norm) from its --log_samples output."""
+    command = [
+        sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={hf},dtype=float32{model_args}",
+        "--tasks", "lmpt_cloze,lmpt_pairs", "--include_path", str(yaml_dir), "--device", "cpu", "--batch_size", "8",
+        "--output_path", str(out), "--log_samples",
+    ]  # fmt: skip
+    env = {**_env(), **OFFLINE, "HF_HOME": str(out.parent / "hf-home")}
+    done = subprocess.run(command, cwd=out.parent, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    scores: dict[str, dict] = {}
+    for task in ("cloze", "pairs"):
+        (samples,) = out.rglob(f"samples_lmpt_{task}_*.jsonl")
+        for line in samples.read_text().splitlines():
+            sample = json.loads(line)
+            loglik = [float(r[0][0]) for r in sample["resps"]]
+            scores.setdefault(task, {})[sample["doc_id"]] = (loglik, sample["acc"], sample.get("acc_norm"))
+    return scores
+
+
 def test_lm_evaluation_harness_scores_the_exported_decoder_as_lmpt_does(sweep, tasks: Path, tmp_path: Path) -> None:
-    """lm_eval --model hf on a local task YAML (dataset_path: json), nothing downloaded: the same log-likelihood
-    of every choice as lmpt's, so the same acc and acc_norm (the choices are ASCII: characters = bytes)."""
+    """lm_eval --model hf with its default arguments, and with prefix_token_id=eos: the same log-likelihood of every
+    choice as lmpt's (within 1e-4), on the cloze (a context) and on the first 50 blimp-fast minimal pairs as lm_eval's
+    blimp tasks frame them (an empty context, which lm_eval starts from the tokenizer's bos: the export declares
+    lmpt's eos as bos); so the same acc and acc_norm (the choices are ASCII: characters = bytes)."""
     run = sweep[0] / "0"
     export([str(run), str(tmp_path / "hf")])
     (tmp_path / "yaml").mkdir()
@@ -118,27 +143,29 @@ def test_lm_evaluation_harness_scores_the_exported_decoder_as_lmpt_does(sweep, t
         "test_split: test\noutput_type: multiple_choice\ndoc_to_text: '{{context}}'\ndoc_to_choice: choices\n"
         "doc_to_target: label\nmetric_list:\n  - metric: acc\n  - metric: acc_norm\n"
     )
-    command = [
-        sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tmp_path / 'hf'},dtype=float32",
-        "--tasks", "lmpt_cloze", "--include_path", str(tmp_path / "yaml"), "--device", "cpu", "--batch_size", "8",
-        "--output_path", str(tmp_path / "out"), "--log_samples",
-    ]  # fmt: skip
-    env = {**_env(), **OFFLINE, "HF_HOME": str(tmp_path / "hf-home")}
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    (samples,) = (tmp_path / "out").rglob("samples_lmpt_cloze_*.jsonl")
-    theirs = {}
-    for line in samples.read_text().splitlines():
-        sample = json.loads(line)
-        theirs[sample["doc_id"]] = ([float(r[0][0]) for r in sample["resps"]], sample["acc"], sample["acc_norm"])
+    pairs = _head(tasks_dir() / "blimp-fast.jsonl", tmp_path / "pairs.jsonl", 50)
+    (tmp_path / "yaml" / "pairs.yaml").write_text(  # lm_eval's blimp template, over a local file
+        f"task: lmpt_pairs\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {pairs}\n"
+        "test_split: test\noutput_type: multiple_choice\ndoc_to_text: ''\ndoc_to_target: 0\n"
+        "doc_to_choice: '{{[sentence_good, sentence_bad]}}'\nmetric_list:\n  - metric: acc\n"
+    )
     trained = load_trained(run)
     questions = read_choice_task(str(tasks / "cloze.jsonl"))
     with torch.no_grad(), WorkBar("", hidden=True) as bar:
         ours = choice_scores(trained, questions, 8, torch.device("cpu"), bar)
-    assert sorted(theirs) == list(range(len(questions)))
-    for i, (question, scores) in enumerate(zip(questions, ours, strict=True)):
-        loglik, acc, acc_norm = theirs[i]
-        assert scores == pytest.approx(loglik, abs=1e-4)
-        per_byte = [s / len(c) for s, c in zip(scores, question.choices, strict=True)]
-        assert acc == float(scores.index(max(scores)) == question.label)
-        assert acc_norm == float(per_byte.index(max(per_byte)) == question.label)
+        ours_pairs = list(zip(*pair_scores(trained, read_pairs(str(pairs)), 8, torch.device("cpu"), bar), strict=True))
+    eos = trained.tokenizer.special.eos
+    for name, model_args in (("default", ""), ("eos-prefix", f",prefix_token_id={eos}")):
+        theirs = _lm_eval_scores(tmp_path / "hf", tmp_path / "yaml", tmp_path / f"out-{name}", model_args)
+        assert sorted(theirs["cloze"]) == list(range(len(questions)))
+        for i, (question, scores) in enumerate(zip(questions, ours, strict=True)):
+            loglik, acc, acc_norm = theirs["cloze"][i]
+            assert scores == pytest.approx(loglik, abs=1e-4)
+            per_byte = [s / len(c) for s, c in zip(scores, question.choices, strict=True)]
+            assert acc == float(scores.index(max(scores)) == question.label)
+            assert acc_norm == float(per_byte.index(max(per_byte)) == question.label)
+        assert sorted(theirs["pairs"]) == list(range(50))
+        for i, scores in enumerate(ours_pairs):  # (good, bad) as lmpt-eval task=pairs.jsonl scores them
+            loglik, acc, _ = theirs["pairs"][i]
+            assert list(scores) == pytest.approx(loglik, abs=1e-4), (name, i)
+            assert acc == float(scores[0] > scores[1])

@@ -32,7 +32,8 @@ NATURAL = [
 
 
 def test_every_objective_is_registered() -> None:
-    assert set(OBJECTIVES) == {"clm", "mlm", "nsp", "electra", "span", "prefix", "ul2-mixture", "mtp", "fim"}
+    assert set(OBJECTIVES) == {"clm", "mlm", "nsp", "electra", "span", "prefix", "ul2-mixture", "mtp", "fim",
+                               "clm-then-mlm", "gpt-bert"}  # fmt: skip
 
 
 @pytest.mark.parametrize("cfg, natural", NATURAL, ids=[c.name for c, _ in NATURAL])

@@ -50,6 +50,11 @@ def rendered(preview: Preview, width: int = 0) -> str:
         (["objective=prefix"], ["prefix length", "suffix (predicted)"]),
         (["objective=ul2-mixture", "preview.examples=6"], ["denoiser", "mode token"]),
         (["objective=ul2-mixture", "model.arch=decoder"], ["denoiser", "prefix"]),
+        (["objective=mlm", "objective.mask_prob_schedule=linear"], ["the rate moves 0.3 -> 0.15 (linear)", "[MASK]"]),
+        (["objective=clm-then-mlm"], ["clm for steps 0-99, mlm from step 100 of 200", "next token at every position"]),
+        (["objective=clm-then-mlm", "preview.step=150"], ["mlm from step 100", "[MASK]", "80/10/10"]),
+        (["objective=gpt-bert"], ["predicted at the position before them", "[MASK]", "causal_ratio=0.0625"]),
+        (["objective=gpt-bert", "objective.causal_ratio=1.0"], ["next token at every position (causal batch)"]),
     ],
 )
 def test_every_objective_renders(overrides: list[str], expected: list[str], shakespeare: PreparedData) -> None:

@@ -1,0 +1,106 @@
+"""A labelled classification task read, checked and tokenised for one model (`read_task`): every split's labels
+checked against the training labels, classes in a fixed order (`label_order`), and the task's name."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from lmpt.downstream.encoding import EncodedSplit, encode_split
+from lmpt.downstream.options import FinetuneOptions
+from lmpt.downstream.task_files import Example, read_examples
+from lmpt.errors import LmptError
+from lmpt.rundir.trained import Trained
+
+
+@dataclass
+class Task:
+    """A task read, checked and tokenised: its classes (label as written, in class-id order) and splits."""
+
+    name: str
+    classes: list[str]
+    train: EncodedSplit
+    dev: EncodedSplit
+    test: EncodedSplit | None
+    majority: str
+    """The most common training label: predicting it for every dev example is the baseline to beat."""
+    examples: dict[str, list[Example]]
+    """The examples as read, by split ("train", "dev", "test"): what the bag-of-words floor reads."""
+
+
+def task_name(options: FinetuneOptions) -> str:
+    """`task=`, else the train file's name without its suffixes (its folder's when the file is train.*)."""
+    if options.task:
+        return options.task
+    path = Path(options.data.train)
+    stem = path.name.split(".")[0]
+    return path.resolve().parent.name if stem.lower() in ("train", "training") else stem
+
+
+def _is_integer(label: str) -> bool:
+    return re.fullmatch(r"-?\d+", label) is not None
+
+
+def label_order(labels: list[str]) -> list[str]:
+    """Distinct labels, integers in numeric order first, then strings in sorted order: class i is the i-th.
+    Integers compare by sign, length and digits, so one of any length never meets int()'s digit limit."""
+
+    def key(label: str) -> tuple:
+        if not _is_integer(label):
+            return (1, 0, 0, label, "")
+        digits = label.lstrip("-").lstrip("0") or "0"
+        sign = -1 if label.startswith("-") and digits != "0" else 1
+        return (0, sign, sign * len(digits), digits if sign > 0 else "".join(chr(201 - ord(c)) for c in digits), label)
+
+    return sorted(set(labels), key=key)
+
+
+def check_labels_agree(examples: list[Example], path: str) -> None:
+    """Refuse true/false labels beside integer ones: `1` and `true` would silently be two classes."""
+    labels = {e.label for e in examples}
+    booleans = sorted(labels & {"true", "false", "True", "False", "TRUE", "FALSE"})
+    integers = sorted(label for label in labels if _is_integer(label))
+    if booleans and integers:
+        raise LmptError(
+            f"data.train={path} mixes true/false labels with integer labels ({', '.join(booleans + integers[:4])}), "
+            "which would be separate classes: write every label the same way"
+        )
+
+
+def _check_labels(examples: list[Example], classes: list[str], role: str, path: str) -> None:
+    unseen = sorted({e.label for e in examples} - set(classes))
+    if unseen:
+        raise LmptError(
+            f"data.{role}={path} has label(s) {', '.join(map(repr, unseen[:5]))} never seen in training (training "
+            f"labels: {', '.join(map(repr, classes))}): check data.label_field or the split"
+        )
+
+
+def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> Task:
+    """Every split read, its labels checked against the training labels, and tokenised for the model."""
+    data = o.data
+    train = read_examples(data.train, "train", data)
+    check_labels_agree(train, data.train)
+    classes = label_order([e.label for e in train])
+    if len(classes) < 2:
+        raise LmptError(
+            f"data.train={data.train} has only one class ({classes[0]!r} in field '{data.label_field}'): a "
+            "classifier needs examples of at least two classes"
+        )
+    splits = {"dev": read_examples(data.dev, "dev", data)}
+    if data.test is not None:
+        splits["test"] = read_examples(data.test, "test", data)
+    for role, examples in splits.items():
+        _check_labels(examples, classes, role, getattr(data, role))
+    index = {label: i for i, label in enumerate(classes)}
+    segments = trained.model.body.embed.segments is not None
+
+    def encode(examples: list[Example]) -> EncodedSplit:
+        return encode_split(examples, index, trained.tokenizer, trained.arch, seq_len, segments)
+
+    majority = Counter(e.label for e in train).most_common(1)[0][0]
+    test = encode(splits["test"]) if "test" in splits else None
+    examples = {"train": train, **splits}
+    return Task(task_name(o), classes, encode(train), encode(splits["dev"]), test, majority, examples)

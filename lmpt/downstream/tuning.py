@@ -1,0 +1,61 @@
+"""Fine-tune one model on a task: search its recipe when asked (lmpt.downstream.recipe_search), then train and score
+it once per seed with the recipe chosen. The run's model and its scratch control each go through this, so they get
+the same search, seeds and data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lmpt.downstream.classifier import SequenceClassifier
+from lmpt.downstream.labelled_task import Task
+from lmpt.downstream.options import FinetuneOptions
+from lmpt.downstream.recipe_search import RecipeSpace, search_recipe, search_steps
+from lmpt.downstream.training import SeedPlan, SeedRuns, run_seeds, steps_per_seed
+from lmpt.inference.progress import WorkBar
+from lmpt.model import LanguageModel
+from lmpt.tokenizer.special import SpecialTokens
+from lmpt.train.precision import Precision
+
+
+@dataclass
+class Tuned:
+    """One model fine-tuned: the recipe it used, the search that chose it (None when fixed) and its seeds."""
+
+    lr: float
+    pooling: str
+    steps: int
+    """Optimizer steps of each seed."""
+    runs: SeedRuns
+    search: dict | None
+
+
+def tuning_steps(task: Task, o: FinetuneOptions, space: RecipeSpace) -> int:
+    """Optimizer steps one model's fine-tuning takes, search included (the progress bar's total)."""
+    steps = o.seeds * steps_per_seed(len(task.train), o.batch_size, o.epochs, o.max_steps)
+    return steps + (len(space.candidates) * search_steps(len(task.train), o) if space.searched else 0)
+
+
+def tune(
+    body: LanguageModel, task: Task, o: FinetuneOptions, space: RecipeSpace, precision: Precision,
+    special: SpecialTokens, arch: str, bar: WorkBar,
+) -> Tuned:  # fmt: skip
+    """Fine-tune `body` (its weights restored before every seed and candidate; a probe never changes them)."""
+    probe = o.mode == "probe"
+    pretrained = None if probe else {k: v.clone() for k, v in body.state_dict().items()}
+    classifier = SequenceClassifier(body, space.poolings[0], len(task.classes), o.dropout).to(precision.device)
+    if o.compile:
+        classifier.compile_body()
+
+    def make_plan(lr: float, pooling: str, n_train: int, epochs: int) -> SeedPlan:
+        classifier.pooling = pooling  # the head reads a d_model vector whatever the pooling: one classifier serves
+        steps = steps_per_seed(n_train, o.batch_size, epochs, o.max_steps)
+        return SeedPlan(classifier, pretrained, precision, arch, special, o.batch_size, steps, lr,
+                        round(o.warmup * steps), o.weight_decay)  # fmt: skip
+
+    lr, pooling, search = space.lrs[0], space.poolings[0], None
+    if space.searched:
+        lr, pooling, search = search_recipe(make_plan, task.train, space, o, probe, bar)
+    plan = make_plan(lr, pooling, len(task.train), o.epochs)
+    splits = {"train": task.train, "": task.dev, "test_": task.test}
+    runs = run_seeds(plan, splits, probe, range(o.seed, o.seed + o.seeds), bar)
+    return Tuned(lr, pooling, plan.steps, runs, search)

@@ -1,0 +1,221 @@
+"""Which gaps in a ranking are noise: each ranked run's figure with its 95% interval, and a test of it against the run
+ranked next, from the run's record of the task (RUN/downstream/TASK.json, lmpt.downstream.after_training).
+
+- A zero-shot figure: its bootstrap interval over items from the record, and McNemar's exact test over the items
+  both runs scored (the same items: equal digests).
+- A fine-tuned figure (`_mean` over seeds): Student's t interval over the seeds and Welch's t-test between the two
+  runs' seeds.
+The neighbours' p-values are one family, Holm-corrected (lmpt.downstream.significance). A record that no longer
+holds the logged figure (fine-tuned again since, with other settings) is not used."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from lmpt.downstream.figures import ACCURACY, METRIC_PREFIX, task_figure
+from lmpt.downstream.intervals import LEVEL, bootstrap_interval, seed_interval
+from lmpt.downstream.record import DOWNSTREAM_DIR
+from lmpt.downstream.significance import (
+    ITEMS_DIGEST,
+    decode_outcomes,
+    high_key,
+    holm,
+    items_key,
+    low_key,
+    mcnemar_exact,
+    welch_t,
+)
+from lmpt.report.ranking import Ranking
+from lmpt.report.runs import RunSummary
+from lmpt.report.table import Column
+
+MCNEMAR, WELCH = "McNemar", "Welch t"
+SIGNIFICANT, NOT_DISTINGUISHABLE, UNTESTED = ">", "≈", "?"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a run's record says about its ranked figure."""
+
+    low: float | None = None
+    high: float | None = None
+    items: np.ndarray | None = None
+    """Per item, right (True) or wrong: zero-shot."""
+    digest: str | None = None
+    seeds: np.ndarray | None = None
+    """The figure per fine-tuning seed."""
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A ranked run against the run ranked next below it."""
+
+    test: str | None = None
+    """McNEMAR, WELCH, or None when the two could not be tested (`reason`)."""
+    p: float | None = None
+    adjusted: float | None = None
+    """Holm-corrected over every gap of the table."""
+    reason: str = ""
+
+    @property
+    def significant(self) -> bool | None:
+        return None if self.adjusted is None else self.adjusted < 1 - LEVEL
+
+    @property
+    def mark(self) -> str:
+        """`> p=0.003` (differs at 95%), `≈ p=0.41` (not distinguishable), `?` (untested)."""
+        if self.adjusted is None:
+            return UNTESTED
+        return f"{SIGNIFICANT if self.significant else NOT_DISTINGUISHABLE} p={self.adjusted:.2g}"
+
+    @property
+    def described(self) -> str:
+        return f"Holm-corrected {self.test} p={self.adjusted:.2g}"
+
+
+@dataclass(frozen=True)
+class Significance:
+    """The ranked runs' evidence and the gaps between neighbours, keyed by id(run) (a gap by its upper run)."""
+
+    key: str
+    evidence: dict[int, Evidence]
+    gaps: dict[int, Gap]
+    order: list[int]
+    """id() of the ranked runs, best first."""
+
+    def interval(self, run: RunSummary) -> tuple[float, float] | None:
+        found = self.evidence.get(id(run))
+        return None if found is None or found.low is None or found.high is None else (found.low, found.high)
+
+    def verdict(self) -> str:
+        """Whether the top runs can be told apart, in one sentence, and how many neighbour gaps are significant."""
+        gaps = [self.gaps[i] for i in self.order[:-1]]
+        if not gaps:
+            return ""
+        first, tested = gaps[0], [g for g in gaps if g.adjusted is not None]
+        if first.adjusted is None:
+            sentence = f"The top 2 could not be tested against each other ({first.reason})."
+        elif first.significant:
+            sentence = f"The top run is ahead of the second at 95% ({first.described})."
+        else:
+            chain = [first]
+            for gap in gaps[1:]:
+                if gap.adjusted is None or gap.significant:
+                    break
+                chain.append(gap)
+            tests = " / ".join(sorted({g.test for g in chain if g.test}))
+            ps = ", ".join(f"{g.adjusted:.2g}" for g in chain)
+            among = ": no gap between neighbours among them is significant" if len(chain) > 1 else ""
+            top = f"The top {len(chain) + 1} are not distinguishable at 95%"
+            sentence = f"{top}{among} (Holm-corrected {tests} p={ps})."
+        if len(gaps) > 1:
+            significant = sum(bool(g.significant) for g in tested)
+            sentence += f" {significant} of {len(tested)} tested gaps between neighbours are significant."
+        return sentence
+
+
+def legend(column: str) -> str:
+    """What the gap column (`column`) says."""
+    return (
+        f"{column}: the run against the one ranked next, Holm-corrected p of McNemar's exact test over the same items "
+        f"(zero-shot) or Welch's t-test over seeds (fine-tuned); {SIGNIFICANT} differs at 95%, {NOT_DISTINGUISHABLE} "
+        f"not distinguishable, {UNTESTED} untested (no per-item or per-seed results)."
+    )
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _record(run: RunSummary, task: str) -> dict | None:
+    try:
+        record = json.loads((run.path / DOWNSTREAM_DIR / f"{task}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def read_evidence(run: RunSummary, key: str) -> Evidence | None:
+    """The interval and per-item or per-seed results of `key` (`downstream/TASK/FIGURE`) in the run's record; None
+    when there is no record, or it no longer holds the logged figure."""
+    task, figure = task_figure(key).rsplit("/", 1)
+    record, logged = _record(run, task), run.downstream.get(key)
+    if record is None:
+        return None
+    if figure.endswith("_mean"):  # fine-tuned: the figure per seed
+        per_seed = record.get("per_seed")
+        seeds = [_number(s.get(figure.removesuffix("_mean"))) for s in per_seed] if isinstance(per_seed, list) else []
+        if not seeds or None in seeds or (logged is not None and not math.isclose(statistics.fmean(seeds), logged)):
+            return None
+        interval = seed_interval(seeds)
+        return Evidence(*(interval or (None, None)), seeds=np.asarray(seeds, dtype=np.float64))
+    value = _number(record.get(figure))
+    if value is None or (logged is not None and not math.isclose(value, logged)):
+        return None
+    items = decode_outcomes(record.get(items_key(figure)))
+    if items is not None and not math.isclose(float(items.mean()), value):
+        items = None
+    low, high = _number(record.get(low_key(figure))), _number(record.get(high_key(figure)))
+    if low is None and figure == ACCURACY and isinstance(record.get("interval"), list):  # minimal pairs before
+        low, high = map(_number, record["interval"][:2])
+    if (low is None or high is None) and items is not None:
+        low, high = bootstrap_interval(items.astype(np.float64))
+    digest = record.get(ITEMS_DIGEST)
+    return Evidence(low, high, items, digest if isinstance(digest, str) else None)
+
+
+def gap_between(upper: Evidence | None, lower: Evidence | None) -> Gap:
+    """The raw p of the upper run against the lower (not yet corrected), or why there is none."""
+    if upper is not None and lower is not None:
+        if upper.items is not None and lower.items is not None:
+            if upper.items.size != lower.items.size or (upper.digest and lower.digest and upper.digest != lower.digest):
+                return Gap(reason="scored on different items")
+            return Gap(MCNEMAR, mcnemar_exact(upper.items, lower.items))
+        if upper.seeds is not None and lower.seeds is not None:
+            p = welch_t(upper.seeds, lower.seeds)
+            return Gap(reason="fewer than two seeds") if p is None else Gap(WELCH, p)
+    return Gap(reason="no per-item or per-seed results in RUN/downstream/TASK.json")
+
+
+def neighbour_significance(ranked: list[RunSummary], ranking: Ranking) -> Significance | None:
+    """Evidence of every ranked run and its gap to the next, Holm-corrected; None unless a downstream figure ranks."""
+    if ranking.key is None or not ranking.key.startswith(METRIC_PREFIX):
+        return None
+    order = [r for r in ranked if ranking.value(r) is not None]
+    evidence = {id(r): e for r in order if (e := read_evidence(r, ranking.key)) is not None}
+    raw = {id(a): gap_between(evidence.get(id(a)), evidence.get(id(b))) for a, b in zip(order, order[1:], strict=False)}
+    tested = [i for i, gap in raw.items() if gap.p is not None]
+    adjusted = dict(zip(tested, holm([raw[i].p for i in tested]), strict=True))  # type: ignore[misc]
+    gaps = {i: replace(gap, adjusted=adjusted.get(i)) for i, gap in raw.items()}
+    return Significance(ranking.key, evidence, gaps, [id(r) for r in order])
+
+
+def significance_columns(significance: Significance | None) -> list[Column]:
+    """The CSV and Markdown columns after the others: the ranked figure's interval, and the gap to the next run."""
+    if significance is None:
+        return []
+    figure, gap = task_figure(significance.key), significance.gaps.get
+    digits = lambda v: "" if v is None else f"{v:.4f}"
+    p_value = lambda v: "" if v is None else f"{v:.2g}"
+    bound = lambda r, side: (significance.interval(r) or (None, None))[side]
+    return [
+        Column(f"{figure}_low", lambda r: bound(r, 0), digits, numeric=True),
+        Column(f"{figure}_high", lambda r: bound(r, 1), digits, numeric=True),
+        Column("vs_next", lambda r: g.mark if (g := gap(id(r))) else None, lambda v: v or ""),
+        Column("vs_next_test", lambda r: g.test if (g := gap(id(r))) else None, lambda v: v or ""),
+        Column("vs_next_holm_p", lambda r: g.adjusted if (g := gap(id(r))) else None, p_value, numeric=True),
+    ]
+
+
+def with_interval(value: float | None, interval: tuple[float, float] | None, digits: int = 3) -> str:
+    """`0.612 [0.590, 0.634]`; the figure alone when it has no interval."""
+    if value is None:
+        return ""
+    if interval is None:
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"

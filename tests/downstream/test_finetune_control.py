@@ -1,0 +1,224 @@
+"""lmpt-finetune's scratch control and recipe search (issue 36) on a tiny mlm encoder pre-trained once by the real CLI:
+the control's figures, the gain with its paired interval and the bag-of-words row; the control really is the run's
+architecture freshly initialised; lr=search reads only the training split and records what it chose; and every bad
+setting of the two is one line, exit 2, before any training, nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lmpt.config.command_options import run_command
+from lmpt.downstream import finetune as finetune_module
+from lmpt.downstream import recipe_search, training
+from lmpt.downstream.control import scratch_model
+from lmpt.downstream.finetune import logged_figures
+from lmpt.downstream.finetune_cli import finetune_command, render
+from lmpt.downstream.gain import paired_gain
+from lmpt.downstream.labelled_task import read_task
+from lmpt.downstream.options import FinetuneOptions, TaskData
+from lmpt.downstream.recipe_search import search_slice
+from lmpt.objectives.registry import build_objective
+from lmpt.rng import derive_seed
+from lmpt.rundir.trained import load_trained
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = [
+    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=2",
+    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
+    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64", "objective=mlm",
+]  # fmt: skip
+FAST = ["seeds=2", "max_steps=2", "batch_size=16", "seq_len=24", "lr_grid=[1e-4,1e-3]"]
+KEPT = '{"kept": true}\n'
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny mlm encoder (an encoder: its search tries both poolings)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    root = tmp_path_factory.mktemp("pretrained")
+    done = subprocess.run([sys.executable, "-m", "lmpt", *TINY, f"hydra.run.dir={root / 'run'}"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return root / "run"
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """130 training, 40 dev and 40 test sentences of the shipped word-order task; `flipped`: dev with every label
+    flipped (a dev split that would turn any choice made on it upside down)."""
+    shipped, root = REPO / "lmpt" / "tasks" / "shakespeare-order", tmp_path_factory.mktemp("task")
+    files = {}
+    for split, n in {"train": 130, "dev": 40, "test": 40}.items():
+        files[split] = str(root / f"{split}.jsonl")
+        lines = (shipped / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()[:n]
+        Path(files[split]).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    rows = [json.loads(line) for line in Path(files["dev"]).read_text().splitlines()]
+    files["flipped"] = str(root / "flipped.jsonl")
+    Path(files["flipped"]).write_text("".join(json.dumps({**r, "label": 1 - r["label"]}) + "\n" for r in rows))
+    return files
+
+
+def _data(task: dict[str, str], dev: str = "dev") -> list[str]:
+    return [f"data.train={task['train']}", f"data.dev={task[dev]}", f"data.test={task['test']}"]
+
+
+def _json(argv: list[str], capsys: pytest.CaptureFixture) -> dict:
+    finetune_command([*argv, "json=true"])
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    return json.loads(out)
+
+
+def _fresh_state(trained, seed: int) -> dict[str, torch.Tensor]:
+    """The run's objective builds its model from the run's config, seeded as a run's initialisation is."""
+    config = trained.config
+    objective = build_objective(config.objective, trained.tokenizer, int(config.data.seq_len), str(config.model.arch))
+    torch.manual_seed(derive_seed(seed, "init"))
+    return objective.build_model(config.model, trained.model.vocab_size).state_dict()
+
+
+def test_control_scratch_reports_both_figures_the_gain_and_the_bag_of_words_row(run, task, capsys, monkeypatch):
+    initial = {}
+
+    def spied(trained, seed=None):
+        model = scratch_model(trained, seed)
+        initial.update({k: v.clone() for k, v in model.state_dict().items()})  # before it is fine-tuned
+        return model
+
+    monkeypatch.setattr(finetune_module, "scratch_model", spied)
+    out = _json([str(run), *_data(task), *FAST, "control=scratch", "task=control"], capsys)
+    trained = load_trained(run)
+    fresh = _fresh_state(trained, int(trained.config.trainer.seed))
+    assert initial.keys() == fresh.keys() and all(torch.equal(initial[k], fresh[k]) for k in fresh)
+
+    scratch, bow, gains = out["scratch"], out["bag_of_words"], out["gain"]
+    assert out["control"] == "scratch" and scratch["init_seed"] == trained.config.trainer.seed
+    assert [r["seed"] for r in scratch["per_seed"]] == [r["seed"] for r in out["per_seed"]] == [0, 1]
+    assert scratch["search"]["held_out"] == out["search"]["held_out"] == 20  # the same slice, searched again
+    for figure in ("accuracy", "test_accuracy"):
+        gain = gains[figure]
+        assert gain["pretrained"] == pytest.approx(out[f"{figure}_mean"])
+        assert gain["scratch"] == pytest.approx(scratch[f"{figure}_mean"])
+        assert gain["gain"] == pytest.approx(gain["pretrained"] - gain["scratch"])
+        low, high = gain["interval"]
+        assert low <= gain["gain"] <= high and gain["significant"] == (low > 0 or high < 0)
+        assert (gain["seeds"], gain["items"], gain["level"]) == (2, 40, 0.95)
+        assert 0 <= bow[figure] <= 1
+    assert json.loads((run / "downstream" / "control.json").read_text()) == out
+    assert logged_figures(out)["accuracy_gain"] == gains["accuracy"]["gain"]
+    assert logged_figures(out)["bow_accuracy"] == bow["accuracy"]
+
+    render({**out, "record": "R"})
+    table = capsys.readouterr().out
+    for shown in ("pre-trained mlm", "scratch encoder", "bag of words", "majority class", "gain [95%]"):
+        assert shown in table, table
+    assert "significant" in table and "held back from train (never dev)" in table
+
+
+def test_scratch_model_weights_differ_from_the_run_and_equal_a_fresh_seeded_build(run) -> None:
+    trained = load_trained(run)
+    seed = int(trained.config.trainer.seed)
+    scratch, fresh = scratch_model(trained).state_dict(), _fresh_state(trained, seed)
+    assert scratch.keys() == trained.model.state_dict().keys()
+    assert all(torch.equal(scratch[k], fresh[k]) for k in scratch)
+    assert not torch.equal(scratch["body.embed.tokens.weight"], trained.model.state_dict()["body.embed.tokens.weight"])
+    other = scratch_model(trained, seed + 1).state_dict()
+    assert not torch.equal(other["body.embed.tokens.weight"], scratch["body.embed.tokens.weight"])
+
+
+def test_lr_search_reads_only_the_training_split_and_records_its_choice(run, task, capsys, monkeypatch) -> None:
+    seen: list = []
+    original = recipe_search.run_seeds
+
+    def spied(plan, splits, probe, seeds, bar):
+        seen.append(splits)
+        return original(plan, splits, probe, seeds, bar)
+
+    monkeypatch.setattr(recipe_search, "run_seeds", spied)
+    base = [str(run), *FAST, "seeds=1", "control=none"]
+    out = _json([*base, *_data(task), "task=searched"], capsys)
+    trained = load_trained(run)
+    task_rows = read_task(trained, FinetuneOptions(TaskData(task["train"], task["dev"]), seq_len=24), 24)
+    assert len(seen) == 4  # 2 learning rates x 2 poolings, one seed each
+    fit, held = search_slice(130, 0.15, 0)
+    for splits in seen:
+        assert set(splits) == {"train", ""}
+        assert [r.tolist() for r in splits["train"].rows] == [task_rows.train.rows[i].tolist() for i in fit]
+        assert [r.tolist() for r in splits[""].rows] == [task_rows.train.rows[i].tolist() for i in held]
+        assert splits[""].labels.tolist() == task_rows.train.labels[held].tolist()
+    search = out["search"]
+    assert (search["held_out"], search["trained_on"], search["seed"], search["epochs"]) == (20, 110, 0, 1)
+    assert [(c["lr"], c["pooling"]) for c in search["candidates"]] == [
+        (1e-4, "mean"), (1e-3, "mean"), (1e-4, "first"), (1e-3, "first")
+    ]  # fmt: skip
+    best = max(c["accuracy"] for c in search["candidates"])
+    chosen = next(c for c in search["candidates"] if c["accuracy"] == best)
+    assert (out["lr"], out["pooling"]) == (search["lr"], search["pooling"]) == (chosen["lr"], chosen["pooling"])
+    assert json.loads((run / "downstream" / "searched.json").read_text())["search"] == search
+    flipped = _json([*base, *_data(task, dev="flipped"), "task=flipped"], capsys)
+    assert flipped["search"] == search  # a dev split that says the opposite changes nothing in the choice
+    assert flipped["accuracy_mean"] == pytest.approx(1 - out["accuracy_mean"])
+
+
+def test_a_fixed_recipe_is_not_searched(run, task, capsys) -> None:
+    out = _json([str(run), *_data(task), *FAST, "seeds=1", "control=none", "lr=3e-4", "task=fixed"], capsys)
+    assert (out["lr"], out["pooling"]) == (3e-4, "mean") and "search" not in out and "scratch" not in out
+
+
+def test_search_slice_is_seeded_disjoint_and_whole() -> None:
+    fit, held = search_slice(200, 0.15, 3)
+    assert (fit, held) == search_slice(200, 0.15, 3) and search_slice(200, 0.15, 4) != (fit, held)
+    assert len(held) == 30 and sorted(fit + held) == list(range(200))
+
+
+def test_paired_gain_is_zero_for_twins_and_significant_for_a_clear_winner() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.random((3, 200)) < 0.6
+    same = paired_gain(a, a)
+    assert same["gain"] == 0 and same["interval"] == [0.0, 0.0] and not same["significant"]
+    better = paired_gain(np.ones((3, 200), bool), a)
+    assert better["gain"] == pytest.approx(1 - a.mean()) and better["significant"] and better["interval"][0] > 0
+    assert paired_gain(a, ~a) == paired_gain(a, ~a)  # seeded: the same interval every time
+
+
+def _refused(argv: list[str], capsys, monkeypatch) -> str:
+    monkeypatch.setattr(sys, "argv", ["lmpt-finetune", *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(finetune_command)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith("lmpt: error: ") and err.count("\n") == 1, err
+    return err
+
+
+BAD = {
+    "control=bogus": "control=bogus is unknown: use scratch or none",
+    "search_fraction=0.3": "leaves 91, fewer than 100",
+    "lr_grid=[]": "lr_grid=[] is empty",
+    "lr_grid=[1e-3,-1e-4]": "lr_grid holds -1e-4",
+    "lr_grid=[0]": "lr_grid holds 0",
+    "pooling=last": "pooling=last does not fit a encoder",
+    "lr=fast": "lr=fast is not a learning rate",
+}
+
+
+@pytest.mark.parametrize("setting", list(BAD))
+def test_bad_control_and_search_settings_are_one_line_before_any_training(run, task, setting, capsys, monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before refusing")
+
+    monkeypatch.setattr(training, "train_seed", no_training)
+    record = run / "downstream" / "kept.json"
+    record.parent.mkdir(exist_ok=True)
+    record.write_text(KEPT)
+    argv = [str(run), *_data(task), *FAST, setting, "task=kept"]
+    assert BAD[setting] in _refused(argv, capsys, monkeypatch)
+    assert record.read_text() == KEPT

@@ -1,0 +1,120 @@
+"""lmpt-export of a decoder starts a text where lmpt does, after `</s>` (issues 32 and 36): the export declares
+`</s>` as bos, so transformers' generate() without input and lm_eval's empty context start from it, and the
+tokenizer adds nothing to text unless the export says add_bos_token=true; then generate() on tokenizer(prompt)
+gives lmpt-generate's greedy tokens out of the box. lm_eval's agreement: tests/downstream/test_downstream_runs.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from lmpt.hf.export import export
+from lmpt.inference.generate import generate
+from lmpt.model.generate import sample
+from lmpt.rundir.trained import load_trained
+
+transformers = pytest.importorskip("transformers")
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = [
+    "objective=clm", "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=30",
+    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
+    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64",
+]  # fmt: skip
+PROMPTS = ["ROMEO:", "First Citizen:\nBefore we proceed", "What, art thou"]
+NEW = 24
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(a tiny clm run, its plain export, its export with add_bos_token=true)."""
+    root = tmp_path_factory.mktemp("generation")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "lmpt", *TINY, f"hydra.run.dir={root / 'run'}"]
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    export([str(root / "run"), str(root / "plain")])
+    export([str(root / "run"), str(root / "bos"), "add_bos_token=true"])
+    return root / "run", root / "plain", root / "bos"
+
+
+def _load(directory: Path, **kwargs) -> tuple:
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory, local_files_only=True, **kwargs)
+    return tokenizer, transformers.AutoModelForCausalLM.from_pretrained(directory, local_files_only=True).eval()
+
+
+def _lmpt_generate(run: Path, prompt: str, capsys: pytest.CaptureFixture) -> str:
+    generate([str(run), f"prompt={prompt}", "temperature=0", f"max_tokens={NEW}", "json=true"])
+    return json.loads(capsys.readouterr().out)["text"]
+
+
+def _greedy(model, input_ids: torch.Tensor | None, eos: int) -> list[int]:
+    """generate()'s new tokens, without the eos it stops at (lmpt's sample stops before it)."""
+    with torch.no_grad():
+        out = model.generate(input_ids, do_sample=False, max_new_tokens=NEW)[0].tolist()
+    new = out[input_ids.shape[1] if input_ids is not None else 1 :]
+    return new[: new.index(eos)] if eos in new else new
+
+
+def test_the_export_declares_eos_as_where_a_text_starts(exports) -> None:
+    run, plain, bos = exports
+    trained = load_trained(run)
+    eos = trained.tokenizer.special.eos
+    for directory in (plain, bos):
+        config = json.loads((directory / "config.json").read_text())
+        generation = json.loads((directory / "generation_config.json").read_text())
+        assert config["bos_token_id"] == config["eos_token_id"] == generation["bos_token_id"] == eos
+        tokenizer = transformers.AutoTokenizer.from_pretrained(directory, local_files_only=True)
+        assert (tokenizer.bos_token, tokenizer.bos_token_id, tokenizer.eos_token_id) == ("</s>", eos, eos)
+    sentence = PROMPTS[1]
+    plain_tok = transformers.AutoTokenizer.from_pretrained(plain, local_files_only=True)
+    assert plain_tok(sentence)["input_ids"] == trained.tokenizer.encode(sentence)  # nothing added: lm_eval's frame
+    asked = transformers.AutoTokenizer.from_pretrained(plain, local_files_only=True, add_bos_token=True)
+    assert asked(sentence)["input_ids"] == [eos, *trained.tokenizer.encode(sentence)]
+    bos_tok = transformers.AutoTokenizer.from_pretrained(bos, local_files_only=True)
+    assert bos_tok(sentence)["input_ids"] == [eos, *trained.tokenizer.encode(sentence)]
+    assert bos_tok(sentence, add_special_tokens=False)["input_ids"] == trained.tokenizer.encode(sentence)
+    assert bos_tok.decode(bos_tok(sentence)["input_ids"], skip_special_tokens=True) == trained.tokenizer.decode(
+        trained.tokenizer.encode(sentence)
+    )
+
+
+def test_generate_on_tokenizer_prompt_is_lmpt_generate_greedy(exports, capsys) -> None:
+    """add_bos_token=true: model.generate(**tokenizer(prompt)) gives lmpt-generate's temperature=0 tokens and text."""
+    run, _, bos = exports
+    trained = load_trained(run)
+    eos = trained.tokenizer.special.eos
+    tokenizer, model = _load(bos)
+    for prompt in PROMPTS:
+        ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+        ours = sample(trained.model, [eos, *trained.tokenizer.encode(prompt)], NEW, temperature=0, eos_id=eos,
+                      vocab_size=trained.tokenizer.vocab_size)  # fmt: skip
+        theirs = _greedy(model, ids, eos)
+        assert theirs == ours, prompt
+        text = tokenizer.decode([*ids[0].tolist(), *theirs], skip_special_tokens=True)
+        assert text == _lmpt_generate(run, prompt, capsys)
+
+
+def test_a_plain_export_starts_from_eos_as_lmpt_generate(exports, capsys) -> None:
+    """The plain export: generate() without input is lmpt-generate's empty prompt; a prompt after the tokenizer's
+    bos_token (or a tokenizer loaded with add_bos_token=True) is lmpt-generate's prompt."""
+    run, plain, _ = exports
+    trained = load_trained(run)
+    eos = trained.tokenizer.special.eos
+    tokenizer, model = _load(plain)
+    ours = sample(trained.model, [eos], NEW, temperature=0, eos_id=eos, vocab_size=trained.tokenizer.vocab_size)
+    assert _greedy(model, None, eos) == ours
+    assert trained.tokenizer.decode(ours) == _lmpt_generate(run, "", capsys)
+    asked = transformers.AutoTokenizer.from_pretrained(plain, local_files_only=True, add_bos_token=True)
+    for prompt in PROMPTS:
+        expected = sample(trained.model, [eos, *trained.tokenizer.encode(prompt)], NEW, temperature=0, eos_id=eos,
+                          vocab_size=trained.tokenizer.vocab_size)  # fmt: skip
+        by_hand = tokenizer(tokenizer.bos_token + prompt, return_tensors="pt")["input_ids"]
+        assert _greedy(model, by_hand, eos) == expected, prompt
+        assert _greedy(model, asked(prompt, return_tensors="pt")["input_ids"], eos) == expected, prompt
