@@ -6,8 +6,9 @@ the highest score is its answer. As lm-evaluation-harness scores `multiple_choic
   whitespace of the context moves to the continuation), so a sentencepiece "▁word" piece belongs to the choice.
 - Decoders (clm): log P(choice tokens | context tokens), causal, with no token before the context (lm_eval
   encodes a context with the tokenizer's defaults, and an lmpt export's tokenizer adds nothing); an empty context
-  starts from eos (lm_eval's default prefix is the tokenizer's bos, which an lmpt export declares as eos). prefix runs see the context as
-  their bidirectional prefix; ul2-mixture runs see [S2S] + context as the prefix (decoder) or encoder input.
+  starts from eos (lm_eval's default prefix is the tokenizer's bos, which an lmpt export declares as eos).
+  prefix runs see the context as their bidirectional prefix; ul2-mixture runs see [S2S] + context as the prefix
+  (decoder) or encoder input.
 - Encoder-decoders (span): the encoder reads context + <extra_id_0> + eos, the decoder scores
   <extra_id_0> choice, the choice's tokens only (T5's way of filling a span).
 - Encoders (mlm, nsp): the pseudo-log-likelihood of the whole filled text (lmpt.inference.pll), the same for
