@@ -13,6 +13,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
+from lmpt.console import console
 from lmpt.errors import LmptError
 
 T = TypeVar("T")
@@ -127,7 +128,10 @@ def parse_command(
     missing = [name for name, key in keys.items() if key.required and name not in given]
     if missing:
         raise LmptError(f"{prog} needs {', '.join(f'{m}=...' for m in missing)}: see `{prog} --help`")
-    return args, _build(cls, given)
+    options = _build(cls, given)
+    # json=true: stdout carries the JSON document alone, so status lines and warnings go to stderr
+    console.stderr = bool(getattr(options, "json", False))
+    return args, options
 
 
 def run_command(body: Callable[[list[str]], None]) -> NoReturn:
@@ -144,6 +148,8 @@ def run_command(body: Callable[[list[str]], None]) -> NoReturn:
     except KeyboardInterrupt:
         print("lmpt: aborted", file=sys.stderr)
         sys.exit(130)
+    finally:
+        console.stderr = False
     sys.exit(0)
 
 

@@ -30,6 +30,7 @@ from lmpt.safe_files import (
 
 MANIFEST = "manifest.json"
 _STEP_DIR = re.compile(r"^step_(\d{8})$")
+_WARNED: set[str] = set()  # the broken checkpoints this process has already warned about
 
 
 def _sha256(path: Path) -> str:
@@ -155,8 +156,9 @@ class CheckpointStore:
             shutil.rmtree(trash, ignore_errors=True)
         self.remove_leftovers()
 
-    def latest_valid(self) -> Path | None:
-        """The newest checkpoint that passes its manifest, warning loudly about any newer broken one.
+    def latest_valid(self, using: str = "resuming from") -> Path | None:
+        """The newest checkpoint that passes its manifest, warning loudly (once per process) about any newer broken
+        one; `using` says what the command does with the good one ("resuming from", "loading").
         Raises LmptError when checkpoints exist but none is valid (never start over silently)."""
         if not self.directory.is_dir():
             return None
@@ -168,7 +170,9 @@ class CheckpointStore:
             problem = manifest_problem(path)
             if problem is None:
                 for bad in broken:
-                    console.print(f"[bold red]WARNING[/] skipping corrupt checkpoint {bad}; resuming from {path.name}")
+                    if bad not in _WARNED:  # a command that locates the weights twice warns once
+                        _WARNED.add(bad)
+                        console.print(f"[bold red]WARNING[/] skipping corrupt checkpoint {bad}; {using} {path.name}")
                 return path
             broken.append(f"{path} ({problem})")
         if broken:

@@ -102,7 +102,7 @@ def locate_weights(path: str | Path) -> LocatedWeights:
     final = _final_model(path)
     if final is not None:
         return LocatedWeights(final, path, _run_config(path / CONFIG_FILE))
-    checkpoint = CheckpointStore(path / "checkpoints", keep_last=1).latest_valid()
+    checkpoint = CheckpointStore(path / "checkpoints", keep_last=1).latest_valid(using="loading")
     if checkpoint is None:
         raise LmptError(f"run {path} has neither a final {FINAL_MODEL} nor a valid checkpoint: train it first")
     return _in_checkpoint(checkpoint, path)

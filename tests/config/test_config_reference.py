@@ -1,4 +1,4 @@
-"""Every config field is documented, and the README and `lmpt --help` show that documentation."""
+"""Every config field is documented, and docs/configuration.md and `lmpt --help` show that documentation."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_every_field_of_every_schema_has_a_description() -> None:
 
 
 def test_readme_reference_is_the_generated_one() -> None:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "configuration.md").read_text()
     start, end = "<!-- config-reference:start -->\n", "<!-- config-reference:end -->"
     assert readme[readme.index(start) + len(start) : readme.index(end)] == reference_markdown()
 
