@@ -4,6 +4,8 @@ Every user error (a config typo, a bad value, a missing path) ends as one line o
 
 from __future__ import annotations
 
+import time
+
 from omegaconf import DictConfig
 
 from lmpt.app import exit_process, run_hydra_app
@@ -26,9 +28,10 @@ def train(cfg: DictConfig) -> float:
         quality = quality_stage_for(spec.quality, spec.downstream)  # dedup, filters, decontamination, or None
         result = run_training(spec, session, quality)
         if result.status == "completed" and session.is_main:
+            scoring = time.perf_counter()
             with failure_recorded(result.run_path, lambda: result.step):
                 score_downstream(spec.downstream, result.run_path, result.step, result.device)
-            complete_run(result)
+            complete_run(result, time.perf_counter() - scoring)
     return result.val_loss
 
 

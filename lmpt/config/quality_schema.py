@@ -87,7 +87,8 @@ class QualityConfig:
     decontaminate_tasks: list[str] = field(default_factory=list)
     """More tasks to decontaminate against: multiple-choice .jsonl files, bundled:NAME, or classification folders."""
     workers: int = 0
-    """Processes running the steps on this machine (datatrove LocalPipelineExecutor); 0 = every core."""
+    """Processes running the steps on this machine (datatrove LocalPipelineExecutor); 0 = every core this process
+    may use (in a SLURM job: its --cpus-per-task, hydra.launcher.cpus_per_task)."""
     shard_docs: int = 20000
     """Documents per datatrove task: the unit each step runs on and that a killed prepare keeps when done."""
     removed_samples: int = 20

@@ -120,12 +120,29 @@ def _quoted(key: str, value: str) -> str:
     return f"{key}='{value.replace(chr(92), chr(92) * 2).replace(chr(39), chr(92) + chr(39))}'"
 
 
+def _require_retyped(overrides: list[Override], run: Path) -> None:
+    """A run without Hydra's record of its config groups resumes only from a command that retypes its
+    configuration (a SLURM requeue of the original script); `lmpt trainer.resume=RUN` alone is refused."""
+    retyped = [
+        o for o in overrides if o.key_or_group not in MAY_CHANGE and not o.key_or_group.startswith(("hydra.", "hydra/"))
+    ]
+    if not retyped:
+        raise LmptError(
+            f"cannot resume {run} from its own configuration: {run / HYDRA_RECORD} (Hydra's record of the config "
+            f"groups it was composed with) is missing; restore {run / HYDRA_RECORD.parent} from a copy of the run, "
+            f"or retype the run's original overrides with trainer.resume={run}"
+        )
+
+
 def resumed_overrides(overrides: list[str]) -> list[str]:
     """The overrides that compose the run `overrides` continue, or `overrides` unchanged for a new run."""
     parsed = OverridesParser.create().parse_overrides(overrides)
     run = _run_to_resume(parsed)
-    if run is None or not (run / HYDRA_RECORD).is_file():
-        return overrides  # a new run (or one without Hydra's record: the drift check guards it)
+    if run is None:
+        return overrides  # a new run
+    if not (run / HYDRA_RECORD).is_file():
+        _require_retyped(parsed, run)
+        return overrides  # the command retypes the run's configuration: the drift check guards it
     saved = load_yaml(run / CONFIG_FILE)
     choices = load_yaml(run / HYDRA_RECORD).hydra.runtime.choices
     kept = [o.input_line for o in parsed if _kept(o, run, saved, choices)]

@@ -1,9 +1,10 @@
 """The `lmpt-prepare` command: lmpt's config groups and overrides; trains (or reuses) the tokenizer and builds
 (or reuses) the token cache exactly as `lmpt` would, then stops. With `prepare.shard=i/N` it tokenises only the
 cache shards j with j % N == i into the shared cache directory (N processes, on N machines or as a SLURM array,
-build the cache between them; whichever seals the last shard completes it). A later `lmpt` with the same data
-and tokenizer settings reuses both and starts training at once. Writes nothing but lmpt's shared caches: no run
-directory."""
+build the cache between them; whichever seals the last shard completes it; a quality stage runs once between
+them, docs/data_quality.md). `lmpt-prepare -m hydra/launcher=slurm_cpu ...` runs it as a SLURM job. A later `lmpt`
+with the same data and tokenizer settings reuses both and starts training at once. Writes nothing but lmpt's shared
+caches: no run directory."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ _part: tuple[int, int] | str = (0, 1)  # prepare.shard=i/N from the command line
 
 # as lmpt-preview: command-line overrides, so no run directory is claimed; the user's overrides still come later
 NO_RUN_DIRECTORY = ["hydra.run.dir=.", "hydra.output_subdir=null"]
+MULTIRUN_FLAGS = ("-m", "--multirun")  # `lmpt-prepare -m hydra/launcher=slurm_cpu ...`: the prepare as a SLURM job
 
 
 def prepare(cfg: DictConfig) -> None:
@@ -61,7 +63,8 @@ def main() -> None:
     for arg in [a for a in sys.argv[1:] if a.startswith(f"{SHARD_KEY}=")]:
         sys.argv.remove(arg)
         _part = parse_part(arg.split("=", 1)[1])
-    sys.argv[1:1] = NO_RUN_DIRECTORY
+    multirun = [a for a in sys.argv[1:] if a in MULTIRUN_FLAGS]  # before the overrides: argparse wants them together
+    sys.argv[1:] = [*multirun, *NO_RUN_DIRECTORY, *[a for a in sys.argv[1:] if a not in MULTIRUN_FLAGS]]
     run_hydra_app(prepare)
 
 

@@ -87,8 +87,17 @@ def run_local(stages: list[Stage], work: Path, workers: int) -> None:
             raise LmptError(f"quality stage '{stage.name}' failed: see {stage_logs(work, stage)}/logs")
 
 
+def available_cores() -> int:
+    """The cores this process may use: a SLURM job's --cpus-per-task (SLURM need not pin the job to them), else
+    the CPUs this process is allowed to run on."""
+    granted = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    if granted.isdigit() and int(granted) > 0:
+        return int(granted)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def run_stages(stages: list[Stage], work: Path, cfg: QualityConfig) -> None:
     """Run `stages` on this machine, showing progress; datatrove's own output goes to work/logs."""
-    workers = cfg.workers or os.cpu_count() or 1
+    workers = cfg.workers or available_cores()
     with progress_bar(work, stages), datatrove_output(work / "logs" / "datatrove.log"):
         run_local(stages, work, workers)

@@ -8,7 +8,9 @@ are mixed into the corpus fingerprint, and the stage runs only when its document
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import itertools
@@ -30,6 +32,23 @@ if TYPE_CHECKING:
 
 QUALITY_VERSION = 1  # bump when the stage's output changes for the same settings
 _RUN_ONLY = ("workers", "removed_samples")  # not in the key
+LOCK_NAME = ".lock"
+
+
+@contextlib.contextmanager
+def _exclusive(work: Path) -> Iterator[None]:
+    """Hold `work`'s lock while the stage runs there: of the processes that reach the stage at once (the parts of
+    `lmpt-prepare prepare.shard=i/N`, two launches on one corpus) the first runs it and the others wait, then
+    reuse its record. The kernel releases the lock however its holder ends; the next one resumes from datatrove's
+    completion markers."""
+    work.mkdir(parents=True, exist_ok=True)
+    with open(work / LOCK_NAME, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            info(f"quality: another process is running the stage in {work}: waiting for it")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def _write_atomic(path: Path, lines: Iterator[str]) -> None:
@@ -93,7 +112,11 @@ class QualityStage:
         return items
 
     def run(self, work: Path, sources: list[Items]) -> list[list[int]]:
-        """Run (or finish, or reuse) the stage in `work`; each source's input ranks."""
+        """Run (or finish, or reuse) the stage in `work`, one process at a time; each source's input ranks."""
+        with _exclusive(work):
+            return self._run(work, sources)
+
+    def _run(self, work: Path, sources: list[Items]) -> list[list[int]]:
         manifest = self._write_input(work, sources)
         record = read_record(work)
         if record is not None:

@@ -56,6 +56,9 @@ class RunSummary:
     flops: float | None = None
     """Training FLOPs spent by the last record."""
     wall_s: float | None = None
+    """Training wall time over every launch (status.json's train_s; an older run's: its last launch's wall_s)."""
+    downstream_s: float | None = None
+    """Seconds spent scoring the downstream tasks after training."""
     val_curve: list[tuple[int, float]] = field(default_factory=list)
     fixed_curve: list[tuple[int, float]] = field(default_factory=list)
     train_curve: list[tuple[int, float]] = field(default_factory=list)
@@ -126,6 +129,7 @@ def read_run(path: Path) -> RunSummary:
         loss_tokens_per_s=statistics.median(loss_speeds) if loss_speeds else None,
         flops=counted[-1]["flops"] if counted else None,
         wall_s=_wall_seconds(path),
+        downstream_s=_seconds(read_status(path).get("downstream_s")),
         val_curve=[(r["step"], r["val_loss"]) for r in evals if r["val_loss"] is not None],  # null: non-finite
         fixed_curve=[(r["step"], r["val_fixed_loss"]) for r in evals if r.get("val_fixed_loss") is not None],
         compute_at={r["step"]: (r["flops"], r["loss_tokens"]) for r in counted},
@@ -190,11 +194,19 @@ def _objective_config(path: Path) -> dict:
     return objective if isinstance(objective, dict) else {}
 
 
+def _seconds(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
 def _wall_seconds(path: Path) -> float | None:
-    """status.json's wall_s, else the span from Hydra's first file to the last file the run wrote."""
-    wall = read_status(path).get("wall_s")
-    if isinstance(wall, int | float):
-        return float(wall)
+    """status.json's train_s (training over every launch), else its wall_s (the last launch: runs written before
+    train_s), else the span from Hydra's first file to the last file the run wrote."""
+    status = read_status(path)
+    wall = _seconds(status.get("train_s"))
+    if wall is None:
+        wall = _seconds(status.get("wall_s"))
+    if wall is not None:
+        return wall
     start = [p.stat().st_mtime for p in (path / HYDRA_DIR).glob("*.yaml")]
     written = (path / METRICS_FILE, *(path / name for name in FINAL_MODELS), path / STATUS_FILE)
     end = [p.stat().st_mtime for p in written if p.exists()]

@@ -63,8 +63,9 @@ def format_flops(value: Value) -> str:
 
 def columns(runs: list[RunSummary], extra: Sequence[Column] = ()) -> list[Column]:
     """run, objective, status, step, downstream figures (when any run has one), the fixed-rate loss (when any run
-    has one), val_loss, val_ppl, every objective measure any run has, tokens/s, loss-bearing tokens/s, FLOPs, wall,
-    then `extra` (the ranked figure's interval and significance, lmpt.report.significance)."""
+    has one), val_loss, val_ppl, every objective measure any run has, tokens/s, loss-bearing tokens/s, FLOPs, training
+    wall time over every launch, downstream scoring time (when any run has one), then `extra` (the ranked figure's
+    interval and significance, lmpt.report.significance)."""
     labels = dict(zip((id(r) for r in runs), run_labels(runs)[0], strict=True))
     measures = sorted({key for r in runs for key in r.measures})
     downstream = sorted({key for r in runs for key in r.downstream if key.endswith(DOWNSTREAM_COLUMNS)})
@@ -73,6 +74,7 @@ def columns(runs: list[RunSummary], extra: Sequence[Column] = ()) -> list[Column
         Column("val_fixed_loss", lambda r: r.fixed_loss, _number(4), numeric=True),
         Column("val_fixed_ppl", lambda r: r.fixed_ppl, _number(2), numeric=True),
     ]
+    scoring = [Column("downstream_s", lambda r: r.downstream_s, format_duration, numeric=True)]
     return [
         Column("run", lambda r: labels[id(r)]),
         Column("objective", lambda r: r.objective, optional),
@@ -89,7 +91,8 @@ def columns(runs: list[RunSummary], extra: Sequence[Column] = ()) -> list[Column
         Column("tokens_per_s", lambda r: r.tokens_per_s, format_rate, numeric=True),
         Column("loss_tokens_per_s", lambda r: r.loss_tokens_per_s, format_rate, numeric=True),
         Column("flops", lambda r: r.flops, format_flops, numeric=True),
-        Column("wall_s", lambda r: r.wall_s, format_duration, numeric=True),
+        Column("wall_s", lambda r: r.wall_s, format_duration, numeric=True),  # training, over every launch
+        *(scoring if any(r.downstream_s for r in runs) else []),
         *extra,
     ]
 

@@ -23,6 +23,7 @@ from lmpt.rundir.log import LOG_FILE, open_run_log
 from lmpt.safe_files import load_yaml, save_weights
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.load import load_tokenizer
+from lmpt.tokenizer.remedy import RUN_FILE
 
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"
@@ -187,6 +188,6 @@ def load_run_tokenizer(run: RunDir) -> Tokenizer | None:
     path = run_tokenizer_path(run.path)
     if run.resume_from is None or path is None:
         return None
-    tokenizer = load_tokenizer(path)
+    tokenizer = load_tokenizer(path, RUN_FILE)
     info(f"resuming with the run's own tokenizer {path}")
     return tokenizer

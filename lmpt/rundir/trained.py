@@ -22,6 +22,7 @@ from lmpt.rundir.directory import CONFIG_FILE, FINAL_MODEL, LEGACY_FINAL_MODEL, 
 from lmpt.safe_files import WEIGHTS_SUFFIX, load_torch, load_weights, load_yaml, weights_metadata
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.load import load_tokenizer
+from lmpt.tokenizer.remedy import RUN_FILE
 
 RUN_ARGUMENT = (
     "RUN",
@@ -163,7 +164,7 @@ def load_trained(path: str | Path, device: str = "cpu") -> Trained:
         raise LmptError(
             f"run {located.run_dir} has no tokenizer file ({' or '.join(TOKENIZER_FILES)}): it was not trained"
         )
-    tokenizer = load_tokenizer(tokenizer_path, "the run directory")
+    tokenizer = load_tokenizer(tokenizer_path, RUN_FILE)
     name = str(config.objective.name)
     cls = objective_class(name)
     if cls is None:

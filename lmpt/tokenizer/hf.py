@@ -11,6 +11,7 @@ from tokenizers import Tokenizer as FastTokenizer
 
 from lmpt.errors import LmptError
 from lmpt.tokenizer.base import Tokenizer
+from lmpt.tokenizer.remedy import remedy
 from lmpt.tokenizer.roles import resolve_roles
 from lmpt.tokenizer.sentencepiece import BYTE_PIECE
 
@@ -22,7 +23,9 @@ def tokenizer_json_path(directory: Path, what: str) -> Path:
     """`directory/tokenizer.json`, or a refusal naming the setting to fix."""
     path = directory / TOKENIZER_JSON
     if not path.is_file():
-        raise LmptError(f"{directory} holds no {TOKENIZER_JSON}: fix {what} (a tokenizer.json or its directory)")
+        raise LmptError(
+            f"{directory} holds no {TOKENIZER_JSON}: {remedy(what, f'fix {what} (a tokenizer.json or its directory)')}"
+        )
     return path
 
 
@@ -33,7 +36,7 @@ def parse_tokenizer_json(data: bytes, path: Path, what: str) -> FastTokenizer:
     except Exception as e:  # the library raises a bare Exception with serde's message
         detail = (str(e).splitlines() or ["unreadable"])[0][:120]
         raise LmptError(
-            f"{path} is not a tokenizer.json the tokenizers library can read ({detail}): fix {what}"
+            f"{path} is not a tokenizer.json the tokenizers library can read ({detail}): {remedy(what)}"
         ) from None
 
 
@@ -41,12 +44,12 @@ def _require_encoding(tok: FastTokenizer, path: Path, what: str) -> None:
     """Refuse a tokenizer that parses but cannot turn text into ids: an empty vocabulary, or a model that fails
     on ordinary text (a word-level vocabulary without an unk token)."""
     if tok.get_vocab_size(with_added_tokens=False) == 0:
-        raise LmptError(f"{path} has an empty vocabulary: it cannot encode text; fix {what}")
+        raise LmptError(f"{path} has an empty vocabulary: it cannot encode text; {remedy(what)}")
     try:
         tok.encode("The quick brown fox, 1 2 3.", add_special_tokens=False)
     except Exception as e:  # the library raises a bare Exception naming what its model lacks
         detail = (str(e).splitlines() or ["no detail"])[0][:120]
-        raise LmptError(f"{path} cannot encode text ({detail}): fix {what}") from None
+        raise LmptError(f"{path} cannot encode text ({detail}): {remedy(what)}") from None
 
 
 class HfTokenizer(Tokenizer):

@@ -13,6 +13,7 @@ import sentencepiece as spm
 from lmpt.config.schema import TokenizerConfig
 from lmpt.errors import LmptError
 from lmpt.tokenizer.base import Tokenizer
+from lmpt.tokenizer.remedy import remedy
 from lmpt.tokenizer.special import BOS, EOS, PAD, UNK, SpecialTokens, sentinel_piece
 
 WORD_START = "\u2581"  # SentencePiece marks the start of a word with U+2581
@@ -20,7 +21,7 @@ BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # byte fallback pieces
 _TOO_LARGE = re.compile(r"value <= (\d+)")
 
 
-def _check_reserved_layout(sp: spm.SentencePieceProcessor, path: Path) -> SpecialTokens:
+def _check_reserved_layout(sp: spm.SentencePieceProcessor, path: Path, what: str) -> SpecialTokens:
     """The SpecialTokens of `sp`, or a refusal when its first ids are not lmpt's reserved pieces."""
     fixed = [PAD, UNK, BOS, EOS, *SpecialTokens.user_defined_pieces(0)]
     size = sp.get_piece_size()
@@ -28,7 +29,7 @@ def _check_reserved_layout(sp: spm.SentencePieceProcessor, path: Path) -> Specia
     if actual != fixed:
         raise LmptError(
             f"tokenizer {path} was not trained with lmpt's reserved tokens (ids 0-{len(fixed) - 1} are "
-            f"{actual[:4]}...): let lmpt train one (tokenizer.model_file=null)"
+            f"{actual[:4]}...): {remedy(what, 'let lmpt train one (tokenizer.model_file=null)')}"
         )
     first = SpecialTokens(num_sentinels=0).first_sentinel
     n = 0
@@ -37,7 +38,7 @@ def _check_reserved_layout(sp: spm.SentencePieceProcessor, path: Path) -> Specia
     if first + n >= size:
         raise LmptError(
             f"tokenizer {path} has no ordinary pieces after its reserved tokens: "
-            "let lmpt train one (tokenizer.model_file=null)"
+            f"{remedy(what, 'let lmpt train one (tokenizer.model_file=null)')}"
         )
     return SpecialTokens(num_sentinels=n)
 
@@ -47,15 +48,14 @@ class SentencePieceTokenizer(Tokenizer):
 
     suffix = ".model"
 
-    def __init__(self, path: Path, model_bytes: bytes) -> None:
+    def __init__(self, path: Path, model_bytes: bytes, what: str = "tokenizer.model_file") -> None:
         super().__init__(path, model_bytes)
         try:
             self._sp = spm.SentencePieceProcessor(model_proto=model_bytes)
         except Exception:
-            raise LmptError(
-                f"{path} is not a SentencePiece model: fix tokenizer.model_file or set it to null"
-            ) from None
-        self.special = _check_reserved_layout(self._sp, self.path)
+            advice = remedy(what, f"fix {what} or set it to null")
+            raise LmptError(f"{path} is not a SentencePiece model: {advice}") from None
+        self.special = _check_reserved_layout(self._sp, self.path, what)
         self.vocab_size = self._sp.get_piece_size()
 
     def encode(self, text: str) -> list[int]:

@@ -41,9 +41,12 @@ class TrainResult:
     run_path: Path | None
     step: int
     wall_s: float
+    """This launch's training, from its first step to its last."""
     val_loss: float
     device: str
     """The device type trained on (downstream scoring uses the same)."""
+    train_s: float = 0.0
+    """The run's training seconds over every launch (the checkpoint carries them: lmpt.train.work.Work.seconds)."""
 
 
 def run_training(spec: RunSpec, session: Session, quality: QualityStage | None = None) -> TrainResult:
@@ -131,7 +134,8 @@ def run_training(spec: RunSpec, session: Session, quality: QualityStage | None =
     wall = time.perf_counter() - started
     final_state = full_model_state(model, t.strategy) if status == "completed" else None  # collective
     val_loss = float(loop.state.last_val.get("val_loss", float("nan")))
-    result = TrainResult(status, run.path, loop.state.step, round(wall, 3), val_loss, device.type)
+    train_s = round(loop.work.seconds, 3)
+    result = TrainResult(status, run.path, loop.state.step, round(wall, 3), val_loss, device.type, train_s)
     if not ctx.is_main:
         if status == "preempted":
             ctx.leave()  # rank 0 hands over to the scheduler without a closing barrier: so do the others
@@ -149,7 +153,9 @@ def run_training(spec: RunSpec, session: Session, quality: QualityStage | None =
     return result
 
 
-def complete_run(result: TrainResult) -> None:
-    """The last word of a completed run (after its downstream scores): status.json says so."""
-    rundir.write_status(result.run_path, result.status, step=result.step, wall_s=result.wall_s)
+def complete_run(result: TrainResult, downstream_s: float = 0.0) -> None:
+    """The last word of a completed run (after its downstream scores, which took `downstream_s`): status.json says
+    so, with this launch's wall_s, the training seconds of every launch (train_s) and the scoring time."""
+    times = {"wall_s": result.wall_s, "train_s": result.train_s, "downstream_s": round(downstream_s, 3)}
+    rundir.write_status(result.run_path, result.status, step=result.step, **times)
     console.print(f"run directory: [bold]{result.run_path}[/]")

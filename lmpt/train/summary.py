@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from lmpt.console import console
 from lmpt.data.corpus import TokenCorpus
 from lmpt.model.generate import sample
@@ -36,8 +38,12 @@ def print_summary(loop: TrainLoop, run_path: Path, wall: float, model: Any) -> N
     console.print(summary_table(rows))
 
 
+PROMPT_END = "⟩"  # between the sample's prompt and what the model wrote
+
+
 def print_sample(model: Any, tokenizer: Tokenizer, val_corpus: TokenCorpus, tokens: int, seed: int) -> None:
-    """A continuation of the first held-out document's opening; each document it starts is a new line."""
+    """A continuation of the first held-out document's opening, ` ⟩ ` where the prompt ends (visible in plain text
+    and logs too); each document it starts is a new line."""
     start, end = val_corpus.doc_span(0)
     prompt = [int(i) for i in val_corpus.window(start, min(8, end - start))]
     new = sample(model, prompt, tokens, generator=generator(seed, "sample"), vocab_size=tokenizer.vocab_size)
@@ -51,4 +57,4 @@ def print_sample(model: Any, tokenizer: Tokenizer, val_corpus: TokenCorpus, toke
             current.append(token)
     text = "\n".join([*documents, tokenizer.decode(current)])
     head = tokenizer.decode(prompt)
-    console.print(f"[bold]sample:[/] [cyan]{head}[/]{text[len(head) :]}")
+    console.print(f"[bold]sample:[/] [cyan]{escape(head)}[/] {PROMPT_END}{escape(text[len(head) :])}")

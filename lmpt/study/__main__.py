@@ -1,0 +1,5 @@
+"""`python -m lmpt.study`: the lmpt-study command."""
+
+from lmpt.study.cli import main
+
+main()

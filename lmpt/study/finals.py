@@ -1,0 +1,127 @@
+"""The final runs of a study: every objective at its chosen recipe at the full budget, once per seed, each an
+ordinary `lmpt` run in a directory of its own (STUDY/runs/OBJECTIVE-seedS) with the downstream tasks scored when it
+ends. A completed run (status.json) is not redone; any other is launched again with the same command, which
+continues it from its newest checkpoint (lmpt resumes a run directory given again as hydra.run.dir)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from lmpt.console import console
+from lmpt.downstream.figures import CHOICE_FIGURES, CLASSIFICATION_FIGURES, CONTROL_FIGURES
+from lmpt.errors import LmptError
+from lmpt.report.runs import read_records, read_run, read_status
+from lmpt.rundir.directory import METRICS_FILE
+from lmpt.rundir.log import LOG_FILE
+from lmpt.study.plan import StudyPlan
+
+_EPOCHS_LINE = re.compile(r"data: .*?, ([0-9.]+) epochs of the")
+TASK_FIGURES = (*CHOICE_FIGURES, *CLASSIFICATION_FIGURES, *CONTROL_FIGURES, "n")
+"""What study.json keeps of each RUN/downstream/TASK.json (its headline figures; the file keeps the rest)."""
+
+
+@dataclass(frozen=True)
+class FinalRun:
+    """One final run, as its directory records it."""
+
+    objective: str
+    seed: int
+    path: Path
+    status: str
+    val_loss: float | None
+    step: int | None
+    flops: float | None
+    downstream: dict[str, float]
+    """metrics.jsonl's last `downstream/TASK/FIGURE` values."""
+    tasks: dict[str, dict[str, Any]]
+    """Each RUN/downstream/TASK.json's headline figures, by task."""
+    epochs: float | None
+    """The epochs over the training text the run logged, when it logged them."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"seed": self.seed, "run": str(self.path), "status": self.status, "val_loss": self.val_loss,
+                "step": self.step, "flops": self.flops, "epochs": self.epochs, "downstream": self.downstream,
+                "tasks": self.tasks}  # fmt: skip
+
+
+def final_dir(plan: StudyPlan, objective: str, seed: int) -> Path:
+    return plan.directory / "runs" / f"{objective}-seed{seed}"
+
+
+def final_command(plan: StudyPlan, objective: str, seed: int, recipe: dict[str, str]) -> list[str]:
+    """The `lmpt` command of a final run: the command line's run keys (the budget and downstream tasks among them),
+    the objective, the seed and the chosen recipe."""
+    return [
+        sys.executable, "-m", "lmpt", *plan.run_overrides, f"objective={objective}", f"trainer.seed={seed}",
+        *[f"{key}={value}" for key, value in recipe.items()],
+        f"hydra.run.dir={final_dir(plan, objective, seed)}",
+    ]  # fmt: skip
+
+
+def run_final(plan: StudyPlan, objective: str, seed: int, recipe: dict[str, str]) -> FinalRun:
+    """Train (or continue) the final run of `objective` at `seed` unless it completed; returns what it recorded."""
+    path = final_dir(plan, objective, seed)
+    command = final_command(plan, objective, seed, recipe)
+    _refuse_another_run(path, command)
+    if read_status(path).get("status") == "completed":
+        console.print(f"final {objective} seed {seed}: completed, reused")
+        return read_final(path, objective, seed)
+    console.print(f"final {objective} seed {seed}: {' '.join(f'{k}={v}' for k, v in recipe.items())} into {path}")
+    result = subprocess.run(command)
+    if result.returncode in (130, -2):  # Ctrl-C: stop the study; the same command resumes it
+        raise KeyboardInterrupt(f"final {objective} seed {seed} interrupted")
+    return read_final(path, objective, seed)
+
+
+def _refuse_another_run(path: Path, command: list[str]) -> None:
+    """A final run directory launched with other run keys (another study's, or a search that chose another recipe
+    since) is not reused: the study says so before training anything."""
+    overrides_file = path / ".hydra" / "overrides.yaml"
+    if not overrides_file.exists():
+        return
+    given = set(command[3:-1])  # the run keys: the command less `python -m lmpt` and hydra.run.dir
+    saved = {str(o) for o in OmegaConf.load(overrides_file)}
+    if saved != given:
+        differ = sorted(saved ^ given)[:4]
+        raise LmptError(f"{path} was launched with other run keys ({', '.join(differ)} differ): it is another "
+                        "study's run; pick another study.dir or move it away")  # fmt: skip
+
+
+def _epochs(path: Path) -> float | None:
+    """The epochs over the training text the run logged: an epochs figure in metrics.jsonl, else the last launch's
+    data line in lmpt.log ("..., 0.05 epochs of the 443,683 train tokens"); None when it logged neither."""
+    values = [v for r in read_records(path / METRICS_FILE) for k, v in r.items()
+              if "epoch" in k and isinstance(v, int | float)]  # fmt: skip
+    if values:
+        return float(values[-1])
+    log = path / LOG_FILE
+    found = _EPOCHS_LINE.findall(log.read_text(errors="replace")) if log.exists() else []
+    return float(found[-1]) if found else None
+
+
+def _task_records(path: Path) -> dict[str, dict[str, Any]]:
+    tasks = {}
+    for record in sorted((path / "downstream").glob("*.json")):
+        try:
+            whole = json.loads(record.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(whole, dict):
+            tasks[record.stem] = {k: v for k, v in whole.items() if k in TASK_FIGURES}
+    return tasks
+
+
+def read_final(path: Path, objective: str, seed: int) -> FinalRun:
+    """A final run's status, final val_loss, downstream figures and epochs, from its directory."""
+    run = read_run(path)
+    status = str(read_status(path).get("status", "incomplete"))
+    return FinalRun(objective, seed, path, status, run.val_loss, run.step, run.flops, dict(run.downstream),
+                    _task_records(path), _epochs(path))  # fmt: skip

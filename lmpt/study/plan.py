@@ -1,0 +1,195 @@
+"""What a study will do, checked before any work: the objectives (each known, each able to score every downstream
+task), the seeds, the budget and the search's share of it (enough optimizer steps, estimated as lmpt's dry-run plan
+estimates them), the search space, and the run keys handed to every run. Any bad input is an LmptError (one line,
+exit 2) raised before anything is written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra import compose
+from omegaconf import DictConfig
+
+from lmpt.config.budget import Budget, parse_budget
+from lmpt.errors import LmptError
+
+DEFAULT_SPACES = {
+    "muon": {
+        "optimizer.lr": "tag(log, interval(0.005, 0.2))",
+        "optimizer.adamw_lr": "tag(log, interval(0.002, 0.1))",
+    },
+    "adamw": {"optimizer.lr": "tag(log, interval(0.0001, 0.01))"},
+    "adafactor": {"optimizer.lr": "tag(log, interval(0.0001, 0.01))"},
+}
+"""The search space by optimizer (study.space empty): Hydra optuna sweeper expressions, log-uniform."""
+
+STUDY_SETS = ("objective", "trainer.seed", "trainer.max_steps", "trainer.resume", "trainer.dry_run")
+"""Run keys the study sets itself for each run: the command line may not give them."""
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """A checked study: what it compares, where it writes, and what each run is launched with."""
+
+    objectives: list[str]
+    seeds: list[int]
+    directory: Path
+    run_overrides: list[str]
+    """The command line's run keys (every override but study.*), handed to every run as given."""
+    budget: str
+    """trainer.budget of a final run, as given."""
+    search_budget: str
+    """trainer.budget of a search trial: study.search_fraction of the budget."""
+    search_steps: dict[str, int]
+    """Optimizer steps a search trial of each objective is expected to take (the dry-run plan's estimate)."""
+    space: dict[str, str]
+    trials: int
+    sampler: str
+    search_seed: int
+
+    def describe(self) -> dict[str, Any]:
+        """The plan as study.json records it."""
+        return {
+            "objectives": self.objectives,
+            "seeds": self.seeds,
+            "budget": self.budget,
+            "search_budget": self.search_budget,
+            "search_steps": self.search_steps,
+            "search_space": self.space,
+            "trials_per_objective": self.trials,
+            "sampler": self.sampler,
+            "search_seed": self.search_seed,
+            "run_overrides": self.run_overrides,
+        }
+
+
+def override_key(override: str) -> str:
+    """The config key an override sets (`+a.b=1` -> a.b)."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def fraction_of(budget: Budget, fraction: float) -> str:
+    """`fraction` of `budget` as a trainer.budget value (e.g. 2.5e+11flops)."""
+    return f"{budget.amount * fraction:.6g}{budget.unit}"
+
+
+def search_overrides(overrides: list[str], objective: str, search_budget: str) -> list[str]:
+    """The run keys of a search trial of `objective`: the command line's, at the search's budget."""
+    kept = [o for o in overrides if override_key(o) != "trainer.budget"]
+    return [*kept, f"objective={objective}", f"trainer.budget={search_budget}"]
+
+
+def _check_study_keys(study: Any) -> None:
+    from lmpt.objectives.registry import objective_class
+
+    objectives = [str(o) for o in study.objectives]
+    if not objectives:
+        raise LmptError("study.objectives is empty: name the objectives to compare, e.g. study.objectives=[clm,mlm]")
+    for name in objectives:
+        if objective_class(name) is None:
+            known = ", ".join(sorted(_known_objectives()))
+            raise LmptError(f"study.objectives: unknown objective '{name}': use some of {known}")
+    if len(set(objectives)) < len(objectives):
+        raise LmptError("study.objectives names an objective twice: name each once")
+    if not study.seeds:
+        raise LmptError("study.seeds is empty: give at least one pre-training seed, e.g. study.seeds=[0]")
+    if len(set(study.seeds)) < len(study.seeds):
+        raise LmptError("study.seeds names a seed twice: give distinct seeds")
+    if study.trials < 1:
+        raise LmptError(f"study.trials={study.trials} must be at least 1")
+    if not 0 < study.search_fraction <= 1:
+        raise LmptError(f"study.search_fraction={study.search_fraction} must be in (0, 1]")
+    if study.sampler not in ("random", "tpe"):
+        raise LmptError(f"study.sampler={study.sampler} must be random or tpe")
+
+
+def _known_objectives() -> list[str]:
+    from lmpt.objectives.registry import discover_objectives
+
+    return list(discover_objectives())
+
+
+def _check_overrides(overrides: list[str], space: dict[str, str]) -> None:
+    for override in overrides:
+        key = override_key(override)
+        if key in STUDY_SETS:
+            raise LmptError(f"{key} is set by the study for each run: drop {override} (study.objectives and "
+                            "study.seeds say which runs it trains)")  # fmt: skip
+        if key in space:
+            raise LmptError(f"{key} is searched by the study (study.space): drop {override}")
+        if key.startswith("hydra"):
+            raise LmptError(f"{override}: the study launches its runs itself; drop the hydra setting")
+
+
+def planned_steps(cfg: DictConfig, given: set[str]) -> int:
+    """The optimizer steps the run `cfg` composes is expected to take, as `lmpt trainer.dry_run=true` plans them
+    (the model built on the meta device, its step cost against the budget). Checks the config as lmpt does."""
+    import torch
+
+    from lmpt.model.build import padded_vocab_size
+    from lmpt.objectives.registry import build_objective
+    from lmpt.train.budget import run_length
+    from lmpt.train.plan import _planned_tokenizer  # the dry-run plan's own tokenizer stand-in
+    from lmpt.train.spec import resolve
+
+    spec = resolve(cfg, given)
+    tokenizer = _planned_tokenizer(spec.tokenizer)
+    objective = build_objective(spec.objective, tokenizer, spec.data.seq_len, spec.model.arch)
+    with torch.device("meta"):  # sized, never allocated
+        model = objective.build_model(spec.model, padded_vocab_size(tokenizer.vocab_size))
+    length, *_ = run_length(spec.trainer, model, objective, 1, torch.device("cpu"), torch.float32)
+    return length.max_steps
+
+
+def _check_objective(name: str, overrides: list[str], search_budget: str, min_steps: int) -> int:
+    """Compose the search trial of objective `name`, check it and its downstream tasks as lmpt would; returns the
+    steps it is expected to take."""
+    from lmpt.downstream.after_training import check_downstream
+    from lmpt.objectives.registry import objective_class
+
+    run = search_overrides(overrides, name, search_budget)
+    cfg = compose(config_name="config", overrides=run)
+    try:
+        check_downstream(cfg.downstream, objective_class(name))
+    except LmptError as exc:
+        raise LmptError(f"study.objectives: {name} cannot score the study's downstream tasks: {exc}") from None
+    steps = planned_steps(cfg, {override_key(o) for o in run})
+    if steps < min_steps:
+        raise LmptError(
+            f"the search budget trainer.budget={search_budget} (study.search_fraction of the budget) buys {name} "
+            f"about {steps} optimizer step(s), fewer than study.min_search_steps={min_steps}: raise trainer.budget "
+            "or study.search_fraction"
+        )
+    return steps
+
+
+def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
+    """Check the study the composed `cfg` and the command line's `overrides` describe; LmptError on bad input."""
+    study = cfg.study
+    _check_study_keys(study)
+    space = dict(study.space) or DEFAULT_SPACES.get(str(cfg.optimizer.name), {})
+    if not space:
+        raise LmptError(f"optimizer={cfg.optimizer.name} has no default search space: give study.space")
+    run_overrides = [o for o in overrides if not override_key(o).startswith("study.")]
+    _check_overrides(run_overrides, space)
+    budget = parse_budget(cfg.trainer.budget)
+    if budget is None:
+        raise LmptError("lmpt-study compares objectives at equal compute: give trainer.budget (e.g. 1e12flops)")
+    search_budget = fraction_of(budget, study.search_fraction)
+    objectives = [str(o) for o in study.objectives]
+    steps = {name: _check_objective(name, run_overrides, search_budget, study.min_search_steps) for name in objectives}
+    return StudyPlan(
+        objectives=objectives,
+        seeds=[int(s) for s in study.seeds],
+        directory=Path(study.dir).expanduser().resolve(),
+        run_overrides=run_overrides,
+        budget=str(cfg.trainer.budget),
+        search_budget=search_budget,
+        search_steps=steps,
+        space={str(k): str(v) for k, v in space.items()},
+        trials=int(study.trials),
+        sampler=str(study.sampler),
+        search_seed=int(study.search_seed),
+    )

@@ -1,0 +1,176 @@
+"""What a study writes into its directory: study.json (the plan, every search trial, each chosen recipe, every final
+run's figures) and study.md (the same as tables: per objective its search and its finals' mean over seeds, ranked
+by the figure lmpt.report ranks the final runs by, then that ranked table of the runs with its significance marks,
+written by lmpt.report as ranking.md, ranking.csv and ranking.png)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from pathlib import Path
+from typing import Any
+
+from lmpt.errors import LmptError
+from lmpt.report.ranking import Ranking, rank_runs
+from lmpt.report.runs import read_run
+from lmpt.study.finals import FinalRun
+from lmpt.study.plan import StudyPlan
+from lmpt.study.search import Search
+
+STUDY_JSON = "study.json"
+STUDY_MD = "study.md"
+RANKING = "ranking"
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or absent: written beside, then renamed."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None
+
+
+def recipe_text(recipe: dict[str, str] | None) -> str:
+    """A recipe for a table: its numbers to 4 significant digits (study.json keeps them whole)."""
+
+    def short(value: str) -> str:
+        try:
+            return f"{float(value):.4g}"
+        except ValueError:
+            return value
+
+    return " ".join(f"{k}={short(v)}" for k, v in (recipe or {}).items()) or "—"
+
+
+def _cell(mean: float | None, std: float | None, digits: int = 4) -> str:
+    if mean is None:
+        return "—"
+    return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if std is not None else "")
+
+
+def refuse_another_study(plan: StudyPlan) -> None:
+    """A study directory whose study.json records another plan (other objectives, budget, space, trials, run keys)
+    is not resumed: its trials and runs answer another question."""
+    path = plan.directory / STUDY_JSON
+    if not path.exists():
+        return
+    try:
+        saved = json.loads(path.read_text()).get("plan", {})
+    except (OSError, ValueError, AttributeError):
+        raise LmptError(f"{path} is not a study record: pick another study.dir or move it away") from None
+    differ = [k for k, v in plan.describe().items() if json.loads(json.dumps(v)) != saved.get(k)]
+    if differ:
+        raise LmptError(f"{plan.directory} holds another study ({', '.join(differ)} differ from this command's): "
+                        "resume it with its own command, or pick another study.dir")  # fmt: skip
+
+
+def objective_summaries(
+    plan: StudyPlan, searches: dict[str, Search], finals: dict[str, list[FinalRun]], ranking: Ranking
+) -> list[dict[str, Any]]:
+    """Per objective: its chosen recipe, its completed finals' val_loss and downstream figures (mean, sample std
+    over seeds) and epochs, best first by `ranking`'s figure (objectives without it last, in study order)."""
+    rows = []
+    for name in plan.objectives:
+        done = [f for f in finals.get(name, []) if f.status == "completed"]
+        best = searches[name].chosen() if name in searches else None
+        figures = sorted({k for f in done for k in f.downstream})
+        row: dict[str, Any] = {
+            "objective": name,
+            "recipe": best.recipe if best else None,
+            "seeds_completed": len(done),
+            "val_loss": _mean_std([f.val_loss for f in done if f.val_loss is not None]),
+            "downstream": {k: _mean_std([f.downstream[k] for f in done if k in f.downstream]) for k in figures},
+            "epochs": next((f.epochs for f in done if f.epochs is not None), None),
+        }
+        row["rank_value"] = row["downstream"].get(ranking.key, (None,))[0] if ranking.higher_is_better else (
+            row["val_loss"][0] if ranking.key == "val_loss" else None)  # fmt: skip
+        rows.append(row)
+    scored = [r for r in rows if r["rank_value"] is not None]
+    scored.sort(key=lambda r: r["rank_value"], reverse=ranking.higher_is_better)
+    return scored + [r for r in rows if r["rank_value"] is None]
+
+
+def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, list[FinalRun]]) -> Path:
+    """study.json and study.md (and the ranked table of the final runs); returns study.json's path."""
+    from lmpt.report.sweep import write_report  # the sweep summary's own table, ranking and significance marks
+
+    runs = [read_run(f.path) for fs in finals.values() for f in fs if f.path.is_dir()]
+    ranking = rank_runs(runs)[1] if runs else Ranking(None, "no final runs yet")
+    if runs:
+        d = plan.directory
+        write_report(runs, d / f"{RANKING}.csv", d / f"{RANKING}.md", d / f"{RANKING}.png", f"study {d.name}")
+    summaries = objective_summaries(plan, searches, finals, ranking)
+    record = {
+        "plan": plan.describe(),
+        "ranking": {"key": ranking.key, "header": ranking.header, "higher_is_better": ranking.higher_is_better},
+        "objectives": {
+            name: {
+                "search": searches[name].describe() if name in searches else None,
+                "finals": [f.describe() for f in finals.get(name, [])],
+                "summary": next(s for s in summaries if s["objective"] == name),
+            }
+            for name in plan.objectives
+        },
+        "ranked_objectives": [s["objective"] for s in summaries if s["rank_value"] is not None],
+    }
+    path = plan.directory / STUDY_JSON
+    _write(path, json.dumps(record, indent=2, default=str) + "\n")
+    _write(plan.directory / STUDY_MD, study_markdown(plan, searches, summaries, ranking))
+    return path
+
+
+def study_markdown(plan: StudyPlan, searches: dict[str, Search], summaries: list[dict], ranking: Ranking) -> str:
+    """study.md: the plan, the objectives ranked (mean ± std over seeds), each search's trials, the ranked runs."""
+    space = ", ".join(f"`{k}={v}`" for k, v in plan.space.items())
+    steps = ", ".join(f"{k} {v}" for k, v in plan.search_steps.items())
+    lines = [
+        f"# Study {plan.directory.name}",
+        "",
+        f"Objectives {', '.join(plan.objectives)} at `trainer.budget={plan.budget}` per run, seeds "
+        f"{', '.join(map(str, plan.seeds))}. Each objective's learning rate was searched with {plan.trials} trials "
+        f"(optuna, {plan.sampler} sampler, seed {plan.search_seed}) at `trainer.budget={plan.search_budget}` "
+        f"(about {steps} steps) over {space}, by its own final val_loss.",
+        f"Run keys of every run: `{' '.join(plan.run_overrides) or '(defaults)'}`.",
+        "",
+        "## Objectives",
+        "",
+        f"Best first, {ranking.header}." if ranking.key else "Not ordered: the runs share no comparable figure.",
+        "",
+    ]
+    figures = sorted({k for s in summaries for k in s["downstream"]})
+    header = ["objective", "chosen recipe", "seeds", "val_loss (own objective)", *figures, "epochs"]
+    lines += ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for s in summaries:
+        recipe = recipe_text(s["recipe"])
+        cells = [s["objective"], recipe, str(s["seeds_completed"]), _cell(*s["val_loss"])]
+        cells += [_cell(*s["downstream"].get(k, (None, None))) for k in figures]
+        cells.append(f"{s['epochs']:.2f}" if s["epochs"] is not None else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## Searches", ""]
+    for name in plan.objectives:
+        search = searches.get(name)
+        if search is None:
+            continue
+        best = search.chosen()
+        lines += [
+            f"### {name}",
+            "",
+            "| trial | recipe | status | steps | val_loss |",
+            "| --- | --- | --- | ---: | ---: |",
+        ]
+        for i, t in enumerate(search.trials):
+            recipe = recipe_text(t.recipe)
+            mark = " (chosen)" if t is best else ""
+            loss = f"{t.val_loss:.4f}" if t.val_loss is not None else "—"
+            lines.append(f"| {i} | {recipe}{mark} | {t.status} | {t.steps if t.steps is not None else '—'} | {loss} |")
+        lines.append("")
+    ranked = plan.directory / f"{RANKING}.md"
+    if ranked.exists():
+        lines += ["## Final runs", "", ranked.read_text().strip(), ""]
+    return "\n".join(lines) + "\n"

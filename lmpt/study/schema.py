@@ -1,0 +1,61 @@
+"""Schema of `lmpt-study`'s own keys (`study.*`), composed beside an ordinary run's config groups: the run keys
+given on the command line (model, data, tokenizer, trainer.budget, downstream, ...) are handed to every run of the
+study, the `study.*` keys say what the study compares and how it searches."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
+from lmpt.config.schema import LmptConfig
+
+SCHEMA_NAME = "lmpt_study_schema"
+
+
+@dataclass
+class StudyConfig:
+    objectives: list[str] = field(default_factory=lambda: ["clm", "mlm"])
+    """The objectives compared; each is searched, then trained at its chosen recipe for every seed."""
+    seeds: list[int] = field(default_factory=lambda: [0])
+    """Pre-training seeds (trainer.seed) of the final runs; the search trains at the first."""
+    dir: str = "study"
+    """The study's directory (relative to the launch directory): search trials, final runs, study.json and
+    study.md. The same command resumes a killed study there."""
+    trials: int = 8
+    """Learning-rate trials per objective (the same number for every objective)."""
+    search_fraction: float = 0.25
+    """Share of trainer.budget each search trial trains for."""
+    min_search_steps: int = 10
+    """The fewest optimizer steps a search trial may take; a smaller search budget is refused before any work."""
+    sampler: str = "random"
+    """The optuna sampler of the search (hydra/sweeper/sampler): random (every objective tries the same recipes)
+    or tpe."""
+    search_seed: int = 0
+    """Seed of the search's sampler (the same for every objective)."""
+    space: dict[str, str] = field(default_factory=dict)
+    """The search space, key -> Hydra optuna sweeper expression; empty = by optimizer: muon searches optimizer.lr
+    in [5e-3, 0.2] and optimizer.adamw_lr in [2e-3, 0.1], adamw and adafactor optimizer.lr in [1e-4, 1e-2]
+    (log-uniform each)."""
+
+
+@dataclass
+class StudyAppConfig(LmptConfig):
+    study: StudyConfig = field(default_factory=StudyConfig)
+
+
+def study_keys() -> str:
+    """`lmpt-study --help`'s list of the study keys and their defaults."""
+    lines = []
+    for f in fields(StudyConfig):
+        default = f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
+        lines.append(f"  study.{f.name} [{default}]")
+    return "\n".join(lines)
+
+
+def register_study_schema() -> None:
+    """The study's root schema (an lmpt run's groups plus `study`) in Hydra's ConfigStore, and its help's key list."""
+    ConfigStore.instance().store(name=SCHEMA_NAME, node=StudyAppConfig)
+    if not OmegaConf.has_resolver("lmpt.study_keys"):
+        OmegaConf.register_new_resolver("lmpt.study_keys", study_keys)

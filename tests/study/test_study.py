@@ -1,0 +1,132 @@
+"""lmpt-study end to end: bad input refused before any work, a tiny study of two objectives (search, finals,
+study.json and study.md), and a killed study resumed by the same command without redoing completed runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from runner import lmpt_env
+
+TINY = [
+    "model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64", "data.seq_len=64",
+    "tokenizer.vocab_size=1024", "trainer.batch_size=8", "trainer.progress=plain", "trainer.sample_tokens=0",
+    "trainer.eval_batches=1", "trainer.log_every=5", "scheduler.warmup_steps=2",
+]  # fmt: skip
+STUDY = [*TINY, "study.objectives=[clm,mlm]", "study.trials=2", "study.search_fraction=0.5", "trainer.budget=6e9flops"]
+
+
+def run_study(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "lmpt.study", *args]
+    return subprocess.run(command, cwd=cwd, env=lmpt_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def write_pairs(path: Path, n: int = 20) -> Path:
+    """A minimal-pair task in BLiMP's format."""
+    lines = [json.dumps({"sentence_good": f"The king is here {i}.", "sentence_bad": f"The king are here {i}."})
+             for i in range(n)]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["study.objectives=[clm,nope]", "trainer.budget=1e12flops"], "unknown objective 'nope'"),
+        (["study.objectives=[]", "trainer.budget=1e12flops"], "study.objectives is empty"),
+        (["study.seeds=[]", "trainer.budget=1e12flops"], "study.seeds is empty"),
+        (["study.objectives=[clm,electra]", "trainer.budget=1e12flops", "downstream.choice_tasks=[bundled:blimp-fast]"],
+         "electra cannot score the study's downstream tasks"),
+        (["trainer.budget=1e6flops"], "fewer than study.min_search_steps=10"),
+        (["study.objectives=[clm]"], "give trainer.budget"),
+        (["trainer.budget=1e12flops", "downstream.choice_tasks=[bad.jsonl]"], "downstream.choice_tasks[0]"),
+        (["trainer.budget=1e12flops", "optimizer.lr=0.1"], "optimizer.lr is searched by the study"),
+        (["trainer.budget=1e12flops", "study.trialz=3"], "unknown config key 'study.trialz'"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"question": "neither format"}) + "\n")
+    before = set(tmp_path.iterdir())
+    result = run_study(*TINY, *args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lmpt: error:") and message in lines[0], result.stderr
+    assert set(tmp_path.iterdir()) == before
+
+
+def _metrics(run: Path) -> str:
+    return (run / "metrics.jsonl").read_text()
+
+
+def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> None:
+    write_pairs(tmp_path / "pairs.jsonl")
+    start = time.time()
+    result = run_study(*STUDY, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
+    print(f"tiny study: {time.time() - start:.1f} s")
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = tmp_path / "study"
+    record = json.loads((study / "study.json").read_text())
+    assert record["plan"]["trials_per_objective"] == 2 and set(record["plan"]["search_space"]) == {
+        "optimizer.lr", "optimizer.adamw_lr"}  # fmt: skip
+    for name in ("clm", "mlm"):
+        objective = record["objectives"][name]
+        trials = objective["search"]["trials"]
+        assert len(trials) == 2 and all(t["status"] == "completed" and t["val_loss"] > 0 for t in trials)
+        best = min(trials, key=lambda t: t["val_loss"])
+        assert objective["search"]["chosen_recipe"] == best["recipe"] and set(best["recipe"]) == {
+            "optimizer.lr", "optimizer.adamw_lr"}  # fmt: skip
+        (final,) = objective["finals"]
+        assert final["status"] == "completed" and final["val_loss"] > 0
+        assert final["downstream"]["downstream/pairs/accuracy"] is not None and final["tasks"]["pairs"]["n"] == 20
+        overrides = (Path(final["run"]) / ".hydra" / "overrides.yaml").read_text()
+        assert all(f"{key}={value}" in overrides for key, value in best["recipe"].items())
+    assert record["ranking"]["key"] == "downstream/pairs/accuracy"
+    markdown = (study / "study.md").read_text()
+    assert "## Searches" in markdown and "(chosen)" in markdown and "## Final runs" in markdown
+
+    # kill-like damage: one final run loses its status and model; the other final and every trial are kept
+    clm, mlm = study / "runs" / "clm-seed0", study / "runs" / "mlm-seed0"
+    (mlm / "status.json").unlink()
+    (mlm / "model.safetensors").unlink()
+    kept = {run: _metrics(run) for run in [clm, *(study / "search").glob("*/launch-0/[0-9]*")]}
+    again = run_study(*STUDY, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "search clm: 2 trials done, reused" in again.stdout and "final clm seed 0: completed, reused" in again.stdout
+    assert all(_metrics(run) == text for run, text in kept.items())  # nothing completed was redone
+    assert not list((study / "search").glob("*/launch-1"))
+    assert json.loads((mlm / "status.json").read_text())["status"] == "completed"
+    assert (mlm / "model.safetensors").exists()
+    resumed = json.loads((study / "study.json").read_text())
+    assert resumed["objectives"]["mlm"]["finals"][0]["status"] == "completed"
+
+
+def test_a_search_killed_mid_way_runs_only_its_missing_trial(tmp_path: Path) -> None:
+    """A study killed during its second trial (no status.json there, no final run yet): the rerun keeps the first
+    trial and launches one more, seeded past the trials already drawn."""
+    study_args = [*STUDY, "study.objectives=[clm]", "study.dir=s"]
+    first = run_study(*study_args, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    launch = tmp_path / "s" / "search" / "clm" / "launch-0"
+    (launch / "1" / "status.json").unlink()
+    shutil.rmtree(tmp_path / "s" / "runs")
+    text = _metrics(launch / "0")
+    again = run_study(*study_args, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _metrics(launch / "0") == text
+    record = json.loads((tmp_path / "s" / "study.json").read_text())
+    trials = record["objectives"]["clm"]["search"]["trials"]
+    assert [t["run"] for t in trials] == [str(launch / "0"), str(launch / "1"), str(launch.with_name("launch-1") / "0")]
+    assert [t["status"] for t in trials] == ["completed", "incomplete", "completed"]
+    assert record["objectives"]["clm"]["finals"][0]["status"] == "completed"
+
+
+def test_a_study_directory_of_another_plan_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "study.json").write_text(json.dumps({"plan": {"objectives": ["span"]}}))
+    result = run_study(*STUDY, cwd=tmp_path)
+    assert result.returncode == 2 and "holds another study (objectives" in result.stderr, result.stderr
