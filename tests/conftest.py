@@ -48,3 +48,14 @@ def shakespeare(lmpt_cache_dir: Path, repo_root: Path) -> PreparedData:
 def wikitext(lmpt_cache_dir: Path, repo_root: Path) -> PreparedData:
     """WikiText-2 valid (a document per article, 5% held out) with a 1024-piece tokenizer."""
     return _prepare("wikitext-2-valid.txt", repo_root)
+
+
+@pytest.fixture(autouse=True)
+def console_on_stdout() -> Iterator[None]:
+    """A command called in process with json=true sends the console to stderr until its run_command ends; a test
+    that calls the command directly leaves it there, so every test starts and ends with the console on stdout."""
+    from lmpt.console import console
+
+    console.stderr = False
+    yield
+    console.stderr = False

@@ -118,7 +118,8 @@ def test_control_scratch_reports_both_figures_the_gain_and_the_bag_of_words_row(
     assert logged_figures(out)["bow_accuracy"] == bow["accuracy"]
 
     render({**out, "record": "R"})
-    table = capsys.readouterr().out
+    shown_on = capsys.readouterr()  # the json=true command above moved the console to stderr for its process
+    table = shown_on.out + shown_on.err
     for shown in ("pre-trained mlm", "scratch encoder", "bag of words", "majority class", "gain [95%]"):
         assert shown in table, table
     assert "significant" in table and "held back from train (never dev)" in table

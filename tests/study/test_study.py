@@ -105,6 +105,7 @@ def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> Non
     assert resumed["objectives"]["mlm"]["finals"][0]["status"] == "completed"
 
 
+@pytest.mark.soak  # ~50 s: a killed search; the tiny study's resume runs in CI
 def test_a_search_killed_mid_way_runs_only_its_missing_trial(tmp_path: Path) -> None:
     """A study killed during its second trial (no status.json there, no final run yet): the rerun keeps the first
     trial and launches one more, seeded past the trials already drawn."""

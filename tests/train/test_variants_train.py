@@ -41,6 +41,7 @@ def test_clm_then_mlm_resumes_exactly_across_the_switch(tmp_path_factory: pytest
     assert_same(golden_run(gold, args), killed, "clm-then-mlm, SIGKILL after backward 11 (switch at step 10)")
 
 
+@pytest.mark.soak  # ~50 s: gpt-bert's resume; clm-then-mlm's across its switch runs in CI
 def test_gpt_bert_resumes_exactly(tmp_path_factory: pytest.TempPathFactory) -> None:
     args = [*BASE, "objective=gpt-bert", "objective.causal_ratio=0.5"]  # both batch kinds within 16 steps
     gold, tmp = tmp_path_factory.mktemp("gold"), tmp_path_factory.mktemp("killed")
