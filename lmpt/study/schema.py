@@ -16,8 +16,9 @@ SCHEMA_NAME = "lmpt_study_schema"
 
 @dataclass
 class StudyConfig:
-    objectives: list[str] = field(default_factory=lambda: ["clm", "mlm"])
-    """The objectives compared; each is searched, then trained at its chosen recipe for every seed."""
+    objectives: list[str] = field(default_factory=list)
+    """The objectives compared (conf/study.yaml: clm and mlm); each is searched, then trained at its chosen recipe
+    for every seed."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """Pre-training seeds (trainer.seed) of the final runs; the search trains at the first."""
     dir: str = "study"

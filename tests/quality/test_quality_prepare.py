@@ -135,6 +135,7 @@ def test_bad_input_is_one_line_exit_2_and_leaves_the_cache_alone(tmp_path: Path,
     assert _tree(tmp_path / "cache") == before
 
 
+@pytest.mark.soak  # ~16 s: a kill and resume of datatrove's stages
 def test_a_killed_prepare_resumes_without_redoing_finished_tasks(tmp_path: Path) -> None:
     write_corpus(tmp_path / "corpus.txt", n=1500)
     args = ["quality=dedup", "quality.shard_docs=40", "quality.workers=1"]

@@ -63,6 +63,7 @@ def _metrics(run: Path) -> str:
     return (run / "metrics.jsonl").read_text()
 
 
+@pytest.mark.soak  # ~50 s: the whole study end to end; CI runs its refusals
 def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> None:
     write_pairs(tmp_path / "pairs.jsonl")
     start = time.time()

@@ -54,6 +54,7 @@ def test_best_is_the_lowest_val_loss_and_its_weights(tmp_path: Path) -> None:
     assert behind, f"every evaluation improved ({losses}): the test no longer shows a best apart from the last"
 
 
+@pytest.mark.soak  # ~16 s: a kill and resume; CI checks the best itself
 def test_resume_after_a_kill_keeps_the_same_best(tmp_path: Path) -> None:
     golden = golden_run(tmp_path, KILLED_ARGS)
     killed = interrupted_run(tmp_path, KILLED_ARGS, [{"LMPT_TEST_KILL_AFTER_BACKWARD": "7"}])
