@@ -128,18 +128,10 @@ def planned_steps(cfg: DictConfig, given: set[str]) -> int:
     (the model built on the meta device, its step cost against the budget). Checks the config as lmpt does."""
     import torch
 
-    from lmpt.model.build import padded_vocab_size
-    from lmpt.objectives.registry import build_objective
-    from lmpt.train.budget import run_length
-    from lmpt.train.plan import _planned_tokenizer  # the dry-run plan's own tokenizer stand-in
+    from lmpt.train.plan import sized_run  # the dry-run plan's own sizing
     from lmpt.train.spec import resolve
 
-    spec = resolve(cfg, given)
-    tokenizer = _planned_tokenizer(spec.tokenizer)
-    objective = build_objective(spec.objective, tokenizer, spec.data.seq_len, spec.model.arch)
-    with torch.device("meta"):  # sized, never allocated
-        model = objective.build_model(spec.model, padded_vocab_size(tokenizer.vocab_size))
-    length, *_ = run_length(spec.trainer, model, objective, 1, torch.device("cpu"), torch.float32)
+    _, _, length, *_ = sized_run(resolve(cfg, given), torch.device("cpu"), torch.float32)
     return length.max_steps
 
 

@@ -63,13 +63,16 @@ class Exposure:
         """One line: the training tokens, how they are counted, and the epochs (the most repeated source's too)."""
         longer = self.window_length != self.tokens_per_example  # span: what repeats is the corpus text each reads
         read = f" reading {self.window_length} corpus tokens each" if longer else ""
-        line = (f"data: {self.training_tokens:,} training tokens ({self.examples_per_step} examples x "
-                f"{self.tokens_per_example} tokens{read} x {self.steps:,} steps), {self.epochs():.2f} epochs of the "
-                f"{self.train_tokens:,} train tokens")  # fmt: skip
+        return (f"data: {self.training_tokens:,} training tokens ({self.examples_per_step} examples x "
+                f"{self.tokens_per_example} tokens{read} x {self.steps:,} steps), {self.epochs_text()}")  # fmt: skip
+
+    def epochs_text(self) -> str:
+        """The epochs over the training text (and the most repeated source's, for a mixture)."""
+        text = f"{self.epochs():.2f} epochs of the {self.train_tokens:,} train tokens"
         if len(self.sources) > 1:
             name, epochs = self.most_repeated()
-            line += f" (most repeated source: {name}, {epochs:.2f} epochs)"
-        return line
+            text += f" (most repeated source: {name}, {epochs:.2f} epochs)"
+        return text
 
     def warning(self) -> str | None:
         """Why the run repeats its data too often, or None within REPEAT_LIMIT epochs."""

@@ -17,8 +17,8 @@ from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.registry import PlannedTokenizer, build_objective
 from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import SpecialTokens
-from lmpt.train.budget import run_length
-from lmpt.train.efficiency import ASSUMED_MFU
+from lmpt.train.budget import RunLength, run_length
+from lmpt.train.efficiency import ASSUMED_MFU, StepCost
 from lmpt.train.epochs import run_exposure
 from lmpt.train.precision import Precision
 from lmpt.train.spec import RunSpec
@@ -34,6 +34,7 @@ def config_tree(cfg: DictConfig) -> Tree:
 
 
 def _planned_tokenizer(tok: Any):
+    """The configured tokenizer where it is a file already, else a stand-in of its size and reserved roles."""
     if tok.backend == "hf":
         return load_tokenizer(tok.path, "tokenizer.path", tok.num_sentinels)
     if tok.model_file:
@@ -41,15 +42,25 @@ def _planned_tokenizer(tok: Any):
     return PlannedTokenizer(SpecialTokens(num_sentinels=tok.num_sentinels), tok.vocab_size)
 
 
+def sized_run(
+    spec: RunSpec, device: torch.device, dtype: torch.dtype
+) -> tuple[Any, Any, RunLength, StepCost, float, str]:
+    """What `spec` would train, sized without training anything or allocating the model (built on the meta device):
+    the objective, the model, the run's length, the expected cost of a step, the peak (FLOP/s) and what it is."""
+    tokenizer = _planned_tokenizer(spec.tokenizer)
+    objective = build_objective(spec.objective, tokenizer, spec.data.seq_len, spec.model.arch)
+    with torch.device("meta"):
+        model = objective.build_model(spec.model, padded_vocab_size(tokenizer.vocab_size))
+    length, cost, peak, source = run_length(spec.trainer, model, objective, 1, device, dtype)
+    return objective, model, length, cost, peak, source
+
+
 def print_plan(spec: RunSpec, precision: Precision) -> None:
     t, seq_len = spec.trainer, spec.data.seq_len
-    tokenizer = _planned_tokenizer(spec.tokenizer)
-    objective = build_objective(spec.objective, tokenizer, seq_len, spec.model.arch)
-    with torch.device("meta"):  # sized, never allocated
-        model = objective.build_model(spec.model, padded_vocab_size(tokenizer.vocab_size))
+    dtype = precision.dtype or torch.float32
+    objective, model, length, cost, peak, source = sized_run(spec, precision.device, dtype)
     examples_per_step = t.batch_size * t.grad_accum
     tokens_per_example = seq_len + objective.target_length
-    length, cost, peak, source = run_length(t, model, objective, 1, precision.device, precision.dtype or torch.float32)
     steps = length.max_steps
     flops, seconds = cost.flops * steps, cost.seconds * steps
     epochs, repeats = _epochs(spec, objective, steps)
@@ -93,7 +104,7 @@ def _epochs(spec: RunSpec, objective: Any, steps: int) -> tuple[str, str | None]
     if sources is None:
         return "unknown: the text is not tokenised yet (a launch reports it; later dry runs show it here)", None
     exposure = run_exposure(spec.trainer, spec.data.seq_len, objective, 1, steps, sources)
-    return exposure.describe().split("), ", 1)[1], exposure.warning()  # the tokens have rows of their own
+    return exposure.epochs_text(), exposure.warning()  # the tokens have rows of their own
 
 
 def _flops_by_network(model, seq_len: int, head_fraction: float) -> dict[str, str]:
