@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from finetune_commands import refused
 
-from lmpt.config.command_options import run_command
 from lmpt.downstream.finetune import finetune
 from lmpt.downstream.finetune_cli import finetune_command
 from lmpt.downstream.options import FinetuneOptions, TaskData
@@ -131,15 +131,6 @@ def test_one_seed_is_bit_for_bit_on_the_cpu(runs, task, capsys) -> None:
     assert first == second
 
 
-def _refused(argv: list[str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(sys, "argv", ["lmpt-finetune", *argv])
-    with pytest.raises(SystemExit) as exit_info:
-        run_command(finetune_command)
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and err.startswith("lmpt: error: ") and err.count("\n") == 1, err
-    return err
-
-
 BAD_FILES = {
     "missing label field": ('{"text": "a b c", "score": 1}\n', "has no field 'label'"),
     "one class only": ('{"text": "a b c", "label": 1}\n{"text": "d e", "label": 1}\n', "has only one class"),
@@ -157,7 +148,7 @@ def test_a_bad_train_file_is_one_line_and_writes_nothing(runs, task, tmp_path, c
     record.parent.mkdir(exist_ok=True)
     record.write_text('{"kept": true}\n')
     argv = [str(runs["decoder"]), f"data.train={tmp_path / 'bad.jsonl'}", f"data.dev={task['dev']}", "task=kept"]
-    assert message in _refused(argv, capsys, monkeypatch)
+    assert message in refused(argv, capsys, monkeypatch)
     assert record.read_text() == '{"kept": true}\n'
 
 
@@ -175,8 +166,8 @@ def test_unseen_dev_label_empty_dev_missing_file_and_bad_keys(runs, task, tmp_pa
     }
     for override, message in cases.items():
         argv = [str(run), *_data(task, test=False), override, "task=never"]
-        assert message in _refused(argv, capsys, monkeypatch), override
-    assert "needs data.train=..., data.dev=..." in _refused([str(run)], capsys, monkeypatch)
+        assert message in refused(argv, capsys, monkeypatch), override
+    assert "needs data.train=..., data.dev=..." in refused([str(run)], capsys, monkeypatch)
     assert not (run / "downstream" / "never.json").exists()
 
 

@@ -6,16 +6,13 @@ setting of the two is one line, exit 2, before any training, nothing written."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from finetune_commands import pretrained, refused
 
-from lmpt.config.command_options import run_command
 from lmpt.downstream import finetune as finetune_module
 from lmpt.downstream import recipe_search, training
 from lmpt.downstream.control import scratch_model
@@ -42,13 +39,7 @@ KEPT = '{"kept": true}\n'
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny mlm encoder (an encoder: its search tries both poolings)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    root = tmp_path_factory.mktemp("pretrained")
-    done = subprocess.run([sys.executable, "-m", "lmpt", *TINY, f"hydra.run.dir={root / 'run'}"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    return root / "run"
+    return pretrained(tmp_path_factory, TINY)
 
 
 @pytest.fixture(scope="module")
@@ -191,15 +182,6 @@ def test_paired_gain_is_zero_for_twins_and_significant_for_a_clear_winner() -> N
     assert paired_gain(a, ~a) == paired_gain(a, ~a)  # seeded: the same interval every time
 
 
-def _refused(argv: list[str], capsys, monkeypatch) -> str:
-    monkeypatch.setattr(sys, "argv", ["lmpt-finetune", *argv])
-    with pytest.raises(SystemExit) as exit_info:
-        run_command(finetune_command)
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and err.startswith("lmpt: error: ") and err.count("\n") == 1, err
-    return err
-
-
 BAD = {
     "control=bogus": "control=bogus is unknown: use scratch or none",
     "search_fraction=0.3": "leaves 91, fewer than 100",
@@ -221,5 +203,5 @@ def test_bad_control_and_search_settings_are_one_line_before_any_training(run, t
     record.parent.mkdir(exist_ok=True)
     record.write_text(KEPT)
     argv = [str(run), *_data(task), *FAST, setting, "task=kept"]
-    assert BAD[setting] in _refused(argv, capsys, monkeypatch)
+    assert BAD[setting] in refused(argv, capsys, monkeypatch)
     assert record.read_text() == KEPT

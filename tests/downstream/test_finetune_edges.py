@@ -5,15 +5,13 @@ task name that cannot be a file is refused as the user typed it. Each is one lin
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from finetune_commands import pretrained, refused
 
 from lmpt.config.command_options import run_command
-from lmpt.downstream.finetune_cli import finetune_command
 from lmpt.downstream.record import write_record
 from lmpt.errors import LmptError
 
@@ -29,13 +27,7 @@ KEPT = '{"kept": true}\n'
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny clm decoder, pre-trained once by the real CLI."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    root = tmp_path_factory.mktemp("pretrained")
-    done = subprocess.run([sys.executable, "-m", "lmpt", *TINY, f"hydra.run.dir={root / 'run'}"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    return root / "run"
+    return pretrained(tmp_path_factory, TINY)
 
 
 @pytest.fixture(scope="module")
@@ -44,15 +36,6 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> str:
     rows = [{"text": f"line {i} of {'a fine' if i % 2 else 'a grey'} day", "label": i % 2} for i in range(16)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return str(path)
-
-
-def _refused(argv: list[str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(sys, "argv", ["lmpt-finetune", *argv])
-    with pytest.raises(SystemExit) as exit_info:
-        run_command(finetune_command)
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and err.startswith("lmpt: error: ") and err.count("\n") == 1, err
-    return err
 
 
 def _kept(run: Path) -> Path:
@@ -71,10 +54,10 @@ def _kept(run: Path) -> Path:
         ("warmup=inf", "warmup=inf must be"),
     ],
 )
-def test_settings_that_are_not_finite_are_refused(run, task, setting, message, capsys, monkeypatch) -> None:
+def test_settings_that_are_not_finite_arerefused(run, task, setting, message, capsys, monkeypatch) -> None:
     record = _kept(run)
     argv = [str(run), f"data.train={task}", f"data.dev={task}", "seeds=1", "max_steps=2", setting, "task=kept"]
-    assert message in _refused(argv, capsys, monkeypatch)
+    assert message in refused(argv, capsys, monkeypatch)
     assert record.read_text() == KEPT
 
 
@@ -83,7 +66,7 @@ def test_a_loss_that_turns_non_finite_is_refused_and_writes_nothing(run, task, s
     record = _kept(run)
     fixed = "lr=null"  # the mode's fixed rate: 16 examples are too few for lr=search
     argv = [str(run), f"data.train={task}", f"data.dev={task}", "seeds=1", "max_steps=4", fixed, setting, "task=kept"]
-    err = _refused(argv, capsys, monkeypatch)
+    err = refused(argv, capsys, monkeypatch)
     key, value = setting.split("=")
     assert "loss is not a finite number" in err and f"{key}={float(value)!r}" in err, err
     assert record.read_text() == KEPT
@@ -98,11 +81,11 @@ def test_a_record_is_never_written_with_nan_or_infinity(tmp_path: Path) -> None:
 
 def test_a_task_name_is_refused_as_it_was_typed(run, task, tmp_path, capsys, monkeypatch) -> None:
     argv = [str(run), f"data.train={task}", f"data.dev={task}", "task=my task"]
-    err = _refused(argv, capsys, monkeypatch)
+    err = refused(argv, capsys, monkeypatch)
     assert "task=my task cannot name a file" in err and "'my task'" not in err
     spaced = tmp_path / "my task.jsonl"
     spaced.write_text(Path(task).read_text())
-    err = _refused([str(run), f"data.train={spaced}", f"data.dev={task}"], capsys, monkeypatch)
+    err = refused([str(run), f"data.train={spaced}", f"data.dev={task}"], capsys, monkeypatch)
     assert f"data.train={spaced} gives the task name 'my task'" in err and "set task=" in err
 
 
