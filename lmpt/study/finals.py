@@ -6,7 +6,6 @@ continues it from its newest checkpoint (lmpt resumes a run directory given agai
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -18,12 +17,9 @@ from omegaconf import OmegaConf
 from lmpt.console import console
 from lmpt.downstream.figures import CHOICE_FIGURES, CLASSIFICATION_FIGURES, CONTROL_FIGURES
 from lmpt.errors import LmptError
-from lmpt.report.runs import read_records, read_run, read_status
-from lmpt.rundir.directory import METRICS_FILE
-from lmpt.rundir.log import LOG_FILE
+from lmpt.report.runs import read_run, read_status
 from lmpt.study.plan import StudyPlan
 
-_EPOCHS_LINE = re.compile(r"data: .*?, ([0-9.]+) epochs of the")
 TASK_FIGURES = (*CHOICE_FIGURES, *CLASSIFICATION_FIGURES, *CONTROL_FIGURES, "n")
 """What study.json keeps of each RUN/downstream/TASK.json (its headline figures; the file keeps the rest)."""
 
@@ -96,15 +92,10 @@ def _refuse_another_run(path: Path, command: list[str]) -> None:
 
 
 def _epochs(path: Path) -> float | None:
-    """The epochs over the training text the run logged: an epochs figure in metrics.jsonl, else the last launch's
-    data line in lmpt.log ("..., 0.05 epochs of the 443,683 train tokens"); None when it logged neither."""
-    values = [v for r in read_records(path / METRICS_FILE) for k, v in r.items()
-              if "epoch" in k and isinstance(v, int | float)]  # fmt: skip
-    if values:
-        return float(values[-1])
-    log = path / LOG_FILE
-    found = _EPOCHS_LINE.findall(log.read_text(errors="replace")) if log.exists() else []
-    return float(found[-1]) if found else None
+    """The epochs over the training text a completed run recorded in its status.json (None for a run that lacks
+    them: one completed before lmpt recorded them)."""
+    epochs = read_status(path).get("epochs")
+    return float(epochs) if isinstance(epochs, int | float) else None
 
 
 def _task_records(path: Path) -> dict[str, dict[str, Any]]:

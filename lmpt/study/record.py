@@ -6,7 +6,6 @@ written by lmpt.report as ranking.md, ranking.csv and ranking.png)."""
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from lmpt.errors import LmptError
 from lmpt.report.ranking import Ranking, rank_runs
 from lmpt.report.runs import read_run
+from lmpt.safe_files import write_atomically
 from lmpt.study.finals import FinalRun
 from lmpt.study.plan import StudyPlan
 from lmpt.study.search import Search
@@ -24,10 +24,8 @@ RANKING = "ranking"
 
 
 def _write(path: Path, text: str) -> None:
-    """Whole or absent: written beside, then renamed."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    """Whole or absent (lmpt.safe_files.write_atomically)."""
+    write_atomically(path, lambda tmp: tmp.write_text(text))
 
 
 def _mean_std(values: list[float]) -> tuple[float | None, float | None]:

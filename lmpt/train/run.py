@@ -47,6 +47,8 @@ class TrainResult:
     """The device type trained on (downstream scoring uses the same)."""
     train_s: float = 0.0
     """The run's training seconds over every launch (the checkpoint carries them: lmpt.train.work.Work.seconds)."""
+    epochs: float | None = None
+    """The passes over the training text the run's length makes (lmpt.train.epochs), recorded in status.json."""
 
 
 def run_training(spec: RunSpec, session: Session, quality: QualityStage | None = None) -> TrainResult:
@@ -117,7 +119,8 @@ def run_training(spec: RunSpec, session: Session, quality: QualityStage | None =
         )
     )
     sources = [(s.name, s.weight, s.train[1] - s.train[0]) for s in data.sources]
-    report_exposure(run_exposure(t, spec.data.seq_len, objective, ctx.world_size, length.max_steps, sources))
+    exposure = run_exposure(t, spec.data.seq_len, objective, ctx.world_size, length.max_steps, sources)
+    report_exposure(exposure)
     if length.budget is not None:
         info(f"budget: {length.budget.describe()}, about {length.max_steps:,} steps")
 
@@ -135,7 +138,8 @@ def run_training(spec: RunSpec, session: Session, quality: QualityStage | None =
     final_state = full_model_state(model, t.strategy) if status == "completed" else None  # collective
     val_loss = float(loop.state.last_val.get("val_loss", float("nan")))
     train_s = round(loop.work.seconds, 3)
-    result = TrainResult(status, run.path, loop.state.step, round(wall, 3), val_loss, device.type, train_s)
+    result = TrainResult(status, run.path, loop.state.step, round(wall, 3), val_loss, device.type, train_s,
+                         round(exposure.epochs(), 4))  # fmt: skip
     if not ctx.is_main:
         if status == "preempted":
             ctx.leave()  # rank 0 hands over to the scheduler without a closing barrier: so do the others
@@ -155,7 +159,8 @@ def run_training(spec: RunSpec, session: Session, quality: QualityStage | None =
 
 def complete_run(result: TrainResult, downstream_s: float = 0.0) -> None:
     """The last word of a completed run (after its downstream scores, which took `downstream_s`): status.json says
-    so, with this launch's wall_s, the training seconds of every launch (train_s) and the scoring time."""
+    so, with this launch's wall_s, the training seconds of every launch (train_s), the scoring time, and the epochs
+    over the training text."""
     times = {"wall_s": result.wall_s, "train_s": result.train_s, "downstream_s": round(downstream_s, 3)}
-    rundir.write_status(result.run_path, result.status, step=result.step, **times)
+    rundir.write_status(result.run_path, result.status, step=result.step, epochs=result.epochs, **times)
     console.print(f"run directory: [bold]{result.run_path}[/]")

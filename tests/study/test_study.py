@@ -83,6 +83,7 @@ def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> Non
             "optimizer.lr", "optimizer.adamw_lr"}  # fmt: skip
         (final,) = objective["finals"]
         assert final["status"] == "completed" and final["val_loss"] > 0
+        assert final["epochs"] == json.loads((Path(final["run"]) / "status.json").read_text())["epochs"] > 0
         assert final["downstream"]["downstream/pairs/accuracy"] is not None and final["tasks"]["pairs"]["n"] == 20
         overrides = (Path(final["run"]) / ".hydra" / "overrides.yaml").read_text()
         assert all(f"{key}={value}" in overrides for key, value in best["recipe"].items())

@@ -3,6 +3,7 @@ text, with the data-constrained warning past 4 epochs; the dry-run plan shows th
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from corpus_files import lines, paragraphs
@@ -36,6 +37,8 @@ def test_the_start_line_is_followed_by_tokens_and_epochs_and_warns_past_four(tmp
     epochs = float(data.split("), ")[1].split(" epochs")[0])
     assert abs(epochs - 8 * 65 * 30 / train_tokens) < 0.01 and epochs > 4
     assert "WARNING" in out[start + 2] and SCALING_NOTE in out[start + 2]
+    status = json.loads(next(tmp_path.glob("outputs/*/*/status.json")).read_text())
+    assert abs(status["epochs"] - 8 * 65 * 30 / train_tokens) < 1e-3  # what lmpt-study reports per objective
 
     plan = run_lmpt(*TINY, "trainer.max_steps=30", "trainer.dry_run=true", cwd=tmp_path)  # the cache is warm now
     assert plan.returncode == 0, plan.stderr
