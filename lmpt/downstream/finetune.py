@@ -32,7 +32,7 @@ from lmpt.downstream.figures import (
     mean_of,
 )
 from lmpt.downstream.gain import paired_gain
-from lmpt.downstream.labelled_task import Task, check_labels_agree, label_order, read_task, task_name
+from lmpt.downstream.labelled_task import Task, read_task, task_name
 from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.recipe_search import check_recipe_settings, check_search_size, recipe_space
 from lmpt.downstream.record import record_path, write_record
@@ -41,8 +41,6 @@ from lmpt.downstream.tuning import Tuned, tune, tuning_steps
 from lmpt.inference.progress import WorkBar
 from lmpt.rundir.trained import Trained, load_trained, locate_weights
 from lmpt.train.precision import pick_precision
-
-__all__ = ["check_labels_agree", "finetune", "finetune_run", "label_order", "logged_figures", "task_name"]
 
 
 def check_settings(o: FinetuneOptions) -> None:

@@ -11,7 +11,7 @@ import torch
 from lmpt.config.command_options import parse_command, usage
 from lmpt.data.cache import PreparedData
 from lmpt.downstream.encoding import collate, encode_split, fit_pair
-from lmpt.downstream.finetune import label_order, task_name
+from lmpt.downstream.labelled_task import label_order, task_name
 from lmpt.downstream.options import FinetuneOptions, TaskData
 from lmpt.downstream.task_files import Example
 from lmpt.errors import LmptError
