@@ -81,6 +81,14 @@ def search_overrides(overrides: list[str], objective: str, search_budget: str) -
     return [*kept, f"objective={objective}", f"trainer.budget={search_budget}"]
 
 
+def run_keys(study: Any, overrides: list[str]) -> list[str]:
+    """The run keys every run of the study is launched with: study.run_keys (the default scale) but those the
+    command line sets, then the command line's own (every override but study.*)."""
+    given = [o for o in overrides if not override_key(o).startswith("study.")]
+    keys = {override_key(o) for o in given}
+    return [str(k) for k in study.run_keys if override_key(str(k)) not in keys] + given
+
+
 def _check_study_keys(study: Any) -> None:
     from lmpt.objectives.registry import objective_class
 
@@ -144,7 +152,7 @@ def _check_objective(name: str, overrides: list[str], search_budget: str, min_st
     run = search_overrides(overrides, name, search_budget)
     cfg = compose(config_name="config", overrides=run)
     try:
-        check_downstream(cfg.downstream, objective_class(name))
+        check_downstream(cfg.downstream, objective_class(name), cfg.data.seq_len, cfg.model.max_seq_len)
     except LmptError as exc:
         raise LmptError(f"study.objectives: {name} cannot score the study's downstream tasks: {exc}") from None
     steps = planned_steps(cfg, {override_key(o) for o in run})
@@ -161,12 +169,13 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
     """Check the study the composed `cfg` and the command line's `overrides` describe; LmptError on bad input."""
     study = cfg.study
     _check_study_keys(study)
-    space = dict(study.space) or DEFAULT_SPACES.get(str(cfg.optimizer.name), {})
+    run_overrides = run_keys(study, overrides)
+    run = compose(config_name="config", overrides=run_overrides)  # what every run composes, but its objective
+    space = dict(study.space) or DEFAULT_SPACES.get(str(run.optimizer.name), {})
     if not space:
-        raise LmptError(f"optimizer={cfg.optimizer.name} has no default search space: give study.space")
-    run_overrides = [o for o in overrides if not override_key(o).startswith("study.")]
+        raise LmptError(f"optimizer={run.optimizer.name} has no default search space: give study.space")
     _check_overrides(run_overrides, space)
-    budget = parse_budget(cfg.trainer.budget)
+    budget = parse_budget(run.trainer.budget)
     if budget is None:
         raise LmptError("lmpt-study compares objectives at equal compute: give trainer.budget (e.g. 1e12flops)")
     search_budget = fraction_of(budget, study.search_fraction)
@@ -177,7 +186,7 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
         seeds=[int(s) for s in study.seeds],
         directory=Path(study.dir).expanduser().resolve(),
         run_overrides=run_overrides,
-        budget=str(cfg.trainer.budget),
+        budget=str(run.trainer.budget),
         search_budget=search_budget,
         search_steps=steps,
         space={str(k): str(v) for k, v in space.items()},

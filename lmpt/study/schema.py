@@ -19,6 +19,9 @@ class StudyConfig:
     objectives: list[str] = field(default_factory=list)
     """The objectives compared (conf/study.yaml: clm and mlm); each is searched, then trained at its chosen recipe
     for every seed."""
+    run_keys: list[str] = field(default_factory=list)
+    """Run keys handed to every run of the study before the command line's, which win over them key by key
+    (conf/study.yaml sets the default study scale here: data, precision, budget, tasks)."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """Pre-training seeds (trainer.seed) of the final runs; the search trains at the first."""
     dir: str = "study"

@@ -16,7 +16,7 @@ from runner import lmpt_env
 TINY = [
     "model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64", "data.seq_len=64",
     "tokenizer.vocab_size=1024", "trainer.batch_size=8", "trainer.progress=plain", "trainer.sample_tokens=0",
-    "trainer.eval_batches=1", "trainer.log_every=5", "scheduler.warmup_steps=2",
+    "trainer.eval_batches=1", "trainer.log_every=5", "scheduler.warmup_steps=2", "study.run_keys=[]",
 ]  # fmt: skip
 STUDY = [*TINY, "study.objectives=[clm,mlm]", "study.trials=2", "study.search_fraction=0.5", "trainer.budget=6e9flops"]
 
@@ -133,3 +133,17 @@ def test_a_study_directory_of_another_plan_is_refused(tmp_path: Path) -> None:
     (tmp_path / "study" / "study.json").write_text(json.dumps({"plan": {"objectives": ["span"]}}))
     result = run_study(*STUDY, cwd=tmp_path)
     assert result.returncode == 2 and "holds another study (objectives" in result.stderr, result.stderr
+
+
+def test_the_default_scale_reaches_every_run_and_the_command_line_wins_key_by_key() -> None:
+    from omegaconf import OmegaConf
+
+    from lmpt.study.plan import run_keys
+
+    defaults = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "study.yaml").study.run_keys
+    assert "trainer.budget=1e13flops" in defaults and "downstream.choice_tasks=[bundled:blimp]" in defaults
+    study = OmegaConf.create({"run_keys": list(defaults)})
+    keys = run_keys(study, ["trainer.budget=2e12flops", "study.trials=3", "model=small"])
+    assert "trainer.budget=1e13flops" not in keys and keys[-2:] == ["trainer.budget=2e12flops", "model=small"]
+    assert "data=wikitext" in keys and "downstream.classification_tasks=[bundled:clinc-domains]" in keys
+    assert not any(k.startswith("study.") for k in keys)
