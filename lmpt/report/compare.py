@@ -10,11 +10,12 @@ from pathlib import Path
 
 from lmpt.errors import LmptError
 from lmpt.report.runs import find_runs
-from lmpt.report.sweep import write_report
+from lmpt.report.sweep import ReportFiles, write_report
 
 COMPARE_CSV = "compare.csv"
 COMPARE_MD = "compare.md"
 COMPARE_PLOT = "compare_val_loss.png"
+COMPARE_RANKING_PLOT = "compare_ranking.png"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -27,7 +28,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "objective (the title says which): a downstream figure with its 95% interval and a Holm-corrected test "
         "of each run against the next (McNemar over items zero-shot, Welch's t over seeds fine-tuned). The "
         "console shows the key columns; the CSV and Markdown files hold them all, with a plot of every run's "
-        "validation-loss curve against steps, training FLOPs and loss-bearing tokens.",
+        "validation-loss curve against steps, training FLOPs and loss-bearing tokens and, ranked by a downstream "
+        "figure, a chart of it per run with its 95% interval.",
     )
     parser.add_argument(
         "paths",
@@ -41,7 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         default=Path("."),
         metavar="DIR",
-        help=f"where to write {COMPARE_CSV}, {COMPARE_MD} and {COMPARE_PLOT} (default: .)",
+        help=f"where to write {COMPARE_CSV}, {COMPARE_MD}, {COMPARE_PLOT} and {COMPARE_RANKING_PLOT} (default: .)",
     )
     parser.add_argument("--log-y", action="store_true", help="plot the validation loss on a log scale")
     return parser.parse_args(argv)
@@ -54,7 +56,8 @@ def compare(paths: list[Path], out: Path, log_y: bool = False) -> None:
     except OSError as exc:
         raise LmptError(f"cannot create --out directory {out}: {exc.strerror}") from exc
     title = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
-    write_report(runs, out / COMPARE_CSV, out / COMPARE_MD, out / COMPARE_PLOT, title, log_y=log_y)
+    files = ReportFiles(*(out / name for name in (COMPARE_CSV, COMPARE_MD, COMPARE_PLOT, COMPARE_RANKING_PLOT)))
+    write_report(runs, files, title, log_y=log_y)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,5 +1,5 @@
 """Validation-loss curves of several runs against steps, training FLOPs and loss-bearing tokens, side by side
-on one chart written as a PNG."""
+on one chart written as a PNG (a run evaluated only once is a point, not a curve)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display, no GUI toolkit
 
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from lmpt.report.ranking import Ranking, choose_ranking  # noqa: E402
 from lmpt.report.runs import RunSummary  # noqa: E402
@@ -26,6 +27,10 @@ X_AXES: dict[str, Callable[[RunSummary, int], float | None]] = {
 """Each panel's x axis: a run's value at an evaluation step (None where its records do not say)."""
 
 
+ONCE_NOTE = "each run evaluated once (at its end): one point per run, not a curve"
+"""The chart's note when no run has more than one evaluation."""
+
+
 def plot_val_curves(
     runs: list[RunSummary],
     path: Path,
@@ -33,35 +38,49 @@ def plot_val_curves(
     title: str = "validation loss",
     ranking: Ranking | None = None,
 ) -> None:
-    """Every run's curve of the ranked validation loss (the fixed-rate loss when the runs are ranked by it),
-    against steps, FLOPs and loss-bearing tokens, labelled by the overrides that tell the runs apart; runs
-    without an evaluation are left out (a chart that says so is written when none has one)."""
-    ranking = ranking or choose_ranking(runs)
-    labels, common = run_labels(runs)
-    fig, axes = plt.subplots(1, len(X_AXES), figsize=(16, 5.5), dpi=110, sharey=True)
+    """`draw_val_curves` written as a PNG at `path`."""
+    fig = draw_val_curves(runs, log_y, title, ranking)
     try:
-        plotted = 0
-        for ax, (x_label, x_of) in zip(axes, X_AXES.items(), strict=True):
-            for run, label in zip(runs, labels, strict=True):
-                points = [(x_of(run, step), loss) for step, loss in ranking.curve(run)]
-                points = [(x, loss) for x, loss in points if x is not None]
-                if not points:
-                    continue
-                xs, losses = zip(*points, strict=True)
-                ax.plot(xs, losses, label=label, marker="o" if len(xs) <= MARKERS_UP_TO else None, markersize=3)
-                plotted += 1
-            ax.set_xlabel(x_label)
-            ax.grid(True, alpha=0.3)
-            if log_y and plotted:
-                ax.set_yscale("log")
-        if plotted:
-            axes[0].legend(fontsize="small", loc="best")
-        else:
-            axes[1].text(0.5, 0.5, "no evaluations yet", ha="center", va="center", transform=axes[1].transAxes)
-        axes[0].set_ylabel(ranking.label + (" (log scale)" if log_y and plotted else ""))
-        shared = textwrap.fill(" ".join(common), width=160)  # a long line would run off the figure
-        fig.suptitle(f"{title}\n{ranking.header}" + (f"\n{shared}" if common else ""), fontsize="small")
-        fig.tight_layout()
         fig.savefig(path, format="png")
     finally:
         plt.close(fig)
+
+
+def draw_val_curves(
+    runs: list[RunSummary], log_y: bool = False, title: str = "validation loss", ranking: Ranking | None = None
+) -> Figure:
+    """Every run's curve of the ranked validation loss (the fixed-rate loss when the runs are ranked by it),
+    against steps, FLOPs and loss-bearing tokens, labelled by the overrides that tell the runs apart (the caller
+    closes the figure). A run evaluated once is a marker, not a line; when every run was, a note says so. Runs
+    without an evaluation are left out (a chart that says so is drawn when none has one)."""
+    ranking = ranking or choose_ranking(runs)
+    labels, common = run_labels(runs)
+    fig, axes = plt.subplots(1, len(X_AXES), figsize=(16, 5.5), dpi=110, sharey=True)
+    plotted = 0
+    for ax, (x_label, x_of) in zip(axes, X_AXES.items(), strict=True):
+        for run, label in zip(runs, labels, strict=True):
+            points = [(x_of(run, step), loss) for step, loss in ranking.curve(run)]
+            points = [(x, loss) for x, loss in points if x is not None]
+            if not points:
+                continue
+            xs, losses = zip(*points, strict=True)
+            if len(xs) == 1:
+                ax.plot(xs, losses, label=label, linestyle="none", marker="o", markersize=6)
+            else:
+                ax.plot(xs, losses, label=label, marker="o" if len(xs) <= MARKERS_UP_TO else None, markersize=3)
+            plotted += 1
+        ax.set_xlabel(x_label)
+        ax.grid(True, alpha=0.3)
+        if log_y and plotted:
+            ax.set_yscale("log")
+    if plotted:
+        axes[0].legend(fontsize="small", loc="best")
+    else:
+        axes[1].text(0.5, 0.5, "no evaluations yet", ha="center", va="center", transform=axes[1].transAxes)
+    axes[0].set_ylabel(ranking.label + (" (log scale)" if log_y and plotted else ""))
+    evaluated = [len(ranking.curve(run)) for run in runs if ranking.curve(run)]
+    once = [ONCE_NOTE] if evaluated and max(evaluated) == 1 else []
+    shared = [textwrap.fill(" ".join(common), width=160)] if common else []  # a long line would run off the figure
+    fig.suptitle("\n".join([title, ranking.header, *once, *shared]), fontsize="small")
+    fig.tight_layout()
+    return fig

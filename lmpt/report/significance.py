@@ -132,7 +132,8 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _record(run: RunSummary, task: str) -> dict | None:
+def task_record(run: RunSummary, task: str) -> dict | None:
+    """RUN/downstream/TASK.json as a dict; None when it is missing or not a JSON object."""
     try:
         record = json.loads((run.path / DOWNSTREAM_DIR / f"{task}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -144,7 +145,7 @@ def read_evidence(run: RunSummary, key: str) -> Evidence | None:
     """The interval and per-item or per-seed results of `key` (`downstream/TASK/FIGURE`) in the run's record; None
     when there is no record, or it no longer holds the logged figure."""
     task, figure = task_figure(key).rsplit("/", 1)
-    record, logged = _record(run, task), run.downstream.get(key)
+    record, logged = task_record(run, task), run.downstream.get(key)
     if record is None:
         return None
     if figure.endswith("_mean"):  # fine-tuned: the figure per seed

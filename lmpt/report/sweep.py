@@ -1,8 +1,9 @@
-"""A sweep's summary, written into its directory when the sweep ends: the table, summary.csv, summary.md and
-val_loss.png."""
+"""A sweep's summary, written into its directory when the sweep ends: the table, summary.csv, summary.md,
+val_loss.png and, when a downstream figure ranks the jobs, ranking.png."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from lmpt.report.runs import RunSummary, find_runs, read_status
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
 SUMMARY_PLOT = "val_loss.png"
+SUMMARY_RANKING_PLOT = "ranking.png"
 
 unfinished_jobs: list[str] = []
 """The sweep that just ended: how each job that did not complete ended: "bad input", "error", or "stopped"
@@ -39,48 +41,73 @@ def print_whole(renderable: RenderableType) -> None:
     console.print(Segments([segment for line in lines for segment in line]))
 
 
-def write_report(
-    runs: list[RunSummary], csv_path: Path, md_path: Path, plot_path: Path, title: str, log_y: bool = False
-) -> None:
+@dataclass(frozen=True)
+class ReportFiles:
+    """Where a report goes: the table as CSV and Markdown, the validation-loss chart, and the chart of the ranked
+    downstream figure (written only when such a figure ranks the runs)."""
+
+    csv: Path
+    markdown: Path
+    curves: Path
+    ranked: Path
+
+
+def write_report(runs: list[RunSummary], files: ReportFiles, title: str, log_y: bool = False) -> None:
     """Print the table, ranked where the runs share a comparable loss or downstream figure (the title says by what;
-    a downstream figure with its 95% interval, each gap to the next run tested, and whether the top runs can be told
-    apart), and write it whole as CSV and Markdown, with the validation-loss chart (against steps, FLOPs and
-    loss-bearing tokens) beside them."""
+    a downstream figure with its 95% interval, each gap to the next run tested, whether the top runs can be told
+    apart, and whether any run's gain over its from-scratch control is), and write it whole as CSV and Markdown,
+    with the validation-loss chart (against steps, FLOPs and loss-bearing tokens) and, ranked by a downstream
+    figure, its chart with the intervals, beside them."""
     from lmpt.report.console_table import console_table
+    from lmpt.report.control_gain import within_noise_sentence
     from lmpt.report.plot import plot_val_curves  # matplotlib only once there is something to draw
+    from lmpt.report.ranking_plot import plot_ranking, ranking_chart
     from lmpt.report.significance import legend, neighbour_significance, significance_columns
     from lmpt.report.table import run_labels, write_csv, write_markdown
 
     runs, ranking = rank_runs(runs)
     significance = neighbour_significance(runs, ranking)
     verdict = significance.verdict() if significance is not None else ""
+    noise = within_noise_sentence(runs, ranking)
     table, left_out = console_table(runs, ranking, significance, title=f"{title}: {ranking.header}")
     print_whole(table)
-    if verdict:
-        console.print(escape(verdict))
+    for line in (verdict, noise):
+        if line:
+            console.print(escape(line))
     if significance is not None and significance.gaps:
         console.print(escape(legend("vs next")))
     common = run_labels(runs)[1]
     if common:
         console.print(f"all runs: {escape(' '.join(common))}")
     if left_out:
-        console.print(f"more columns in {csv_path.name} and {md_path.name}: {escape(', '.join(left_out))}")
+        console.print(f"more columns in {files.csv.name} and {files.markdown.name}: {escape(', '.join(left_out))}")
     extra = significance_columns(significance)
     note = f"{verdict} {legend('`vs_next`')}" if significance is not None and significance.gaps else ""
+    chart = ranking_chart(runs, ranking, significance)
+    plots = [files.ranked] * (chart is not None) + [files.curves]
     try:
-        write_csv(runs, csv_path, extra)
-        write_markdown(runs, md_path, ranking.header, extra, note.strip())
-        plot_val_curves(runs, plot_path, log_y=log_y, title=f"validation loss: {title}", ranking=ranking)
+        write_csv(runs, files.csv, extra)
+        write_markdown(runs, files.markdown, ranking.header, extra, note.strip(), [noise], [p.name for p in plots])
+        plot_val_curves(runs, files.curves, log_y=log_y, title=f"validation loss: {title}", ranking=ranking)
+        if chart is not None:
+            plot_ranking(chart, files.ranked, f"{title}: {ranking.header}")
     except OSError as exc:
-        raise LmptError(f"cannot write the report into {csv_path.parent}: {exc.strerror or exc}") from exc
-    console.print(f"wrote {csv_path}, {md_path.name} and {plot_path.name}")
+        raise LmptError(f"cannot write the report into {files.csv.parent}: {exc.strerror or exc}") from exc
+    written = [str(files.csv), files.markdown.name, *(p.name for p in plots)]
+    console.print(f"wrote {', '.join(written[:-1])} and {written[-1]}")
+
+
+def summary_files(directory: Path) -> ReportFiles:
+    """summary.csv, summary.md, val_loss.png and ranking.png in `directory`."""
+    return ReportFiles(*(directory / name for name in (SUMMARY_CSV, SUMMARY_MD, SUMMARY_PLOT, SUMMARY_RANKING_PLOT)))
 
 
 def summarize_sweep(sweep_dir: Path | str) -> list[RunSummary]:
-    """Summarize every job under `sweep_dir` into its summary.csv, summary.md and val_loss.png (in job order)."""
+    """Summarize every job under `sweep_dir` into its summary.csv, summary.md, val_loss.png and (ranked by a
+    downstream figure) ranking.png, in job order."""
     sweep_dir = Path(sweep_dir)
     runs = find_runs([sweep_dir])
-    write_report(runs, sweep_dir / SUMMARY_CSV, sweep_dir / SUMMARY_MD, sweep_dir / SUMMARY_PLOT, str(sweep_dir))
+    write_report(runs, summary_files(sweep_dir), str(sweep_dir))
     return runs
 
 

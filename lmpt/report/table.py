@@ -130,10 +130,17 @@ def write_csv(runs: list[RunSummary], path: Path, extra: Sequence[Column] = ()) 
 
 
 def write_markdown(
-    runs: list[RunSummary], path: Path, ranking: str = "", extra: Sequence[Column] = (), note: str = ""
+    runs: list[RunSummary],
+    path: Path,
+    ranking: str = "",
+    extra: Sequence[Column] = (),
+    note: str = "",
+    paragraphs: Sequence[str] = (),
+    images: Sequence[str] = (),
 ) -> None:
     """The table as GitHub Markdown, with the overrides every run shares and the `ranking` sentence above it, `note`
-    (what the significance tests found) after that sentence."""
+    (what the significance tests found) after that sentence and each of `paragraphs` under it; below the table, each
+    of `images` (charts written beside the file, named relative to it), alt text its name."""
     header, rows = formatted_rows(runs, extra)
     numeric = [c.numeric for c in columns(runs, extra)]
     cell = lambda text: text.replace("|", "\\|").replace("\n", " ")
@@ -143,7 +150,9 @@ def write_markdown(
         lines += [f"All runs: `{' '.join(common)}`", ""]
     if ranking:
         lines += [ranking[0].upper() + ranking[1:] + "." + (f" {note}" if note else ""), ""]
+    lines += [line for paragraph in paragraphs if paragraph for line in (paragraph, "")]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("| " + " | ".join("---:" if n else "---" for n in numeric) + " |")
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    lines += [line for image in images for line in ("", f"![{image}]({image})")]
     path.write_text("\n".join(lines) + "\n")

@@ -1,7 +1,9 @@
 """What a study writes into its directory: study.json (the plan, every search trial, each chosen recipe, every final
 run's figures) and study.md (the same as tables: per objective its search and its finals' mean over seeds, ranked
 by the figure lmpt.report ranks the final runs by, then that ranked table of the runs with its significance marks,
-written by lmpt.report as ranking.md, ranking.csv and ranking.png)."""
+written by lmpt.report as ranking.md and ranking.csv, with ranking.png (the ranked downstream figure of each run
+with its 95% interval) and val_loss.png). When no final run's gain over its from-scratch control is told apart from
+0, study.md says that the task does not measure pre-training at this scale."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lmpt.errors import LmptError
+from lmpt.report.control_gain import within_noise_sentence
 from lmpt.report.ranking import Ranking, rank_runs
 from lmpt.report.runs import read_run
 from lmpt.safe_files import write_atomically
@@ -21,6 +24,7 @@ from lmpt.study.search import Search
 STUDY_JSON = "study.json"
 STUDY_MD = "study.md"
 RANKING = "ranking"
+CURVES_PLOT = "val_loss.png"
 
 
 def _write(path: Path, text: str) -> None:
@@ -96,13 +100,14 @@ def objective_summaries(
 
 def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, list[FinalRun]]) -> Path:
     """study.json and study.md (and the ranked table of the final runs); returns study.json's path."""
-    from lmpt.report.sweep import write_report  # the sweep summary's own table, ranking and significance marks
+    from lmpt.report.sweep import ReportFiles, write_report  # the sweep summary's table, ranking and marks
 
     runs = [read_run(f.path) for fs in finals.values() for f in fs if f.path.is_dir()]
-    ranking = rank_runs(runs)[1] if runs else Ranking(None, "no final runs yet")
+    ranked, ranking = rank_runs(runs) if runs else ([], Ranking(None, "no final runs yet"))
     if runs:
         d = plan.directory
-        write_report(runs, d / f"{RANKING}.csv", d / f"{RANKING}.md", d / f"{RANKING}.png", f"study {d.name}")
+        files = ReportFiles(d / f"{RANKING}.csv", d / f"{RANKING}.md", d / CURVES_PLOT, d / f"{RANKING}.png")
+        write_report(runs, files, f"study {d.name}")
     summaries = objective_summaries(plan, searches, finals, ranking)
     record = {
         "plan": plan.describe(),
@@ -119,12 +124,16 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
     }
     path = plan.directory / STUDY_JSON
     _write(path, json.dumps(record, indent=2, default=str) + "\n")
-    _write(plan.directory / STUDY_MD, study_markdown(plan, searches, summaries, ranking))
+    caveat = within_noise_sentence(ranked, ranking)
+    _write(plan.directory / STUDY_MD, study_markdown(plan, searches, summaries, ranking, caveat))
     return path
 
 
-def study_markdown(plan: StudyPlan, searches: dict[str, Search], summaries: list[dict], ranking: Ranking) -> str:
-    """study.md: the plan, the objectives ranked (mean ± std over seeds), each search's trials, the ranked runs."""
+def study_markdown(
+    plan: StudyPlan, searches: dict[str, Search], summaries: list[dict], ranking: Ranking, caveat: str = ""
+) -> str:
+    """study.md: the plan, the objectives ranked (mean ± std over seeds) with `caveat` under the ranking (that the
+    task does not measure pre-training), each search's trials, the ranked runs."""
     space = ", ".join(f"`{k}={v}`" for k, v in plan.space.items())
     steps = ", ".join(f"{k} {v}" for k, v in plan.search_steps.items())
     lines = [
@@ -140,6 +149,7 @@ def study_markdown(plan: StudyPlan, searches: dict[str, Search], summaries: list
         "",
         f"Best first, {ranking.header}." if ranking.key else "Not ordered: the runs share no comparable figure.",
         "",
+        *([caveat, ""] if caveat else []),
     ]
     figures = sorted({k for s in summaries for k in s["downstream"]})
     header = ["objective", "chosen recipe", "seeds", "val_loss (own objective)", *figures, "epochs"]

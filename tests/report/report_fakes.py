@@ -115,3 +115,30 @@ def make_sweep(root: Path) -> Path:
         status={"status": "preempted", "step": 10},
     )
     return sweep
+
+
+def fine_tuned_run(
+    path: Path,
+    objective: str,
+    per_seed: list[float],
+    gain: tuple[float, float, float] | None = None,
+    scratch: float = 0.55,
+    task: str = "order",
+) -> Path:
+    """A completed run that fine-tuned `task` when training ended, as lmpt.downstream.after_training logs and records
+    it: dev accuracy per seed, the majority class, and with `gain` (gain, low, high) its scratch control."""
+    mean = sum(per_seed) / len(per_seed)
+    figures = {"accuracy_mean": mean, "majority_accuracy": 0.5}
+    seeds = [{"seed": i, "accuracy": a, "macro_f1": a} for i, a in enumerate(per_seed)]
+    record: dict = {"task": task, "mode": "probe", "accuracy_mean": mean, "per_seed": seeds}
+    if gain is not None:
+        figures |= {"scratch_accuracy_mean": scratch, "accuracy_gain": gain[0], "bow_accuracy": 0.6}
+        entry = {"pretrained": mean, "scratch": scratch, "gain": gain[0], "interval": [gain[1], gain[2]],
+                 "significant": not gain[1] <= 0 <= gain[2]}  # fmt: skip
+        record |= {"control": "scratch", "scratch": {"accuracy_mean": scratch}, "gain": {"accuracy": entry}}
+    logged = {"step": 10, **{f"downstream/{task}/{k}": v for k, v in figures.items()}}
+    make_run(path, [*SHARED, f"objective={objective}"], [train_record(10, 5.2, 4000.0), eval_record(10, 5.0), logged],
+             objective=objective, status={"status": "completed"})  # fmt: skip
+    (path / "downstream").mkdir()
+    (path / "downstream" / f"{task}.json").write_text(json.dumps(record))
+    return path

@@ -98,8 +98,8 @@ def test_a_ranked_table_shows_intervals_marks_and_that_the_top_two_are_not_disti
     markdown = (tmp_path / "report" / "compare.md").read_text().splitlines()
     assert markdown[2].startswith("Ranked by downstream/cloze/accuracy (higher is better)") and verdict in markdown[2]
     assert markdown[4].endswith("| cloze/accuracy_high | vs_next | vs_next_test | vs_next_holm_p |")
-    assert [line.split(" | ")[0] for line in markdown[6:]] == ["| optimizer.lr=0.001", "| optimizer.lr=0.002",
-                                                                 "| optimizer.lr=0.003"]  # fmt: skip
+    rows = [line.split(" | ")[0] for line in markdown[6:] if line.startswith("|")]
+    assert rows == ["| optimizer.lr=0.001", "| optimizer.lr=0.002", "| optimizer.lr=0.003"]
     rows = list(csv.DictReader((tmp_path / "report" / "compare.csv").open()))
     assert [r["vs_next_test"] for r in rows] == ["McNemar", "McNemar", ""]
     assert float(rows[0]["vs_next_holm_p"]) == pytest.approx(0.25) and float(rows[1]["vs_next_holm_p"]) < 1e-10

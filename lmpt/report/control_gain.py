@@ -1,0 +1,76 @@
+"""Whether a fine-tuned task measures pre-training at all. With control=scratch a run's record of the task
+(RUN/downstream/TASK.json) keeps the gain of its model over the same architecture freshly initialised and fine-tuned
+the same way, with a 95% interval paired over seeds and items (lmpt.downstream.gain). When no ranked run's gain is
+told apart from 0, the ranking says so in one sentence: at this scale the task does not measure pre-training."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from lmpt.downstream.figures import GAIN, METRIC_PREFIX, task_figure
+from lmpt.report.ranking import Ranking
+from lmpt.report.runs import RunSummary
+from lmpt.report.significance import task_record
+
+MEAN_SUFFIX = "_mean"  # a fine-tuned figure: the mean over seeds (lmpt.downstream.figures.mean_of)
+
+
+@dataclass(frozen=True)
+class ControlGain:
+    """A run's gain over its from-scratch control, with the gain's 95% interval."""
+
+    gain: float
+    low: float
+    high: float
+
+    @property
+    def within_noise(self) -> bool:
+        """The interval holds 0: the gain is not told apart from none."""
+        return self.low <= 0 <= self.high
+
+    def __str__(self) -> str:
+        return f"{self.gain:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def control_gain(run: RunSummary, key: str) -> ControlGain | None:
+    """The gain of `key`'s figure (a fine-tuned `downstream/TASK/FIGURE_mean`) over the run's scratch control, from
+    its record; None for a zero-shot figure, a record without a control, or one that no longer holds the logged
+    figure (fine-tuned again since, with other settings)."""
+    task, figure = task_figure(key).rsplit("/", 1)
+    if not figure.endswith(MEAN_SUFFIX):
+        return None
+    gains = (task_record(run, task) or {}).get(GAIN)
+    entry = gains.get(figure.removesuffix(MEAN_SUFFIX)) if isinstance(gains, dict) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("interval"), list) or len(entry["interval"]) != 2:
+        return None
+    gain, low, high = _number(entry.get("gain")), _number(entry["interval"][0]), _number(entry["interval"][1])
+    pretrained, logged = _number(entry.get("pretrained")), run.downstream.get(key)
+    if gain is None or low is None or high is None:
+        return None
+    if logged is not None and (pretrained is None or not math.isclose(pretrained, logged)):
+        return None
+    return ControlGain(gain, low, high)
+
+
+def within_noise_sentence(ranked: list[RunSummary], ranking: Ranking) -> str:
+    """One sentence when every ranked run's gain over its from-scratch control has a 95% interval holding 0, naming
+    the best gain; "" when a fine-tuned figure does not rank, a ranked run has no gain on record, or any run's gain
+    is told apart from 0 (then the task does measure pre-training)."""
+    if ranking.key is None or not ranking.key.startswith(METRIC_PREFIX):
+        return ""
+    gains = [control_gain(r, ranking.key) for r in ranked if ranking.value(r) is not None]
+    known = [g for g in gains if g is not None]
+    if not known or len(known) < len(gains) or not all(g.within_noise for g in known):
+        return ""
+    best = max(known, key=lambda g: g.gain)
+    task = task_figure(ranking.key).rsplit("/", 1)[0]
+    every = ", as is every run's" if len(known) > 1 else ""
+    return (
+        f"On {task} the {'best ' if len(known) > 1 else ''}gain over the from-scratch control ({best}) is within "
+        f"noise{every}: this task does not measure pre-training at this scale."
+    )

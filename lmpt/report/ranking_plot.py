@@ -1,0 +1,119 @@
+"""The downstream figure a table of runs is ranked by, as a chart: one point per run in rank order with its 95%
+interval as an error bar (the interval lmpt.report.significance reads from the run's record: a bootstrap over items
+zero-shot, Student's t over seeds fine-tuned), runs named as the console table names them, and the task's chance
+level or majority class and each run's untrained (scratch) control drawn for reference where the runs logged them."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display, no GUI toolkit
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from lmpt.downstream.figures import CHANCE, MAJORITY_ACCURACY, SCRATCH_ACCURACY_MEAN, task_figure  # noqa: E402
+from lmpt.downstream.intervals import LEVEL  # noqa: E402
+from lmpt.report.ranking import Ranking  # noqa: E402
+from lmpt.report.runs import RunSummary  # noqa: E402
+from lmpt.report.significance import Significance  # noqa: E402
+from lmpt.report.table import run_labels  # noqa: E402
+
+REFERENCES = ((CHANCE, "chance"), (MAJORITY_ACCURACY, "majority class"), (SCRATCH_ACCURACY_MEAN, "scratch control"))
+"""The task's figures drawn beside the ranked one when the runs logged them: (figure, legend name)."""
+LABEL_WIDTH = 48  # characters of a run's name per line on the chart's axis
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A figure to read the ranked one against (chance, the majority class, the untrained control)."""
+
+    name: str
+    values: list[float | None]
+    """Per plotted run, in rank order (None where the run did not log it)."""
+
+    @property
+    def shared(self) -> float | None:
+        """The one value every run that logged it shares (a line across the chart), else None (a mark per run)."""
+        known = [v for v in self.values if v is not None]
+        return known[0] if known and all(math.isclose(v, known[0]) for v in known) else None
+
+
+@dataclass(frozen=True)
+class RankingChart:
+    """What the chart draws: the ranked runs best first, each with its figure and interval, and the references."""
+
+    figure: str
+    """`TASK/FIGURE`, the ranked figure."""
+    labels: list[str]
+    """Each run's overrides less those every run shares, as the console table names it."""
+    values: list[float]
+    intervals: list[tuple[float, float] | None]
+    """The 95% interval of each run's figure; None where its record holds none."""
+    references: list[Reference]
+
+
+def ranking_chart(runs: list[RunSummary], ranking: Ranking, significance: Significance | None) -> RankingChart | None:
+    """The chart of `runs` (ranked best first) by `ranking`'s downstream figure; None unless such a figure ranks."""
+    if significance is None or ranking.key is None:
+        return None
+    names = dict(zip((id(r) for r in runs), run_labels(runs)[0], strict=True))
+    ranked = [r for r in runs if ranking.value(r) is not None]
+    task = ranking.key.rsplit("/", 1)[0]
+    references = [
+        Reference(name, [r.downstream.get(f"{task}/{figure}") for r in ranked])
+        for figure, name in REFERENCES
+        if any(f"{task}/{figure}" in r.downstream for r in ranked)
+    ]
+    return RankingChart(
+        task_figure(ranking.key),
+        [names[id(r)] for r in ranked],
+        [float(ranking.value(r)) for r in ranked],  # type: ignore[arg-type]
+        [significance.interval(r) for r in ranked],
+        references,
+    )
+
+
+def draw_ranking(chart: RankingChart, title: str) -> Figure:
+    """The chart as a matplotlib figure (the caller closes it): the best run on top, the figure along x."""
+    n = len(chart.values)
+    fig, ax = plt.subplots(figsize=(10, max(3.0, 1.6 + 0.45 * n)), dpi=110)
+    rows = list(range(n))
+    shown = [i for i in rows if chart.intervals[i] is not None]
+    if shown:
+        lows = [chart.values[i] - chart.intervals[i][0] for i in shown]  # type: ignore[index]
+        highs = [chart.intervals[i][1] - chart.values[i] for i in shown]  # type: ignore[index]
+        ax.errorbar([chart.values[i] for i in shown], shown, xerr=[lows, highs], fmt="o", capsize=4,
+                    color="C0", label=f"{chart.figure}, {LEVEL:.0%} interval")  # fmt: skip
+    bare = [i for i in rows if chart.intervals[i] is None]
+    if bare:
+        ax.plot([chart.values[i] for i in bare], bare, "o", mfc="none", color="C0",
+                label=f"{chart.figure} (no interval in its record)")  # fmt: skip
+    for k, ref in enumerate(chart.references, start=1):
+        if ref.shared is not None:
+            ax.axvline(ref.shared, linestyle="--", color=f"C{k}", label=f"{ref.name} {ref.shared:.3f}")
+        else:  # each run's own (a scratch control of its own size): a mark on its row
+            marked = [i for i in rows if ref.values[i] is not None]
+            ax.plot([ref.values[i] for i in marked], marked, "|", markersize=14, mew=2, color=f"C{k}", label=ref.name)
+    ax.set_yticks(rows, [textwrap.fill(label, LABEL_WIDTH) for label in chart.labels], fontsize="small")
+    ax.set_ylim(n - 0.5, -0.5)  # the best run on top
+    ax.set_xlabel(f"{chart.figure} (higher is better)")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize="small", loc="best")
+    ax.set_title(textwrap.fill(title, 110), fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot_ranking(chart: RankingChart, path: Path, title: str) -> None:
+    """The chart written as a PNG at `path`."""
+    fig = draw_ranking(chart, title)
+    try:
+        fig.savefig(path, format="png")
+    finally:
+        plt.close(fig)
