@@ -15,6 +15,7 @@ def train(cfg: DictConfig) -> float:
     """Resolve the composed config once, train, score the downstream tasks, and close the run; returns the final
     validation loss (what a sweeper minimises)."""
     from lmpt.downstream.after_training import check_downstream, score_downstream  # heavy: after composition
+    from lmpt.downstream.preemption import stoppable_scoring
     from lmpt.downstream.task_items import quality_stage_for
     from lmpt.objectives.registry import objective_class
     from lmpt.rundir.directory import failure_recorded
@@ -29,9 +30,10 @@ def train(cfg: DictConfig) -> float:
         result = run_training(spec, session, quality)
         if result.status == "completed" and session.is_main:
             scoring = time.perf_counter()
-            with failure_recorded(result.run_path, lambda: result.step):
-                score_downstream(spec.downstream, result.run_path, result.step, result.device)
-            complete_run(result, time.perf_counter() - scoring)
+            with stoppable_scoring(result, session.ctx.world_size) as progress:  # a stop signal: exit for requeue
+                with failure_recorded(result.run_path, lambda: result.step):
+                    score_downstream(spec.downstream, result.run_path, result.step, result.device, progress)
+                complete_run(result, time.perf_counter() - scoring)
     return result.val_loss
 
 

@@ -6,6 +6,7 @@ summaries and lmpt-compare rank by), and each task's whole result into RUN/downs
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,10 @@ from rich.table import Table
 
 from lmpt.console import console
 from lmpt.downstream.choice_tasks import BUNDLED_PREFIX, task_name, tasks_dir
-from lmpt.downstream.figures import metric_key, task_figure
+from lmpt.downstream.figures import METRIC_PREFIX, metric_key, task_figure
 from lmpt.downstream.options import FinetuneOptions, TaskData
-from lmpt.downstream.record import record_path, write_record
+from lmpt.downstream.preemption import ScoringProgress
+from lmpt.downstream.record import record_path
 from lmpt.downstream.zero_shot import evaluate_zero_shot, logged_zero_shot, read_zero_shot
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
@@ -72,20 +74,26 @@ def check_downstream(downstream: Any, objective: type[Objective]) -> None:
         record_path(Path("."), name)  # a name that cannot be a file is refused now, not after training
 
 
-def score_downstream(downstream: Any, run_dir: Path, step: int, device: str = "cpu") -> dict[str, float]:
+def score_downstream(
+    downstream: Any, run_dir: Path, step: int, device: str = "cpu", progress: ScoringProgress | None = None
+) -> dict[str, float]:
     """Score the final model of `run_dir` on `device` (cpu or cuda) on every task of `downstream`; log the figures
-    at `step` and print them. Returns the logged figures (empty when no task is named)."""
+    at `step`, in place of those an earlier scoring of `step` logged, and print them. `progress`: the tasks a scoring
+    stopped at `step` recorded (kept, not scored again) and those recorded so far (lmpt.downstream.preemption).
+    Returns the logged figures (empty when no task is named)."""
     if not downstream.choice_tasks and not downstream.classification_tasks:
         return {}
     from lmpt.downstream.finetune import finetune, logged_figures  # torch-heavy: only when a task is named
     from lmpt.rundir.trained import load_trained
 
-    trained = load_trained(run_dir, device if device == "cuda" else "cpu")
+    progress = progress or ScoringProgress()
+    trained = functools.cache(lambda: load_trained(run_dir, device if device == "cuda" else "cpu"))  # none if all kept
     figures: dict[str, float] = {}
     for task in map(str, downstream.choice_tasks):
         name = task_name(task)
-        result = {"task": name, **evaluate_zero_shot(trained, read_zero_shot(task), downstream.batch_size, False)}
-        write_record(record_path(run_dir, name), result)
+        result = progress.kept_record(run_dir, name) or progress.write_record(run_dir, name, {
+            "task": name, **evaluate_zero_shot(trained(), read_zero_shot(task), downstream.batch_size, False)
+        })  # fmt: skip
         figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items() if v is not None}
     for i, task in enumerate(map(str, downstream.classification_tasks)):
         spec = classification_task(task, f"downstream.classification_tasks[{i}]")
@@ -94,10 +102,13 @@ def score_downstream(downstream: Any, run_dir: Path, step: int, device: str = "c
             data=spec.data, task=spec.name, mode=downstream.mode, seeds=downstream.seeds, epochs=downstream.epochs,
             batch_size=downstream.batch_size, device=device if device == "cuda" else "cpu", lr=None, control="scratch",
         )  # fmt: skip
-        result = finetune(trained, options)
-        write_record(record_path(run_dir, spec.name), result)
+        result = progress.kept_record(run_dir, spec.name) or progress.write_record(
+            run_dir, spec.name, finetune(trained(), options)
+        )
         figures |= {metric_key(spec.name, k): v for k, v in logged_figures(result).items() if v is not None}
-    MetricsLog(run_dir / METRICS_FILE).write({"step": step, **figures})
+    metrics = MetricsLog(run_dir / METRICS_FILE)
+    metrics.drop(lambda r: r["step"] == step and any(k.startswith(METRIC_PREFIX) for k in r))  # a stopped scoring's
+    metrics.write({"step": step, **figures})
     _print_figures(figures)
     return figures
 

@@ -149,6 +149,15 @@ def write_status(run_dir: Path, status: str, **fields: object) -> None:
         os.replace(tmp, run_dir / STATUS_FILE)
 
 
+def read_status(run_dir: Path) -> dict:
+    """What `status.json` says (empty when it is missing or not a JSON object)."""
+    try:
+        status = json.loads((run_dir / STATUS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return status if isinstance(status, dict) else {}
+
+
 @contextlib.contextmanager
 def failure_recorded(run_dir: Path | None, step: Callable[[], int]) -> Iterator[None]:
     """status.json says `failed`, with the one-line error and the step reached, when the body raises a user

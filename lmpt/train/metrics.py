@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -121,6 +122,13 @@ class MetricsLog:
         """Drop records after `step` (written by a run that died before its next checkpoint), atomically."""
         if self.path.exists():
             self._replace([line for line in self._read()[0] if json.loads(line)["step"] <= step])
+
+    def drop(self, unwanted: Callable[[dict], bool]) -> None:
+        """Drop the records `unwanted` picks, atomically; the file is rewritten only when it holds one."""
+        lines = self._read()[0]
+        kept = [line for line in lines if not unwanted(json.loads(line))]
+        if len(kept) < len(lines):
+            self._replace(kept)
 
     def _replace(self, lines: list[str]) -> None:
         tmp = self.path.with_suffix(".jsonl.tmp")

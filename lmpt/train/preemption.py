@@ -1,6 +1,7 @@
 """Graceful preemption: SIGTERM, SIGINT, SIGUSR1 and SIGUSR2 only raise a flag; the loop finishes the optimizer
 step, commits a checkpoint and exits with EXIT_PREEMPTED so a scheduler can requeue the job. A second Ctrl-C
-aborts at once.
+aborts at once. Work after training that keeps nothing worth a checkpoint (downstream scoring) is stopped at once
+instead (`PreemptionFlag(stops=...)` raises StopRequested) and leaves the same way.
 
 Under submitit (`hydra/launcher=slurm`) the job's own handler for SIGUSR2, the signal SLURM sends ahead of the time
 limit or on preemption, requeues the job. lmpt's flag sits in front of it while training; once the checkpoint is
@@ -31,12 +32,19 @@ class NotRequeued(LmptError):
     committed checkpoint, and the same command resumes it."""
 
 
-class PreemptionFlag:
-    """Installed for the duration of training; `requested` is checked after every optimizer step."""
+class StopRequested(BaseException):
+    """A stop signal ended the work a `PreemptionFlag(stops=...)` guards. A BaseException, as KeyboardInterrupt is:
+    no `except Exception` on the way swallows it."""
 
-    def __init__(self) -> None:
+
+class PreemptionFlag:
+    """Installed for the duration of training; `requested` is checked after every optimizer step. `stops`: the work
+    the flag stops at once instead (e.g. "the downstream scoring"), by raising StopRequested from the handler."""
+
+    def __init__(self, stops: str | None = None) -> None:
         self.signal: signal.Signals | None = None
         """The stop signal received, if any."""
+        self.stops = stops
         self._previous: dict[int, object] = {}
 
     @property
@@ -47,6 +55,9 @@ class PreemptionFlag:
         if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt  # the second Ctrl-C: abort now
         self.signal = signal.Signals(signum)
+        if self.stops is not None:
+            console.print(f"[bold yellow]{self.signal.name}: stopping {self.stops}, then exiting[/]")
+            raise StopRequested(self.signal.name)
         console.print(f"[bold yellow]{self.signal.name}: finishing this step, saving a checkpoint, then exiting[/]")
 
     def __enter__(self) -> PreemptionFlag:
@@ -74,11 +85,14 @@ class PreemptionFlag:
             raise NotRequeued(f"{owner} did not requeue the job ({exc}): run the same command to resume") from exc
 
 
-def stop_for_requeue(flag: PreemptionFlag, run_dir: Path, step: int, wall_s: float, world_size: int) -> NoReturn:
-    """Rank 0 after a graceful stop: status.json says preempted, the signal goes to the job's own handler (under
-    submitit it requeues the job and exits), and the process exits with EXIT_PREEMPTED and the resume command."""
-    write_status(run_dir, "preempted", step=step, wall_s=wall_s)
-    console.print(f"stopped at step {step} with a committed checkpoint")
+def stop_for_requeue(
+    flag: PreemptionFlag, run_dir: Path, step: int, wall_s: float, world_size: int, said: str = "", **fields: object
+) -> NoReturn:
+    """Rank 0 after a graceful stop: status.json says preempted (with `fields`, e.g. the phase it stopped in), the
+    signal goes to the job's own handler (under submitit it requeues the job and exits), and the process exits with
+    EXIT_PREEMPTED and the resume command. `said`: what stopped, for the console (default: training, at `step`)."""
+    write_status(run_dir, "preempted", step=step, wall_s=wall_s, **fields)
+    console.print(said or f"stopped at step {step} with a committed checkpoint")
     flag.hand_over()
     console.print(f"to resume: {resume_command(run_dir, world_size)} (exit code {EXIT_PREEMPTED})")
     sys.exit(EXIT_PREEMPTED)
