@@ -5,6 +5,7 @@ Every user error (a config typo, a bad value, a missing path) ends as one line o
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from omegaconf import DictConfig
 
@@ -14,7 +15,11 @@ from lmpt.app import exit_process, run_hydra_app
 def train(cfg: DictConfig) -> float:
     """Resolve the composed config once, train, score the downstream tasks, and close the run; returns the final
     validation loss (what a sweeper minimises)."""
-    from lmpt.downstream.after_training import check_downstream, score_downstream  # heavy: after composition
+    from lmpt.downstream.after_training import (  # heavy: after composition
+        check_downstream,
+        check_downstream_fits,
+        score_downstream,
+    )
     from lmpt.downstream.preemption import stoppable_scoring
     from lmpt.downstream.task_items import quality_stage_for
     from lmpt.objectives.registry import objective_class
@@ -25,9 +30,11 @@ def train(cfg: DictConfig) -> float:
 
     with training_session(cfg.trainer.strategy) as session:  # a refusal leaves no run directory behind
         spec = resolve(cfg, given_keys())
-        check_downstream(spec.downstream, objective_class(spec.objective.name))
+        check_downstream(spec.downstream, objective_class(spec.objective.name), spec.data.seq_len,
+                         spec.model.max_seq_len)  # fmt: skip
         quality = quality_stage_for(spec.quality, spec.downstream)  # dedup, filters, decontamination, or None
-        result = run_training(spec, session, quality)
+        fits = partial(check_downstream_fits, spec.downstream, spec.model.max_seq_len)  # once the tokenizer exists
+        result = run_training(spec, session, quality, check=fits)
         if result.status == "completed" and session.is_main:
             scoring = time.perf_counter()
             with stoppable_scoring(result, session.ctx.world_size) as progress:  # a stop signal: exit for requeue

@@ -2,7 +2,8 @@
 zero-shot (lmpt.downstream.zero_shot) and the classification tasks fine-tuned (lmpt.downstream.finetune) on the final
 model. The figures go into metrics.jsonl as one record at the last step, `downstream/TASK/FIGURE` (what sweep
 summaries and lmpt-compare rank by), and each task's whole result into RUN/downstream/TASK.json.
-`check_downstream` reads every task before training starts, so a bad task costs no training."""
+`check_downstream` reads and checks every task before training starts, and `check_downstream_fits` every choice
+against the run's tokenizer once it exists (before step 1), so a bad task costs no training."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from lmpt.downstream.figures import METRIC_PREFIX, metric_key, task_figure
 from lmpt.downstream.options import FinetuneOptions, TaskData
 from lmpt.downstream.preemption import ScoringProgress
 from lmpt.downstream.record import record_path
-from lmpt.downstream.zero_shot import evaluate_zero_shot, logged_zero_shot, read_zero_shot
+from lmpt.downstream.zero_shot import check_zero_shot_fits, evaluate_zero_shot, logged_zero_shot, read_zero_shot
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.rundir.directory import METRICS_FILE
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.metrics import MetricsLog
 
 
@@ -50,11 +52,22 @@ def _names_unique(names: list[str]) -> None:
         raise LmptError(f"downstream tasks share the name {doubled[0]}: each task needs a name of its own")
 
 
-def check_downstream(downstream: Any, objective: type[Objective]) -> None:
+def finetune_options(downstream: Any, task: ClassificationTask, device: str) -> FinetuneOptions:
+    """How the run fine-tunes `task` after training on `device` (cpu or cuda). lr=None: the mode's fixed rate (a
+    task too small for lr=search must still score once training is paid for)."""
+    return FinetuneOptions(
+        data=task.data, task=task.name, mode=downstream.mode, seeds=downstream.seeds, epochs=downstream.epochs,
+        batch_size=downstream.batch_size, device=device, lr=None, control="scratch",
+    )  # fmt: skip
+
+
+def check_downstream(downstream: Any, objective: type[Objective], seq_len: int, max_seq_len: int) -> None:
     """Every task of the `downstream` section is readable and named uniquely, and the run's `objective` can score
     it (before any training); its numbers and mode are checked with the rest of the config (lmpt.config.validate).
-    Zero-shot tasks score tokens: an objective whose model keeps no trained token head (electra) is refused them,
-    the same rule lmpt-eval follows."""
+    A classification task is checked as fine-tuning checks it (lmpt.downstream.finetune.check_task: its labels, and
+    the run's data.seq_len `seq_len` against the model's `max_seq_len`). Zero-shot tasks score tokens: an objective
+    whose model keeps no trained token head (electra) is refused them, the same rule lmpt-eval follows; whether
+    their choices fit the model is checked once the run's tokenizer exists (`check_downstream_fits`)."""
     if downstream.choice_tasks and objective.token_head_missing:
         raise LmptError(
             f"downstream.choice_tasks are scored zero-shot by the model's token head, and "
@@ -68,10 +81,38 @@ def check_downstream(downstream: Any, objective: type[Objective]) -> None:
             raise LmptError(f"downstream.choice_tasks[{i}]: {exc}") from None
     names = [task_name(str(t)) for t in downstream.choice_tasks]
     for i, task in enumerate(downstream.classification_tasks):
-        names.append(classification_task(str(task), f"downstream.classification_tasks[{i}]").name)
+        key = f"downstream.classification_tasks[{i}]"
+        found = classification_task(str(task), key)
+        _check_classification(finetune_options(downstream, found, "cpu"), key, seq_len, max_seq_len)
+        names.append(found.name)
     _names_unique(names)
     for name in names:
         record_path(Path("."), name)  # a name that cannot be a file is refused now, not after training
+
+
+def _check_classification(options: FinetuneOptions, key: str, seq_len: int, max_seq_len: int) -> None:
+    from lmpt.downstream.finetune import check_task  # torch-heavy: only when a task is named
+
+    try:
+        check_task(options, max_seq_len, seq_len)
+    except LmptError as exc:
+        raise LmptError(f"{key} ({options.task}): {exc}") from None
+
+
+def check_downstream_fits(downstream: Any, max_seq_len: int, tokenizer: Tokenizer, objective: Objective) -> None:
+    """Every choice of the zero-shot tasks fits a model of `max_seq_len` as the run's `objective` frames it with
+    its `tokenizer` (lmpt.downstream.zero_shot.check_zero_shot_fits): run once the tokenizer exists, before step 1
+    (lmpt.train.inputs.prepare_inputs), so a choice too long costs no training."""
+    if not downstream.choice_tasks:
+        return
+    from lmpt.downstream.multiple_choice import RunFraming  # torch-heavy: only when a task is named
+
+    run = RunFraming(tokenizer, type(objective), objective.arch, max_seq_len)
+    for i, task in enumerate(map(str, downstream.choice_tasks)):
+        try:
+            check_zero_shot_fits(run, read_zero_shot(task))
+        except LmptError as exc:
+            raise LmptError(f"downstream.choice_tasks[{i}]: {exc}") from None
 
 
 def score_downstream(
@@ -97,11 +138,7 @@ def score_downstream(
         figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items() if v is not None}
     for i, task in enumerate(map(str, downstream.classification_tasks)):
         spec = classification_task(task, f"downstream.classification_tasks[{i}]")
-        # lr=None: the mode's fixed rate (a task too small for lr=search must still score once training is paid for)
-        options = FinetuneOptions(
-            data=spec.data, task=spec.name, mode=downstream.mode, seeds=downstream.seeds, epochs=downstream.epochs,
-            batch_size=downstream.batch_size, device=device if device == "cuda" else "cpu", lr=None, control="scratch",
-        )  # fmt: skip
+        options = finetune_options(downstream, spec, device if device == "cuda" else "cpu")
         result = progress.kept_record(run_dir, spec.name) or progress.write_record(
             run_dir, spec.name, finetune(trained(), options)
         )

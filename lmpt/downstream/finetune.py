@@ -32,7 +32,7 @@ from lmpt.downstream.figures import (
     mean_of,
 )
 from lmpt.downstream.gain import paired_gain
-from lmpt.downstream.labelled_task import Task, read_task, task_name
+from lmpt.downstream.labelled_task import LabelledTask, Task, encode_task, read_labelled, task_name
 from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.recipe_search import check_recipe_settings, check_search_size, recipe_space
 from lmpt.downstream.record import record_path, write_record
@@ -63,21 +63,28 @@ def check_settings(o: FinetuneOptions) -> None:
     )
 
 
-def _check_options(o: FinetuneOptions, max_seq_len: int, seq_len: int) -> None:
+def check_task(o: FinetuneOptions, max_seq_len: int, run_seq_len: int) -> tuple[int, LabelledTask]:
+    """What a fine-tuning can check without a model, so `lmpt` checks it at start-up (before training the model
+    it will fine-tune) and `finetune` before any fine-tuning: the options, the input length (`o.seq_len`, else the
+    run's data.seq_len `run_seq_len`, at most the model's `max_seq_len`) and the task's files and labels. Returns
+    (the input length, the task read)."""
     check_settings(o)
-    require(8 <= seq_len <= max_seq_len, f"seq_len={seq_len} must be in [8, {max_seq_len}] (the model's max_seq_len)")
+    seq_len = min(o.seq_len or run_seq_len, max_seq_len)
+    checked = o.seq_len or seq_len
+    named = f"seq_len={checked}" + ("" if o.seq_len else " (the run's data.seq_len)")
+    require(8 <= checked <= max_seq_len, f"{named} must be in [8, {max_seq_len}] (the model's max_seq_len)")
+    return seq_len, read_labelled(o)
 
 
 def finetune(trained: Trained, o: FinetuneOptions) -> dict:
     """Fine-tune `trained` (left unchanged) on the task `o.data` names, `o.seeds` times, and with control=scratch its
     freshly initialised twin beside it; the figures as a dict (what `lmpt-finetune json=true` prints). Bad input
     raises LmptError before any training."""
-    seq_len = min(o.seq_len or int(trained.config.data.seq_len), trained.model.max_seq_len)
-    _check_options(o, trained.model.max_seq_len, o.seq_len or seq_len)
+    seq_len, labelled = check_task(o, trained.model.max_seq_len, int(trained.config.data.seq_len))
     space = recipe_space(trained.arch, o)
-    task = read_task(trained, o, seq_len)
     if space.searched:
-        check_search_size(len(task.train), o)
+        check_search_size(len(labelled.examples["train"]), o)
+    task = encode_task(trained, labelled, seq_len)
     device = trained.model.head_weight.device
     precision = pick_precision(OmegaConf.create({"precision": o.precision, "amp": o.amp}), device)
     bodies = {"pretrained": trained.model if o.mode == "probe" else copy.deepcopy(trained.model)}  # probe only reads

@@ -1,5 +1,6 @@
-"""A labelled classification task read, checked and tokenised for one model (`read_task`): every split's labels
-checked against the training labels, classes in a fixed order (`label_order`), and the task's name."""
+"""A labelled classification task read and checked (`read_labelled`: every split's labels checked against the
+training labels, classes in a fixed order by `label_order`, and the task's name), then tokenised for one model
+(`encode_task`; `read_task` does both)."""
 
 from __future__ import annotations
 
@@ -78,8 +79,21 @@ def _check_labels(examples: list[Example], classes: list[str], role: str, path: 
         )
 
 
-def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> Task:
-    """Every split read, its labels checked against the training labels, and tokenised for the model."""
+@dataclass(frozen=True)
+class LabelledTask:
+    """A task's splits read and their labels checked, before any tokenizer is needed (what `lmpt` checks at
+    start-up, lmpt.downstream.after_training.check_downstream)."""
+
+    name: str
+    classes: list[str]
+    """The training labels as written, in class-id order (`label_order`)."""
+    examples: dict[str, list[Example]]
+    """The examples by split: "train", "dev" and, when given, "test"."""
+
+
+def read_labelled(o: FinetuneOptions) -> LabelledTask:
+    """Every split of `o.data` read and its labels checked against the training labels: a task of one class, or
+    with a label training never saw, is refused."""
     data = o.data
     train = read_examples(data.train, "train", data)
     check_labels_agree(train, data.train)
@@ -94,13 +108,23 @@ def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> Task:
         splits["test"] = read_examples(data.test, "test", data)
     for role, examples in splits.items():
         _check_labels(examples, classes, role, getattr(data, role))
-    index = {label: i for i, label in enumerate(classes)}
+    return LabelledTask(task_name(o), classes, {"train": train, **splits})
+
+
+def encode_task(trained: Trained, labelled: LabelledTask, seq_len: int) -> Task:
+    """`labelled` tokenised for the model, at most `seq_len` tokens an example."""
+    index = {label: i for i, label in enumerate(labelled.classes)}
     segments = trained.model.body.embed.segments is not None
 
-    def encode(examples: list[Example]) -> EncodedSplit:
-        return encode_split(examples, index, trained.tokenizer, trained.arch, seq_len, segments)
+    def encode(split: str) -> EncodedSplit:
+        return encode_split(labelled.examples[split], index, trained.tokenizer, trained.arch, seq_len, segments)
 
-    majority = Counter(e.label for e in train).most_common(1)[0][0]
-    test = encode(splits["test"]) if "test" in splits else None
-    examples = {"train": train, **splits}
-    return Task(task_name(o), classes, encode(train), encode(splits["dev"]), test, majority, examples)
+    majority = Counter(e.label for e in labelled.examples["train"]).most_common(1)[0][0]
+    test = encode("test") if "test" in labelled.examples else None
+    return Task(labelled.name, labelled.classes, encode("train"), encode("dev"), test, majority, labelled.examples)
+
+
+def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> Task:
+    """Every split read, its labels checked against the training labels (`read_labelled`), and tokenised for the
+    model (`encode_task`)."""
+    return encode_task(trained, read_labelled(o), seq_len)

@@ -48,13 +48,17 @@ def sentence_tokens(trained: Trained, sentence: str) -> list[int]:
     return split_tokens(trained, "", sentence)[1]
 
 
+def pair_questions(pairs: list[MinimalPair]) -> list[ChoiceQuestion]:
+    """Each pair as a decoder or encoder-decoder scores it: two choices after an empty context."""
+    return [ChoiceQuestion("", (p.good, p.bad), 0) for p in pairs]
+
+
 def pair_scores(
     trained: Trained, pairs: list[MinimalPair], batch_size: int, device, bar: WorkBar, within_word: bool = False
 ) -> tuple[list[float], list[float]]:
     """(good scores, bad scores): each sentence's log-likelihood, or pseudo-log-likelihood for encoders."""
     if trained.arch != "encoder":
-        questions = [ChoiceQuestion("", (p.good, p.bad), 0) for p in pairs]
-        scores = choice_scores(trained, questions, batch_size, device, bar)
+        scores = choice_scores(trained, pair_questions(pairs), batch_size, device, bar)
         return [s[0] for s in scores], [s[1] for s in scores]
     rows = [framed_ids(trained, s) for p in pairs for s in (p.good, p.bad)]
     bar.start(count_copies(trained, rows))

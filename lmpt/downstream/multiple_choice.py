@@ -22,6 +22,7 @@ outcomes that let lmpt-compare pair two runs (lmpt.downstream.significance)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from rich.table import Table
@@ -35,8 +36,10 @@ from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Score, Text, piece_bytes
+from lmpt.objectives.base import Objective
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rundir.trained import Trained
+from lmpt.tokenizer.base import Tokenizer
 
 DELIMITER = " "
 """Between context and choice, as lm_eval's default target_delimiter."""
@@ -52,27 +55,68 @@ class Framed:
     skip: int = 0
 
 
-def split_tokens(trained: Trained, context: str, choice: str) -> tuple[list[int], list[int]]:
+class Framing(Protocol):
+    """What framing a choice asks of a run: a trained one (lmpt.rundir.trained.Trained), or before training its
+    tokenizer and objective (`RunFraming`), so a choice that cannot fit is refused before any training."""
+
+    @property
+    def tokenizer(self) -> Tokenizer: ...
+
+    @property
+    def objective(self) -> type[Objective]: ...
+
+    @property
+    def arch(self) -> str: ...
+
+    @property
+    def max_seq_len(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class RunFraming:
+    """A run's `Framing` before it has weights: its tokenizer, objective class, architecture and max_seq_len."""
+
+    tokenizer: Tokenizer
+    objective: type[Objective]
+    arch: str
+    max_seq_len: int
+
+
+def split_tokens(run: Framing, context: str, choice: str) -> tuple[list[int], list[int]]:
     """(context ids, choice ids) as lm_eval's _encode_pair splits context + delimiter + choice."""
     continuation = DELIMITER + choice
     stripped = context.rstrip()
     continuation, context = context[len(stripped) :] + continuation, stripped
-    whole = trained.tokenizer.encode(context + continuation)
-    context_ids = trained.tokenizer.encode(context) if context else []
+    whole = run.tokenizer.encode(context + continuation)
+    context_ids = run.tokenizer.encode(context) if context else []
     return context_ids, whole[len(context_ids) :]
 
 
-def frame(trained: Trained, context_ids: list[int], choice_ids: list[int]) -> Framed:
+def frame(run: Framing, context_ids: list[int], choice_ids: list[int]) -> Framed:
     """The choice in the form the run's objective trained on (module docstring; Objective.scoring_frame), the
     context cut from the left (as lm_eval truncates) where the whole would not fit the model."""
-    special, max_len = trained.tokenizer.special, trained.model.max_seq_len
-    before, context_ids, after, target, skip = trained.objective.scoring_frame(special, context_ids, choice_ids)
-    room = (max_len - len(target) + 1 if trained.arch == "decoder" else max_len) - len(before) - len(after)
+    special, max_len = run.tokenizer.special, run.max_seq_len
+    before, context_ids, after, target, skip = run.objective.scoring_frame(special, context_ids, choice_ids)
+    room = (max_len - len(target) + 1 if run.arch == "decoder" else max_len) - len(before) - len(after)
     if room < 1 or len(target) > max_len:
         raise LmptError(
             f"a choice of {len(choice_ids)} tokens does not fit the model's max_seq_len={max_len}: shorten it"
         )
     return Framed([*before, *context_ids[-room:], *after], target, skip)
+
+
+def framed_choices(run: Framing, questions: list[ChoiceQuestion]) -> list[Framed]:
+    """Every choice of every question `frame`d, in order: what a decoder or encoder-decoder scores. A choice that
+    cannot fit is refused naming its record (which of thousands is too long?)."""
+    rows = []
+    for q in questions:
+        for choice in q.choices:
+            context_ids, choice_ids = split_tokens(run, q.context, choice)
+            try:
+                rows.append(frame(run, context_ids, choice_ids))
+            except LmptError as e:
+                raise LmptError(f"{q.where}: {e}" if q.where else str(e)) from None
+    return rows
 
 
 def choice_batch(trained: Trained, rows: list[Framed]) -> Batch:
@@ -141,15 +185,7 @@ def choice_scores(
         texts = [q.context.rstrip() + DELIMITER + c if q.context.strip() else c for q in questions for c in q.choices]
         flat = _pseudo_loglikelihoods(trained, texts, batch_size, device, bar)
     else:
-        rows = []
-        for q in questions:
-            for choice in q.choices:
-                context_ids, choice_ids = split_tokens(trained, q.context, choice)
-                try:
-                    rows.append(frame(trained, context_ids, choice_ids))
-                except LmptError as e:  # name the record: which of thousands is too long?
-                    raise LmptError(f"{q.where}: {e}") from None
-        flat = _loglikelihoods(trained, rows, batch_size, device, bar)
+        flat = _loglikelihoods(trained, framed_choices(trained, questions), batch_size, device, bar)
     scores, it = [], iter(flat)
     for q in questions:
         scores.append([next(it) for _ in q.choices])

@@ -6,11 +6,15 @@ logged figures of either."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lmpt.downstream.choice_tasks import ChoiceQuestion, read_choice_task
 from lmpt.downstream.figures import CHOICE_FIGURES
 from lmpt.downstream.pair_tasks import MinimalPair, read_pairs, task_kind
 from lmpt.rundir.trained import Trained
+
+if TYPE_CHECKING:
+    from lmpt.downstream.multiple_choice import Framing
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,16 @@ def read_zero_shot(task: str) -> ZeroShotTask:
     if task_kind(task) == "pairs":
         return ZeroShotTask(pairs=read_pairs(task))
     return ZeroShotTask(questions=read_choice_task(task))
+
+
+def check_zero_shot_fits(run: Framing, task: ZeroShotTask) -> None:
+    """Refuse now what scoring `task` with `run` would refuse: a choice, or a minimal pair's sentence, too long for
+    the model (multiple_choice.framed_choices). Encoders cut every text to fit the model and refuse none."""
+    from lmpt.downstream.minimal_pairs import pair_questions  # torch-heavy: when a task is named
+    from lmpt.downstream.multiple_choice import framed_choices
+
+    if run.arch != "encoder":
+        framed_choices(run, task.questions if task.questions is not None else pair_questions(task.pairs or []))
 
 
 def evaluate_zero_shot(

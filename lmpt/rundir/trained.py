@@ -47,6 +47,11 @@ class Trained:
     """The file the weights came from."""
 
     @property
+    def max_seq_len(self) -> int:
+        """The longest input the model takes."""
+        return self.model.max_seq_len
+
+    @property
     def objective(self) -> type[Objective]:
         """The class of the objective the run trained with: ask it, never compare `objective_name`."""
         cls = objective_class(self.objective_name)

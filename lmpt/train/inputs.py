@@ -3,6 +3,7 @@ cache, the objective, and the training and held-out windows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,21 @@ from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.distributed import Distributed
 from lmpt.train.spec import RunSpec
 
+InputsCheck = Callable[[Tokenizer, Objective], None]
+"""A check of what the run will do after training against its tokenizer and objective, once they exist (the CLI's
+lmpt.downstream.after_training.check_downstream_fits): it raises LmptError before any model is built."""
+
 
 def prepare_inputs(
-    spec: RunSpec, run_tokenizer: Tokenizer | None, quality: QualityStage | None, record_in: Path | None
+    spec: RunSpec,
+    run_tokenizer: Tokenizer | None,
+    quality: QualityStage | None,
+    record_in: Path | None,
+    check: InputsCheck | None = None,
 ) -> tuple[PreparedData, Objective]:
     """Tokenizer, token cache and objective. `run_tokenizer`: a resumed run's own tokenizer, used instead of the
-    cached or configured one; `quality`: the stage the text passes first, its record copied into `record_in`."""
+    cached or configured one; `quality`: the stage the text passes first, its record copied into `record_in`;
+    `check`: run on the tokenizer and objective before they are returned."""
     data_cfg, model_cfg = spec.data, spec.model
     data_settings = OmegaConf.to_object(data_cfg)
     cache_root = default_cache_root(data_cfg.cache_dir)
@@ -45,6 +55,8 @@ def prepare_inputs(
             f"data.seq_len={data_cfg.seq_len} needs {longest} positions but model.max_seq_len="
             f"{model_cfg.max_seq_len}: lower data.seq_len or raise model.max_seq_len"
         )
+    if check is not None:
+        check(data.tokenizer, objective)
     return data, objective
 
 

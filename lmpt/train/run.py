@@ -20,7 +20,7 @@ from lmpt.train.display import make_display
 from lmpt.train.distributed import agree_on_run_dir, full_model_state, parallelize
 from lmpt.train.epochs import report_exposure, run_exposure
 from lmpt.train.init_from import check_tokenizer, load_origin, stage_record
-from lmpt.train.inputs import fresh_model, prepare_inputs, sample_windows
+from lmpt.train.inputs import InputsCheck, fresh_model, prepare_inputs, sample_windows
 from lmpt.train.loop import TrainLoop
 from lmpt.train.metrics import MetricsLog
 from lmpt.train.optim import build_optimizer, build_scheduler
@@ -51,10 +51,13 @@ class TrainResult:
     """The passes over the training text the run's length makes (lmpt.train.epochs), recorded in status.json."""
 
 
-def run_training(spec: RunSpec, session: Session, quality: QualityStage | None = None) -> TrainResult:
-    """Train as `spec` says, on text that passed `quality` (lmpt.quality: dedup, filters, decontamination). On rank 0
-    a completed run has its final model and summary written, and its status is left to the caller (after downstream
-    scoring); a stopped run exits with the requeue code."""
+def run_training(
+    spec: RunSpec, session: Session, quality: QualityStage | None = None, check: InputsCheck | None = None
+) -> TrainResult:
+    """Train as `spec` says, on text that passed `quality` (lmpt.quality: dedup, filters, decontamination), once
+    `check` has passed on the run's tokenizer and objective (before any model is built). On rank 0 a completed run
+    has its final model and summary written, and its status is left to the caller (after downstream scoring); a
+    stopped run exits with the requeue code."""
     t, ctx = spec.trainer, session.ctx
     device, precision = place_job(t, ctx)
     if t.dry_run:
@@ -71,7 +74,7 @@ def run_training(spec: RunSpec, session: Session, quality: QualityStage | None =
 
     run_tokenizer = rundir.load_run_tokenizer(run)
     data, objective = ctx.main_first(  # rank 0 builds caches, the others reuse them
-        lambda: prepare_inputs(spec, run_tokenizer, quality, run.path if ctx.is_main else None)
+        lambda: prepare_inputs(spec, run_tokenizer, quality, run.path if ctx.is_main else None, check)
     )
     tokenizer, origin = data.tokenizer, spec.origin
     if origin is not None:
