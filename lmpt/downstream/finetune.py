@@ -37,7 +37,7 @@ from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.recipe_search import check_recipe_settings, check_search_size, recipe_space
 from lmpt.downstream.record import record_path, write_record
 from lmpt.downstream.scores import mean_and_std
-from lmpt.downstream.tuning import Tuned, tune, tuning_steps
+from lmpt.downstream.tuning import Tuned, tune, tuning_work
 from lmpt.inference.progress import WorkBar
 from lmpt.rundir.trained import Trained, load_trained, locate_weights
 from lmpt.train.precision import pick_precision
@@ -92,10 +92,12 @@ def finetune(trained: Trained, o: FinetuneOptions) -> dict:
     if o.control == SCRATCH:
         bodies[SCRATCH] = scratch_model(trained)
         floor = bag_of_words_floor(task.examples, task.classes)  # cheap, and any failure comes before training
-    with WorkBar("fine-tuning (models x seeds x steps)", hidden=o.json) as bar:
-        bar.start(len(bodies) * tuning_steps(task, o, space))
+    doing = f"{task.name} {'probe' if o.mode == 'probe' else 'fine-tune'}"
+    labels = {"pretrained": doing, SCRATCH: f"{doing} (scratch control)"}
+    with WorkBar(doing, hidden=o.json, unit="example passes") as bar:
+        bar.start(len(bodies) * tuning_work(task, o, space))
         tuned = {
-            name: tune(body, task, o, space, precision, trained.tokenizer.special, trained.arch, bar)
+            name: tune(body, task, o, space, precision, trained.tokenizer.special, trained.arch, bar, labels[name])
             for name, body in bodies.items()
         }
     result = _figures(trained, o, task, seq_len, precision.name, tuned["pretrained"])

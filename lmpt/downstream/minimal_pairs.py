@@ -31,7 +31,7 @@ from lmpt.downstream.multiple_choice import choice_scores, split_tokens
 from lmpt.downstream.pair_tasks import MinimalPair
 from lmpt.downstream.significance import ITEMS_DIGEST, figure_outcomes, items_digest
 from lmpt.inference.progress import WorkBar
-from lmpt.inference.sentence_pll import count_copies, framed_ids, text_plls
+from lmpt.inference.sentence_pll import copy_tokens, framed_ids, text_plls
 from lmpt.rundir.trained import Trained
 
 EQUAL_LENGTH = "equal_length"
@@ -61,7 +61,7 @@ def pair_scores(
         scores = choice_scores(trained, pair_questions(pairs), batch_size, device, bar)
         return [s[0] for s in scores], [s[1] for s in scores]
     rows = [framed_ids(trained, s) for p in pairs for s in (p.good, p.bad)]
-    bar.start(count_copies(trained, rows))
+    bar.start(copy_tokens(trained, rows))
     flat = text_plls(trained, rows, batch_size, device, bar, within_word)
     return flat[0::2], flat[1::2]
 
@@ -109,11 +109,13 @@ def method_of(trained: Trained, within_word: bool) -> str:
 
 
 def evaluate_pairs(
-    trained: Trained, pairs: list[MinimalPair], batch_size: int, hidden: bool, within_word: bool = False
-) -> dict:
-    """The figures of a minimal-pair task, with the method, under a progress bar unless `hidden`."""
+    trained: Trained, pairs: list[MinimalPair], batch_size: int, hidden: bool, within_word: bool = False,
+    task: str = "",
+) -> dict:  # fmt: skip
+    """The figures of a minimal-pair task, with the method, under a progress bar naming `task` unless `hidden`."""
     device = trained.model.head_weight.device
-    with torch.inference_mode(), WorkBar("scoring sentences", hidden=hidden) as bar:
+    unit = "tokens" if trained.arch == "encoder" else "sentences"  # what pair_scores counts
+    with torch.inference_mode(), WorkBar(f"{task} zero-shot".lstrip(), hidden=hidden, unit=unit) as bar:
         good, bad = pair_scores(trained, pairs, batch_size, device, bar, within_word)
     good_tokens = [len(sentence_tokens(trained, p.good)) for p in pairs]
     bad_tokens = [len(sentence_tokens(trained, p.bad)) for p in pairs]

@@ -238,10 +238,12 @@ def method_of(trained: Trained) -> str:
     )
 
 
-def evaluate_choices(trained: Trained, questions: list[ChoiceQuestion], batch_size: int, hidden: bool) -> dict:
-    """The figures of a multiple-choice task, with the method, under a progress bar unless `hidden`."""
+def evaluate_choices(
+    trained: Trained, questions: list[ChoiceQuestion], batch_size: int, hidden: bool, task: str = ""
+) -> dict:
+    """The figures of a multiple-choice task, with the method, under a progress bar naming `task` unless `hidden`."""
     device = trained.model.head_weight.device
-    with torch.inference_mode(), WorkBar("scoring choices", hidden=hidden) as bar:
+    with torch.inference_mode(), WorkBar(f"{task} zero-shot".lstrip(), hidden=hidden, unit="choices") as bar:
         scores = choice_scores(trained, questions, batch_size, device, bar)
     return {"arch": trained.arch, "objective": trained.objective_name, "method": method_of(trained),
             **choice_figures(questions, scores), **choice_evidence(questions, scores)}  # fmt: skip

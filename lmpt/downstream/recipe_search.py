@@ -21,7 +21,7 @@ from lmpt.downstream.classifier import POOLINGS, resolve_pooling
 from lmpt.downstream.encoding import EncodedSplit
 from lmpt.downstream.figures import ACCURACY
 from lmpt.downstream.options import FinetuneOptions
-from lmpt.downstream.training import SeedPlan, run_seeds, steps_per_seed
+from lmpt.downstream.training import SeedPlan, run_seeds, seeds_work, steps_per_seed
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.rng import generator
@@ -114,6 +114,12 @@ def search_steps(n_train: int, o: FinetuneOptions) -> int:
     return steps_per_seed(fit, o.batch_size, o.search_epochs, o.max_steps)
 
 
+def search_work(n_train: int, o: FinetuneOptions, probe: bool) -> int:
+    """One search candidate's work in examples through the body (training.seeds_work: the progress bar's unit)."""
+    held = held_out_count(n_train, o.search_fraction)
+    return seeds_work(n_train - held, held, o.batch_size, search_steps(n_train, o), 1, probe)
+
+
 def search_slice(n_train: int, fraction: float, seed: int) -> tuple[list[int], list[int]]:
     """(indices trained on, indices held back) of the training split, each sorted; drawn from `seed` alone."""
     order = torch.randperm(n_train, generator=generator(seed, "finetune", "search-slice")).tolist()
@@ -126,16 +132,19 @@ PlanMaker = Callable[[float, str, int, int], SeedPlan]
 
 
 def search_recipe(
-    make_plan: PlanMaker, train: EncodedSplit, space: RecipeSpace, o: FinetuneOptions, probe: bool, bar: WorkBar
-) -> tuple[float, str, dict]:
+    make_plan: PlanMaker, train: EncodedSplit, space: RecipeSpace, o: FinetuneOptions, probe: bool, bar: WorkBar,
+    label: str = "",
+) -> tuple[float, str, dict]:  # fmt: skip
     """(lr, pooling, the search's record): every candidate of `space` trained on `train` less the held-back slice,
-    scored on the slice. Only the training split is passed in: dev cannot reach the choice."""
+    scored on the slice. Only the training split is passed in: dev cannot reach the choice. `bar` shows `label` and
+    the candidate running."""
     fit, held = search_slice(len(train), o.search_fraction, o.seed)
     splits = {"train": train.subset(fit), "": train.subset(held)}
     tried, first_seed = [], range(o.seed, o.seed + 1)
-    for lr, pooling in space.candidates:
+    for i, (lr, pooling) in enumerate(space.candidates, 1):
         plan = make_plan(lr, pooling, len(fit), o.search_epochs)
-        figures = run_seeds(plan, splits, probe, first_seed, bar).per_seed[0]
+        phase = f"{label} recipe search {i}/{len(space.candidates)} (lr {lr:g}, {pooling} pooling)".lstrip()
+        figures = run_seeds(plan, splits, probe, first_seed, bar, phase=phase).per_seed[0]
         tried.append({"lr": lr, "pooling": pooling, ACCURACY: figures[ACCURACY], "train_loss": figures["train_loss"]})
     best = max(tried, key=lambda c: c[ACCURACY])  # the first of equals: the default pooling, the lower lr
     record = {

@@ -25,6 +25,10 @@ from lmpt.train.precision import Precision
 
 MAX_GRAD_NORM = 1.0
 
+TRAINING_PASSES = 3
+"""What training on one example costs in forward passes of the body (the forward, and a backward of about twice its
+FLOPs): the progress bar's weight for a trained example, an example only read weighing one."""
+
 
 @dataclass
 class SeedPlan:
@@ -50,7 +54,24 @@ def steps_per_seed(n_examples: int, batch_size: int, epochs: int, max_steps: int
     return steps if max_steps is None else min(steps, max_steps)
 
 
-def pooled_features(plan: SeedPlan, split: EncodedSplit) -> torch.Tensor:
+def trained_examples(n_examples: int, batch_size: int, steps: int) -> int:
+    """Examples `steps` optimizer steps train on: batches of `batch_size`, the last of each pass the remainder."""
+    passes, rest = divmod(steps, math.ceil(n_examples / batch_size))
+    return passes * n_examples + rest * batch_size
+
+
+def seeds_work(n_train: int, n_scored: int, batch_size: int, steps: int, seeds: int, probe: bool) -> int:
+    """The work of `run_seeds` in examples through the body, a trained one weighing TRAINING_PASSES: the progress
+    bar's total. A probe reads the `n_train` and `n_scored` examples once (their features; its head's steps cost next
+    to nothing); full fine-tuning trains each seed `steps` steps, then reads the scored examples. (Counted in
+    optimizer steps, a probe's bar raced through the free head steps and stood still on the features: its time left
+    jumped between seconds and minutes.)"""
+    if probe:
+        return n_train + n_scored
+    return seeds * (TRAINING_PASSES * trained_examples(n_train, batch_size, steps) + n_scored)
+
+
+def pooled_features(plan: SeedPlan, split: EncodedSplit, bar: WorkBar) -> torch.Tensor:
     """[N, d] float32 pooled representations of the frozen body (probe mode: computed once, shared by all seeds)."""
     model = plan.classifier
     model.eval()
@@ -60,6 +81,7 @@ def pooled_features(plan: SeedPlan, split: EncodedSplit) -> torch.Tensor:
             indices = list(range(start, min(start + plan.batch_size, len(split))))
             batch = collate(split, indices, plan.arch, plan.special).to(plan.precision.device)
             out.append(model.pooled(batch).float())
+            bar.advance(len(indices))
     return torch.cat(out)
 
 
@@ -120,14 +142,16 @@ def train_seed(
                     f"weight_decay={plan.weight_decay!r}): lower lr or weight_decay; nothing was written"
                 )
             step, examples = step + 1, examples + len(indices)
-            bar.advance()
+            if features is None:  # a probe's head step reads stored features: no body pass to count
+                bar.advance(TRAINING_PASSES * len(indices))
         epoch += 1
     last_epoch = losses[-math.ceil(len(train) / plan.batch_size) :]
     return sum(last_epoch) / len(last_epoch), examples, time.perf_counter() - began
 
 
-def predict(plan: SeedPlan, split: EncodedSplit, features: torch.Tensor | None) -> torch.Tensor:
-    """The predicted class of every example of `split`, in order (the model in eval mode: no dropout)."""
+def predict(plan: SeedPlan, split: EncodedSplit, features: torch.Tensor | None, bar: WorkBar) -> torch.Tensor:
+    """The predicted class of every example of `split`, in order (the model in eval mode: no dropout); `bar` counts
+    the examples the body reads (none when `features` are given)."""
     plan.classifier.eval()
     pooled_of = _pooler(plan, split, features)
     out = []
@@ -135,6 +159,8 @@ def predict(plan: SeedPlan, split: EncodedSplit, features: torch.Tensor | None) 
         for start in range(0, len(split), plan.batch_size):
             indices = list(range(start, min(start + plan.batch_size, len(split))))
             out.append(plan.classifier(pooled_of(indices)).argmax(dim=-1).cpu())
+            if features is None:
+                bar.advance(len(indices))
     return torch.cat(out)
 
 
@@ -152,24 +178,26 @@ class SeedRuns:
 
 
 def run_seeds(
-    plan: SeedPlan, splits: dict[str, EncodedSplit | None], probe: bool, seeds: range, bar: WorkBar
+    plan: SeedPlan, splits: dict[str, EncodedSplit | None], probe: bool, seeds: range, bar: WorkBar, phase: str = ""
 ) -> SeedRuns:
     """One fine-tuning per seed, each scored. `splits`: "train", then the scored splits keyed by their figures'
-    prefix ("" dev, "test_" test)."""
+    prefix ("" dev, "test_" test). `bar` shows `phase` and the seed running, and counts `seeds_work`."""
     n_classes = plan.classifier.head.out_features
     features = {}
     if probe:  # a frozen body gives every seed the same features: compute them once
-        features = {key: pooled_features(plan, split) for key, split in splits.items() if split is not None}
+        bar.describe(f"{phase} features".lstrip())
+        features = {key: pooled_features(plan, split, bar) for key, split in splits.items() if split is not None}
         mean, std = features["train"].mean(dim=0), features["train"].std(dim=0).clamp(min=1e-6)
         features = {key: (f - mean) / std for key, f in features.items()}  # standardised, as linear probes are
     per_seed, correct, examples, seconds = [], {}, 0, 0.0
-    for seed in seeds:
+    for i, seed in enumerate(seeds, 1):
+        bar.describe(f"{phase} seed {i}/{len(seeds)}".lstrip() if len(seeds) > 1 else phase)
         loss, trained, took = train_seed(plan, splits["train"], features.get("train"), seed, bar)
         examples, seconds = examples + trained, seconds + took
         figures = {"seed": seed, "train_loss": loss}
         for prefix, split in splits.items():
             if prefix != "train" and split is not None:
-                predicted = predict(plan, split, features.get(prefix))
+                predicted = predict(plan, split, features.get(prefix), bar)
                 figures |= classification_scores(split.labels, predicted, n_classes, prefix)
                 correct.setdefault(prefix, []).append(predicted == split.labels)
         per_seed.append(figures)

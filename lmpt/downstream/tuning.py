@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from lmpt.downstream.classifier import SequenceClassifier
 from lmpt.downstream.labelled_task import Task
 from lmpt.downstream.options import FinetuneOptions
-from lmpt.downstream.recipe_search import RecipeSpace, search_recipe, search_steps
-from lmpt.downstream.training import SeedPlan, SeedRuns, run_seeds, steps_per_seed
+from lmpt.downstream.recipe_search import RecipeSpace, search_recipe, search_work
+from lmpt.downstream.training import SeedPlan, SeedRuns, run_seeds, seeds_work, steps_per_seed
 from lmpt.inference.progress import WorkBar
 from lmpt.model import LanguageModel
 from lmpt.tokenizer.special import SpecialTokens
@@ -29,17 +29,22 @@ class Tuned:
     search: dict | None
 
 
-def tuning_steps(task: Task, o: FinetuneOptions, space: RecipeSpace) -> int:
-    """Optimizer steps one model's fine-tuning takes, search included (the progress bar's total)."""
-    steps = o.seeds * steps_per_seed(len(task.train), o.batch_size, o.epochs, o.max_steps)
-    return steps + (len(space.candidates) * search_steps(len(task.train), o) if space.searched else 0)
+def tuning_work(task: Task, o: FinetuneOptions, space: RecipeSpace) -> int:
+    """One model's fine-tuning, search included, in examples through the body (training.seeds_work): the progress
+    bar's total."""
+    probe, n_train = o.mode == "probe", len(task.train)
+    n_scored = len(task.dev) + (len(task.test) if task.test is not None else 0)
+    steps = steps_per_seed(n_train, o.batch_size, o.epochs, o.max_steps)
+    work = seeds_work(n_train, n_scored, o.batch_size, steps, o.seeds, probe)
+    return work + (len(space.candidates) * search_work(n_train, o, probe) if space.searched else 0)
 
 
 def tune(
     body: LanguageModel, task: Task, o: FinetuneOptions, space: RecipeSpace, precision: Precision,
-    special: SpecialTokens, arch: str, bar: WorkBar,
+    special: SpecialTokens, arch: str, bar: WorkBar, label: str = "",
 ) -> Tuned:  # fmt: skip
-    """Fine-tune `body` (its weights restored before every seed and candidate; a probe never changes them)."""
+    """Fine-tune `body` (its weights restored before every seed and candidate; a probe never changes them); `bar`
+    shows `label` (the task and model) and the phase running."""
     probe = o.mode == "probe"
     pretrained = None if probe else {k: v.clone() for k, v in body.state_dict().items()}
     classifier = SequenceClassifier(body, space.poolings[0], len(task.classes), o.dropout).to(precision.device)
@@ -54,8 +59,8 @@ def tune(
 
     lr, pooling, search = space.lrs[0], space.poolings[0], None
     if space.searched:
-        lr, pooling, search = search_recipe(make_plan, task.train, space, o, probe, bar)
+        lr, pooling, search = search_recipe(make_plan, task.train, space, o, probe, bar, label)
     plan = make_plan(lr, pooling, len(task.train), o.epochs)
     splits = {"train": task.train, "": task.dev, "test_": task.test}
-    runs = run_seeds(plan, splits, probe, range(o.seed, o.seed + o.seeds), bar)
+    runs = run_seeds(plan, splits, probe, range(o.seed, o.seed + o.seeds), bar, phase=label)
     return Tuned(lr, pooling, plan.steps, runs, search)

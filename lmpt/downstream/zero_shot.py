@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lmpt.downstream.choice_tasks import ChoiceQuestion, read_choice_task
+from lmpt.downstream.choice_tasks import ChoiceQuestion, read_choice_task, task_name
 from lmpt.downstream.figures import CHOICE_FIGURES
 from lmpt.downstream.pair_tasks import MinimalPair, read_pairs, task_kind
 from lmpt.rundir.trained import Trained
@@ -23,13 +23,15 @@ class ZeroShotTask:
 
     questions: list[ChoiceQuestion] | None = None
     pairs: list[MinimalPair] | None = None
+    name: str = ""
+    """The task's short name (choice_tasks.task_name): what its progress bar says is being scored."""
 
 
 def read_zero_shot(task: str) -> ZeroShotTask:
     """Every record of the task `task` names (a path or bundled:NAME), in whichever of the two formats it is."""
     if task_kind(task) == "pairs":
-        return ZeroShotTask(pairs=read_pairs(task))
-    return ZeroShotTask(questions=read_choice_task(task))
+        return ZeroShotTask(pairs=read_pairs(task), name=task_name(task))
+    return ZeroShotTask(questions=read_choice_task(task), name=task_name(task))
 
 
 def check_zero_shot_fits(run: Framing, task: ZeroShotTask) -> None:
@@ -50,9 +52,9 @@ def evaluate_zero_shot(
     from lmpt.downstream.multiple_choice import evaluate_choices
 
     if task.pairs is not None:
-        return evaluate_pairs(trained, task.pairs, batch_size, hidden, within_word)
+        return evaluate_pairs(trained, task.pairs, batch_size, hidden, within_word, task.name)
     assert task.questions is not None
-    return evaluate_choices(trained, task.questions, batch_size, hidden)
+    return evaluate_choices(trained, task.questions, batch_size, hidden, task.name)
 
 
 def is_pairs_result(result: dict) -> bool:

@@ -62,17 +62,19 @@ def _copies_in_batches(
         yield inputs, labels, owners
 
 
-def count_copies(trained: Trained, rows: list[list[int]]) -> int:
-    """Masked copies the texts make (one per ordinary token): the work `text_plls` does."""
+def copy_tokens(trained: Trained, rows: list[list[int]]) -> int:
+    """Tokens of the masked copies the texts make (one copy per ordinary token, each as long as its text): the work
+    `text_plls` does, in units of equal cost. Counting copies instead, the bar would run fast through the short texts
+    scored first and slow through the long ones, its time left growing as it went."""
     first = trained.tokenizer.special.first_ordinary
-    return sum(sum(1 for t in row if t >= first) for row in rows)
+    return sum(sum(1 for t in row if t >= first) * len(row) for row in rows)
 
 
 def text_plls(
     trained: Trained, rows: list[list[int]], batch_size: int, device, bar: WorkBar, within_word: bool = False
 ) -> list[float]:
     """The pseudo-log-likelihood (nats, <= 0) of each framed text (`framed_ids`), `batch_size` masked copies per
-    forward pass; `bar` advances by copies. A text with no ordinary token scores 0."""
+    forward pass; `bar` advances by the copies' tokens (`copy_tokens`). A text with no ordinary token scores 0."""
     special = trained.tokenizer.special
     word_starts = trained.tokenizer.word_starts() if within_word else None
     segments = trained.objective.n_segments > 0
@@ -89,5 +91,5 @@ def text_plls(
         out = trained.model(batch.to(device))
         owner = torch.tensor(owners)[out.token_rows.cpu()]
         totals.index_add_(0, owner, -out.token_loss.double().cpu())
-        bar.advance(len(inputs))
+        bar.advance(sum(row.numel() for row in inputs))
     return totals.tolist()

@@ -131,9 +131,9 @@ def test_lr_search_reads_only_the_training_split_and_records_its_choice(run, tas
     seen: list = []
     original = recipe_search.run_seeds
 
-    def spied(plan, splits, probe, seeds, bar):
+    def spied(plan, splits, probe, seeds, bar, **named):
         seen.append(splits)
-        return original(plan, splits, probe, seeds, bar)
+        return original(plan, splits, probe, seeds, bar, **named)
 
     monkeypatch.setattr(recipe_search, "run_seeds", spied)
     base = [str(run), *FAST, "seeds=1", "control=none"]
