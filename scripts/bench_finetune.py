@@ -81,7 +81,8 @@ def main() -> None:
             for _ in range(args.repeats):
                 for precision in rates:
                     options = FinetuneOptions(
-                        data=data, seeds=1, max_steps=args.steps, batch_size=args.batch_size, seq_len=args.seq_len,
+                        data=data, mode="full", seeds=1, max_steps=args.steps, batch_size=args.batch_size,
+                        seq_len=args.seq_len,
                         amp=precision == "amp", precision=None if precision in ("fp32", "amp") else precision,
                         compile=args.compile, json=True,
                     )  # fmt: skip

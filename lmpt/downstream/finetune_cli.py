@@ -1,7 +1,8 @@
-"""`lmpt-finetune RUN data.train=... data.dev=... [data.test=...]`: fine-tune a pre-trained run on a labelled task
-(lmpt.downstream.finetune), print the figures as tables (or one JSON object with json=true) and keep them in
-RUN/downstream/TASK.json: the run's model per seed, the recipe its search chose, and with control=scratch the
-model against its scratch control, the bag-of-words floor and the majority class, with the gain and its interval."""
+"""`lmpt-finetune RUN data.train=... data.dev=... [data.test=...]` or `lmpt-finetune RUN task=bundled:NAME`: fine-tune
+a pre-trained run on a labelled task (lmpt.downstream.finetune), print the figures as tables under a title that says
+the mode and what it trains (or one JSON object with json=true) and keep them in RUN/downstream/TASK.json: the run's
+model per seed, the recipe its search chose, and with control=scratch the model against its scratch control, the
+bag-of-words floor and the majority class, with the gain and its interval."""
 
 from __future__ import annotations
 
@@ -14,17 +15,20 @@ from lmpt.console import console
 from lmpt.downstream.figures import ACCURACY, BAG_OF_WORDS, GAIN, SCRATCH, mean_of, std_of
 from lmpt.downstream.finetune import finetune_run
 from lmpt.downstream.gain import describe_gain
-from lmpt.downstream.options import FinetuneOptions
+from lmpt.downstream.options import MODE_MEANINGS, FinetuneOptions
 from lmpt.downstream.scores import FIGURES
+from lmpt.downstream.task_files import with_task_files
 from lmpt.rundir.trained import RUN_ARGUMENT
 
 PROG = "lmpt-finetune"
 SUMMARY = (
-    "Fine-tune a pre-trained run (any objective and architecture) on a labelled classification task, once per seed, "
-    "and report accuracy, macro-F1 and (two classes) Matthews correlation on dev and test as mean ± sample std over "
-    "seeds, with the per-seed figures. The learning rate (and an encoder's pooling) is searched on a slice of the "
-    "training split; the same architecture freshly initialised is fine-tuned beside it as a control, with a "
-    "bag-of-words floor and the gain's paired 95% interval. The record is kept in RUN/downstream/TASK.json."
+    "Fine-tune a pre-trained run (any objective and architecture) on a labelled classification task (data.* files, "
+    "or task=bundled:NAME for one lmpt ships), once per seed, as a linear probe (mode=probe, the default, as "
+    "downstream.mode's) or every weight trained (mode=full), and report accuracy, macro-F1 and (two classes) "
+    "Matthews correlation on dev and test as mean ± sample std over seeds, with the per-seed figures. The learning "
+    "rate (and an encoder's pooling) is searched on a slice of the training split; the same architecture freshly "
+    "initialised is fine-tuned beside it as a control, with a bag-of-words floor and the gain's paired 95% interval. "
+    "The record is kept in RUN/downstream/TASK.json."
 )
 POSITIONALS = [RUN_ARGUMENT]
 
@@ -35,9 +39,10 @@ def _cell(mean: float, std: float | None) -> str:
 
 def render(result: dict) -> None:
     """The figures as a rich table: one row per figure, mean ± std then each seed."""
+    mode = result["mode"]
     title = (
-        f"lmpt-finetune {result['task']}: {result['objective']} {result['arch']}, {result['mode']}, pooling "
-        f"{result['pooling']}, {result['seeds']} seed(s) x {result['steps']} steps"
+        f"{PROG} {result['task']}: {result['objective']} {result['arch']}, mode={mode} ({MODE_MEANINGS[mode]}), "
+        f"pooling {result['pooling']}, {result['seeds']} seed(s) x {result['steps']} steps"
     )
     table = Table(title=title, title_justify="left")
     table.add_column("figure")
@@ -105,7 +110,7 @@ def render_control(result: dict) -> None:
 
 def finetune_command(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, FinetuneOptions)
-    result = finetune_run(run, o)
+    result = finetune_run(run, with_task_files(o))
     if o.json:
         print(json.dumps(result))
     else:

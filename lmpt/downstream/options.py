@@ -5,17 +5,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-"""full: every weight trains; probe: the body is frozen and a linear head trains on its features."""
+from lmpt.config.schema import DownstreamConfig
+
+MODE_MEANINGS = {
+    "probe": "the pre-trained body frozen, a linear head trained on its features",
+    "full": "every weight trained",
+}
+"""What each fine-tuning mode (lmpt.config.choices.FINETUNE_MODES) trains, as the console says it."""
 
 
 @dataclass
 class TaskData:
     """Where a labelled task lives and which fields hold its text and labels."""
 
-    train: str
-    """Training examples: a .jsonl, .csv, .tsv (each also .gz/.zst) or .parquet file."""
-    dev: str
-    """Development examples, scored after each seed's fine-tuning (the headline figures)."""
+    train: str | None = None
+    """Training examples: a .jsonl, .csv, .tsv (each also .gz/.zst) or .parquet file (required unless
+    task=bundled:NAME)."""
+    dev: str | None = None
+    """Development examples, scored after each seed's fine-tuning (the headline figures; required unless
+    task=bundled:NAME)."""
     test: str | None = None
     """Optional test examples, scored the same way (test_* figures)."""
     text_field: str = "text"
@@ -35,9 +43,11 @@ class FinetuneOptions:
     data: TaskData
     task: str | None = None
     """Name of the task in the record RUN/downstream/TASK.json; null = the train file's name (its folder's name
-    when the file is called train.*)."""
-    mode: str = "full"
-    """full (every weight trains) or probe (the pre-trained body frozen, only the linear head trains)."""
+    when the file is called train.*). bundled:NAME fine-tunes on a task shipped in lmpt/tasks/NAME/ (its train, dev
+    and test .jsonl, no data.* files needed), named NAME, as downstream.classification_tasks reads it."""
+    mode: str = DownstreamConfig.mode
+    """probe (the pre-trained body frozen, only the linear head trains) or full (every weight trains). The
+    default is downstream.mode's, so lmpt-finetune and a run's own scoring fine-tune the same way."""
     seeds: int = 3
     """Fine-tuning runs from the same pre-trained weights; each seed fixes head init, shuffling and dropout."""
     seed: int = 0

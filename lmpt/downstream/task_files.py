@@ -2,11 +2,13 @@
 lmpt.data.readers.streams) and parquet. TSV is read as GLUE's own processors read it (csv module, tab delimiter,
 QUOTE_NONE), so GLUE's files work as they ship: SST-2 (`sentence`, `label`), MRPC (`#1 String`, `#2 String`,
 `Quality`), RTE (`sentence1`, `sentence2`, string labels) and CoLA (no header: `data.text_field=3
-data.label_field=1`). Every problem is one LmptError naming the file (and line) and what to do."""
+data.label_field=1`). A task may also be a folder of SPLIT.jsonl files, or one lmpt ships (bundled:NAME, `task_folder`).
+Every problem is one LmptError naming the file (and line) and what to do."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import itertools
 import json
@@ -15,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmpt.config.command_options import require
 from lmpt.data.readers.jsonl import jsonl_records, shown
 from lmpt.data.readers.streams import compression_of, open_bytes
-from lmpt.downstream.options import TaskData
+from lmpt.downstream.choice_tasks import BUNDLED_PREFIX, tasks_dir
+from lmpt.downstream.options import FinetuneOptions, TaskData
 from lmpt.errors import LmptError
 
 FORMATS = (".jsonl", ".csv", ".tsv", ".parquet")
@@ -34,6 +38,44 @@ class Example:
     text: str
     pair: str | None
     label: str
+
+
+SPLITS = ("train", "dev", "test")
+"""A task folder's files: SPLIT.jsonl (test optional)."""
+
+
+def bundled_classification_tasks() -> list[str]:
+    """The classification tasks lmpt ships: the folders of lmpt/tasks holding train.jsonl and dev.jsonl."""
+    return sorted(p.name for p in tasks_dir().iterdir() if all((p / f"{s}.jsonl").is_file() for s in SPLITS[:2]))
+
+
+def task_folder(task: str, key: str) -> tuple[str, TaskData]:
+    """(name, files) of the task `key=task` names: bundled:NAME (lmpt/tasks/NAME/) or a folder, holding train.jsonl
+    and dev.jsonl (test.jsonl optional); the name is the folder's."""
+    bundled = task.startswith(BUNDLED_PREFIX)
+    folder = tasks_dir() / task.removeprefix(BUNDLED_PREFIX) if bundled else Path(task).expanduser().resolve()
+    train, dev, test = (folder / f"{split}.jsonl" for split in SPLITS)
+    if bundled and not (train.is_file() and dev.is_file()):
+        shipped = " or ".join(BUNDLED_PREFIX + name for name in bundled_classification_tasks())
+        raise LmptError(f"{key}={task} is not a classification task lmpt ships: use {shipped}")
+    if not (train.is_file() and dev.is_file()):
+        raise LmptError(f"{key}={task} is not a folder holding train.jsonl and dev.jsonl: give such a folder")
+    return folder.name, TaskData(str(train), str(dev), str(test) if test.is_file() else None)
+
+
+def with_task_files(o: FinetuneOptions) -> FinetuneOptions:
+    """`o` with its task's files: task=bundled:NAME brings lmpt/tasks/NAME/'s (and the name NAME), read as
+    downstream.classification_tasks reads it; otherwise data.train and data.dev must be given."""
+    files = {split: getattr(o.data, split) for split in SPLITS}
+    if o.task is not None and o.task.startswith(BUNDLED_PREFIX):
+        given = [f"data.{split}" for split, path in files.items() if path is not None]
+        require(not given, f"task={o.task} brings its own files: drop {', '.join(given)} (or drop task=)")
+        name, data = task_folder(o.task, "task")
+        return dataclasses.replace(o, task=name, data=dataclasses.replace(o.data, train=data.train, dev=data.dev,
+                                                                          test=data.test))  # fmt: skip
+    missing = [f"data.{split}=..." for split in SPLITS[:2] if files[split] is None]
+    require(not missing, f"lmpt-finetune needs {', '.join(missing)} (or task=bundled:NAME): see `lmpt-finetune --help`")
+    return o
 
 
 def task_format(path: Path) -> str:

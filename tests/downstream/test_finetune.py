@@ -87,7 +87,7 @@ def _data(task: dict[str, str], test: bool = True) -> list[str]:
 
 @pytest.mark.parametrize("arch", list(OBJECTIVES))
 def test_every_architecture_fine_tunes_and_keeps_a_record(runs, task, arch: str, capsys) -> None:
-    out = _json([str(runs[arch]), *_data(task), *FAST, "task=source"], capsys)
+    out = _json([str(runs[arch]), *_data(task), *FAST, "mode=full", "task=source"], capsys)
     assert (out["arch"], out["objective"], out["mode"], out["seeds"]) == (arch, OBJECTIVES[arch], "full", 2)
     assert out["pooling"] == {"decoder": "last", "encoder": "mean", "encoder-decoder": "encoder_mean"}[arch]
     assert out["classes"] == ["shakespeare", "wikipedia"] and out["majority_accuracy"] == 0.5
