@@ -13,13 +13,21 @@ from pathlib import Path
 from typing import NoReturn
 
 import hydra
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from rich.markup import escape
 
 from lmpt.config.errors import USER_ERRORS, describe
 from lmpt.config.resolvers import register_resolvers
 from lmpt.config.store import conf_dir, register_schemas
+from lmpt.console import info
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import register_objective_schemas
 from lmpt.train.slurm import sbatch_refusal, without_sbatch_echo
@@ -41,6 +49,58 @@ def _failed_job(exc: BaseException, user_error: bool) -> None:
     print(f"lmpt: error: job {hydra.job.num} ({' '.join(hydra.overrides.task)}): {line}", file=sys.stderr)
     status = "preempted" if isinstance(exc, NotRequeued) else "failed"
     write_status(Path(hydra.runtime.output_dir), status, error=line, user_error=user_error)
+
+
+def _parsed(overrides: list[str]) -> list[Override] | None:
+    """`overrides` as Hydra's override parser reads them (with the config loader, for glob sweeps), or None."""
+    loader = GlobalHydra.instance().config_loader() if GlobalHydra.instance().is_initialized() else None
+    try:
+        return OverridesParser.create(config_loader=loader).parse_overrides(overrides)
+    except HydraException:
+        return None
+
+
+def sweep_overrides(hydra_cfg: DictConfig) -> list[Override] | None:
+    """The sweep's own overrides (the sweeper's `params`, then its command line), from the multirun.yaml the sweeper
+    wrote into the sweep directory before launching (a launcher may run this job in another process or on another
+    machine, which shares that directory); None where there is none to read."""
+    from lmpt.safe_files import load_yaml
+
+    try:
+        multirun = load_yaml(Path(hydra_cfg.sweep.dir) / "multirun.yaml")
+        params = multirun.hydra.sweeper.get("params")
+        params = OmegaConf.to_container(params, resolve=False) if params else {}
+        arguments = OmegaConf.to_container(multirun.hydra.overrides.task, resolve=False)
+    except (OSError, LmptError, OmegaConfBaseException):
+        return None
+    return _parsed([*(f"{k}={v}" for k, v in params.items()), *arguments])
+
+
+def sweep_size(hydra_cfg: DictConfig, overrides: list[Override] | None) -> int | None:
+    """How many jobs the sweep runs: under Hydra's basic sweeper the product of its sweep overrides' values, counted
+    as the sweeper counts them (BasicSweeper.split_arguments); None for other sweepers (optuna decides as it goes) or
+    when the sweep's overrides cannot be read."""
+    if overrides is None or hydra_cfg.sweeper.get("_target_") != f"{BasicSweeper.__module__}.{BasicSweeper.__name__}":
+        return None
+    try:
+        return len(BasicSweeper.split_arguments(overrides, None)[0])
+    except HydraException:
+        return None
+
+
+def job_header(hydra_cfg: DictConfig) -> str:
+    """`job 2/3: objective=mlm objective.mask_prob=0.15`: a sweep job's place in the sweep (1-based; its directory is
+    named by the 0-based hydra.job.num) and its values of the keys the sweep varies (all its overrides where the
+    sweep's cannot be read). `job 2` alone where the sweep's size is unknown."""
+    overrides = sweep_overrides(hydra_cfg)
+    size = sweep_size(hydra_cfg, overrides)
+    own = list(hydra_cfg.overrides.task)
+    if overrides is not None:
+        swept = {o.get_key_element() for o in overrides if o.is_sweep_override()}
+        keys = [o.get_key_element() for o in _parsed(own) or ()]
+        own = [text for text, key in zip(own, keys, strict=True) if key in swept] if len(keys) == len(own) else own
+    place = f"{hydra_cfg.job.num + 1}" + (f"/{size}" if size else "")
+    return f"job {place}: {' '.join(own)}" if own else f"job {place}"
 
 
 def _continue_runs(argv: list[str]) -> list[str]:
@@ -81,6 +141,8 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
     @functools.wraps(task)
     def guarded_task(cfg: DictConfig):
         sweeping = HydraConfig.get().mode == RunMode.MULTIRUN
+        if sweeping:
+            info(f"[bold]{escape(job_header(HydraConfig.get()))}[/]")
         try:
             return sweep_value(task(cfg)) if sweeping else task(cfg)
         except USER_ERRORS as exc:  # reported here: a failed Hydra job would add its own stderr lines

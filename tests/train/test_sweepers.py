@@ -23,6 +23,8 @@ def test_optuna_study_minimises_validation_loss_past_a_failed_trial(tmp_path: Pa
     )  # fmt: skip
     assert result.returncode == 2, result.stderr  # a trial failed on bad input; the others ran
     assert "optimizer.lr=-1.0 is invalid" in result.stderr and "1 sweep job(s) failed; the others ran" in result.stderr
+    headers = [line.split(":")[0] for line in result.stdout.splitlines() if line.startswith("job ")]
+    assert headers == ["job 1", "job 2", "job 3"]  # no total: optuna decides the trials as it goes
     (sweep,) = (tmp_path / "multirun").glob("*/*")
     jobs = {OmegaConf.load(job / ".hydra" / "overrides.yaml")[0]: job for job in sweep.iterdir() if job.name.isdigit()}
     assert sorted(jobs) == ["optimizer.lr=-1.0", "optimizer.lr=0.0003", "optimizer.lr=0.003"]  # all three trials
