@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from lmpt.console import console, is_main_process
 
@@ -62,6 +62,10 @@ class Display:
     def log(self, step: int, record: dict) -> None:
         console.print(f"step {step:>6}/{self.max_steps} | {format_record(record)} | eta {self.eta(step)}")
 
+    def evaluating(self, step: int, what: str = "validation loss") -> None:
+        """Called as an evaluation begins: a live display says so (it would look frozen) until `evaluation` reports
+        it or the next step starts. Plain lines say nothing: the eval line follows."""
+
     def evaluation(self, step: int, record: dict) -> None:
         console.print(f"[bold cyan]eval[/] step {step:>6} | {format_eval(record)}")
 
@@ -72,20 +76,25 @@ class Display:
         pass
 
 
+TRAINING, EVALUATING = "[bold]train", "[bold cyan]evaluating"
+"""What the live bar's first column says while the run trains, and while it evaluates."""
+
+
 class RichDisplay(Display):
-    """A live progress bar with the latest metrics; evaluations print above it."""
+    """A live progress bar with the latest metrics, saying when the run evaluates; evaluations print above it."""
 
     def __init__(self, max_steps: int) -> None:
         super().__init__(max_steps)
         self.progress = Progress(
-            TextColumn("[bold]train"),
+            TextColumn("{task.description}", table_column=Column(no_wrap=True, min_width=len("evaluating"))),
             BarColumn(),
             MofNCompleteColumn(),
             TimeRemainingColumn(),
             TextColumn("{task.fields[metrics]}"),
             console=console,
         )
-        self.task = self.progress.add_task("train", total=max_steps, metrics="")
+        self.task = self.progress.add_task(TRAINING, total=max_steps, metrics="")
+        self.metrics = ""
 
     def start(self, step: int) -> None:
         super().start(step)
@@ -93,13 +102,18 @@ class RichDisplay(Display):
         self.progress.start()
 
     def log(self, step: int, record: dict) -> None:
-        self.progress.update(self.task, metrics=format_record(record))
+        self.metrics = format_record(record)
+        self.progress.update(self.task, metrics=self.metrics)
+
+    def evaluating(self, step: int, what: str = "validation loss") -> None:
+        self.progress.update(self.task, description=EVALUATING, metrics=f"[cyan]{what}[/]", refresh=True)
 
     def evaluation(self, step: int, record: dict) -> None:
+        self.progress.update(self.task, description=TRAINING, metrics=self.metrics, refresh=True)
         self.progress.console.print(f"[bold cyan]eval[/] step {step:>6} | {format_eval(record)}")
 
     def advance(self, step: int) -> None:
-        self.progress.update(self.task, completed=step)
+        self.progress.update(self.task, completed=step, description=TRAINING, metrics=self.metrics)
 
     def close(self) -> None:
         self.progress.stop()
@@ -120,10 +134,16 @@ class TqdmDisplay(Display):
     def log(self, step: int, record: dict) -> None:
         self.bar.set_postfix_str(format_record(record), refresh=False)
 
+    def evaluating(self, step: int, what: str = "validation loss") -> None:
+        self.bar.set_description(f"evaluating {what}")
+
     def evaluation(self, step: int, record: dict) -> None:
+        self.bar.set_description("", refresh=False)
         self.bar.write(f"eval step {step} | {format_eval(record)}")
 
     def advance(self, step: int) -> None:
+        if self.bar.desc:
+            self.bar.set_description("", refresh=False)
         self.bar.update(step - self.bar.n)
 
     def close(self) -> None:

@@ -270,6 +270,7 @@ class TrainLoop:
                         self.emit(record)
                         self.display.log(step, record)
                     if (t.eval_every and step % t.eval_every == 0) or last:
+                        self.display.evaluating(step)
                         self.state.last_val = self.evaluate(val_batches, fixed_batches)
                         self.emit({"step": step, **self.work.record(), **self.state.last_val})
                         self.display.evaluation(step, self.state.last_val)
