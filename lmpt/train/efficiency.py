@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import resource
-import time
 from dataclasses import dataclass
 
 import torch
+
+from lmpt.console import info
+from lmpt.train.matmul_peak import matmul_peak, peaks_file
 
 ASSUMED_MFU = 0.4
 """Utilisation assumed for time estimates before a run has measured its own."""
@@ -18,26 +20,13 @@ DATASHEET_BF16_PEAK = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
 
 @functools.cache
 def measured_matmul_peak(device_type: str, dtype: torch.dtype) -> float:
-    """FLOP/s of a large square matmul in the run's dtype: the CPU has no datasheet figure to trust. The size
-    grows while one product stays under 50 ms, so a slow dtype (fp16 on a CPU) costs well under a second.
-    Its own generator: measuring never moves the run's random streams."""
-    generator = torch.Generator(device=device_type).manual_seed(0)
-    best = 0.0
-    for n in (256, 512, 1024, 2048):
-        a = torch.randn(n, n, generator=generator, device=device_type).to(dtype)
-        b = torch.randn(n, n, generator=generator, device=device_type).to(dtype)
-        a @ b  # warm-up
-        seconds = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            a @ b
-            if device_type == "cuda":
-                torch.cuda.synchronize()
-            seconds = min(seconds, time.perf_counter() - start)
-        best = max(best, 2 * n**3 / seconds)
-        if seconds > 0.05:
-            break
-    return best
+    """FLOP/s of a large square matmul in the run's dtype, the best this machine has shown (lmpt.train.matmul_peak:
+    the best of several timings, cached per machine): the CPU has no datasheet figure to trust. Says once when the
+    machine is busy, as the run's throughput and MFU then read low."""
+    peak = matmul_peak(device_type, dtype, peaks_file())
+    if peak.busy:
+        info(f"[yellow]machine busy: {peak.busy}; throughput and MFU are low[/]")  # the machine's, not the run's fault
+    return peak.flops
 
 
 def peak_flops(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
@@ -47,7 +36,7 @@ def peak_flops(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
         for key, flops in DATASHEET_BF16_PEAK.items():
             if key in name:
                 return flops, f"{key} bf16 datasheet"
-    return measured_matmul_peak(device.type, dtype), f"measured {dtype} matmul on {device.type}"
+    return measured_matmul_peak(device.type, dtype), f"best {dtype} matmul measured on this {device.type}"
 
 
 def peak_memory_mb(device: torch.device) -> float:
