@@ -20,6 +20,7 @@ def train(cfg: DictConfig) -> float:
         check_downstream_fits,
         score_downstream,
     )
+    from lmpt.downstream.curves import curve_scorer
     from lmpt.downstream.preemption import stoppable_scoring
     from lmpt.downstream.task_items import quality_stage_for
     from lmpt.objectives.registry import objective_class
@@ -34,7 +35,7 @@ def train(cfg: DictConfig) -> float:
                          spec.model.max_seq_len)  # fmt: skip
         quality = quality_stage_for(spec.quality, spec.downstream)  # dedup, filters, decontamination, or None
         fits = partial(check_downstream_fits, spec.downstream, spec.model.max_seq_len)  # once the tokenizer exists
-        result = run_training(spec, session, quality, check=fits)
+        result = run_training(spec, session, quality, curve_scorer(spec.downstream, spec.config), check=fits)
         if result.status == "completed" and session.is_main:
             scoring = time.perf_counter()
             with stoppable_scoring(result, session.ctx.world_size) as progress:  # a stop signal: exit for requeue

@@ -32,7 +32,7 @@ MAY_CHANGE = frozenset({
     "trainer.max_steps", "trainer.budget",  # length
     "trainer.log_every", "trainer.progress", "trainer.tensorboard", "trainer.wandb", "trainer.wandb_project",
     "trainer.sample_tokens",  # logging
-    "trainer.eval_every", "trainer.eval_batches",  # evaluation
+    "trainer.eval_every", "trainer.eval_batches", "downstream.score_every",  # evaluation
     "trainer.ckpt_every", "trainer.ckpt_minutes", "trainer.keep_last", "trainer.keep_best",  # checkpoints
     "trainer.device",  # device
     "data.num_workers", "data.tokenize_workers", "data.shard_docs", "data.cache_dir", "data.verify",  # workers, caches

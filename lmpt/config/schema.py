@@ -250,6 +250,13 @@ class DownstreamConfig:
     """Passes over a classification task's training examples per seed."""
     batch_size: int = 32
     """Examples per forward pass, fine-tuning and multiple-choice scoring alike."""
+    score_every: int = 0
+    """Steps between curve points during training (a multiple of trainer.eval_every; and at the last step); 0 = only
+    when training ends. Each choice task is scored zero-shot on its fast subset, logged as curve/NAME/FIGURE (never
+    mixed with the downstream/... figures that rank runs). Classification tasks are not: fine-tuning is too costly."""
+    curve_items: int = 500
+    """Items of a choice task's fast subset (score_every): its bundled NAME-fast twin when lmpt ships one, else the
+    task itself, then at most this many items drawn with a fixed seed: the same items at every step and in every run."""
 
 
 @dataclass

@@ -120,6 +120,17 @@ def _validate_muon(o: DictConfig, strategy: str) -> None:
     _require(len(betas) == 2 and all(0 <= b < 1 for b in betas), "optimizer.adamw_betas", betas, "two values in [0, 1)")
 
 
+def _validate_curves(ds: DictConfig, eval_every: int) -> None:
+    """downstream.score_every: curve points are taken at evaluations, of the zero-shot tasks."""
+    every, key = ds.score_every, "downstream.score_every"
+    _require(every >= 0, key, every, ">= 0 (0 = scored only when training ends)")
+    if every == 0:
+        return
+    _require(eval_every > 0, key, every, "0 while trainer.eval_every=0: curve points are taken at evaluations")
+    _require(every % eval_every == 0, key, every, f"a multiple of trainer.eval_every={eval_every}")
+    _require(bool(ds.choice_tasks), key, every, "0 without downstream.choice_tasks (only those are scored in training)")
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Check every key belongs to the schema, then every group's values except the objective's; raise LmptError
     on the first bad key or value."""
@@ -181,7 +192,8 @@ def validate_config(cfg: DictConfig) -> None:
     _require(0 <= s.decay_fraction <= 1, "scheduler.decay_fraction", s.decay_fraction, "in [0, 1]")
 
     _choice(cfg.downstream.mode, "downstream.mode", FINETUNE_MODES)
-    _positive(cfg.downstream, "downstream", "seeds", "epochs", "batch_size")
+    _positive(cfg.downstream, "downstream", "seeds", "epochs", "batch_size", "curve_items")
+    _validate_curves(cfg.downstream, t.eval_every)
 
     _validate_tokenizer(tok)
     _require(0 < tok.character_coverage <= 1, "tokenizer.character_coverage", tok.character_coverage, "in (0, 1]")

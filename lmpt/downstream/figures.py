@@ -62,3 +62,13 @@ def metric_key(task: str, figure: str) -> str:
 def task_figure(key: str) -> str:
     """`TASK/FIGURE` of a metrics.jsonl key (a report column's title)."""
     return key.removeprefix(METRIC_PREFIX)
+
+
+CURVE_PREFIX = "curve/"
+"""A figure taken during training on a task's fast subset (downstream.score_every, lmpt.downstream.curves) is
+`curve/TASK/FIGURE`: never a `downstream/` key, so it never ranks runs."""
+
+
+def curve_key(task: str, figure: str) -> str:
+    """`curve/TASK/FIGURE`: a curve point's key in metrics.jsonl."""
+    return f"{CURVE_PREFIX}{task}/{figure}"

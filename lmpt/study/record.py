@@ -17,6 +17,7 @@ from lmpt.report.control_gain import within_noise_sentence
 from lmpt.report.ranking import Ranking, rank_runs
 from lmpt.report.runs import read_run
 from lmpt.safe_files import write_atomically
+from lmpt.study.curves import CURVES_PNG, plot_curves
 from lmpt.study.finals import FinalRun
 from lmpt.study.plan import StudyPlan
 from lmpt.study.search import Search
@@ -122,6 +123,7 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
         },
         "ranked_objectives": [s["objective"] for s in summaries if s["rank_value"] is not None],
     }
+    plot_curves(finals, plan.directory / CURVES_PNG)  # before study.md, which links it
     path = plan.directory / STUDY_JSON
     _write(path, json.dumps(record, indent=2, default=str) + "\n")
     caveat = within_noise_sentence(ranked, ranking)
@@ -178,6 +180,9 @@ def study_markdown(
             loss = f"{t.val_loss:.4f}" if t.val_loss is not None else "—"
             lines.append(f"| {i} | {recipe}{mark} | {t.status} | {t.steps if t.steps is not None else '—'} | {loss} |")
         lines.append("")
+    if (plan.directory / CURVES_PNG).exists():
+        lines += ["## Curves", "", "Each final run's zero-shot accuracy on the fast subsets while it trained "
+                  "(`downstream.score_every`), against steps and training FLOPs:", "", f"![curves]({CURVES_PNG})", ""]
     ranked = plan.directory / f"{RANKING}.md"
     if ranked.exists():
         lines += ["## Final runs", "", ranked.read_text().strip(), ""]

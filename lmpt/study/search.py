@@ -95,12 +95,13 @@ def _read_trial(job: Path, space: dict[str, str]) -> Trial:
 
 def sweep_command(plan: StudyPlan, objective: str, launch: Path, trials: int, sampler_seed: int) -> list[str]:
     """The `lmpt -m` command of one launch of the search: optuna over the search space, `trials` trials, no
-    downstream scoring (the search ranks by the objective's own validation loss)."""
+    downstream scoring, neither at the end nor during training (the search ranks by the objective's own validation
+    loss)."""
     return [
         sys.executable, "-m", "lmpt", "-m",
         *search_overrides(plan.run_overrides, objective, plan.search_budget),
         f"trainer.seed={plan.seeds[0]}",
-        "downstream.choice_tasks=[]", "downstream.classification_tasks=[]",
+        "downstream.choice_tasks=[]", "downstream.classification_tasks=[]", "downstream.score_every=0",
         "hydra/sweeper=optuna", f"hydra/sweeper/sampler={plan.sampler}",
         f"hydra.sweeper.sampler.seed={sampler_seed}", f"hydra.sweeper.n_trials={trials}",
         "hydra.sweeper.direction=minimize",

@@ -22,6 +22,7 @@ from lmpt.rng import derive_seed
 from lmpt.rundir.checkpoint import CheckpointStore, load_parts, load_sharded_into, save_sharded
 from lmpt.train.best import BestKeeper
 from lmpt.train.budget import RunLength
+from lmpt.train.curves import CurveScorer, curve_due, take_curve_point
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
 from lmpt.train.efficiency import peak_flops, peak_memory_mb
@@ -52,6 +53,7 @@ class TrainLoop:
         ctx: Distributed | None = None,
         length: RunLength | None = None,
         best: BestKeeper | None = None,
+        curves: CurveScorer | None = None,
     ) -> None:
         self.t = trainer
         self.record = record  # the run's whole config as plain data: each checkpoint carries it
@@ -65,15 +67,12 @@ class TrainLoop:
         self.ctx = ctx or Distributed()
         self.length = length or RunLength(self.t.max_steps)
         self.work = self.length.work  # restored in place on resume
-        self.state = LoopState()
-        self.preemption = PreemptionFlag()
-        self.stats = RunningStats()
-        self.pad_id = objective.special.pad
-        self.interval_start = Work()
-        self.interval_started = time.perf_counter()
+        self.state, self.preemption, self.stats = LoopState(), PreemptionFlag(), RunningStats()
+        self.interval_start, self.interval_started = Work(), time.perf_counter()
         self.peak_flops, self.peak_source = peak_flops(self.device, precision.dtype or torch.float32)
         self.evaluate = Evaluator(model, self.forward, objective, precision, self.ctx)
         self.best = best  # None: no RUN/best (the run never evaluates before its end, or trainer.keep_best=false)
+        self.curves = curves  # None: no curve points (downstream.score_every=0)
 
     # -- state ------------------------------------------------------------------------------------
     def _rank_state(self) -> dict:
@@ -252,8 +251,7 @@ class TrainLoop:
         torch.set_rng_state(rng)
         self.display.start(self.state.step)
         self.interval_started = last_save = time.perf_counter()
-        run_dir = self.metrics.path.parent
-        main = self.ctx.is_main
+        run_dir, main = self.metrics.path.parent, self.ctx.is_main
         self.sinks = open_sinks(t, self.record, run_dir, self.state.wandb_id, self.state.step) if main else []
         try:
             with self.preemption as preemption:
@@ -276,6 +274,10 @@ class TrainLoop:
                         self.display.evaluation(step, self.state.last_val)
                         if self.best is not None:  # before the checkpoint of this step, which records the best
                             self.state.best = self.best.consider(self.state.best, step, self.state.last_val)
+                    if curve_due(self.curves, step, last):  # after validation, before the checkpoint of this step
+                        self.display.evaluating(step, "downstream curves")
+                        point = take_curve_point(self.curves, self.model, self.objective, self.device)
+                        self.emit({"step": step, **self.work.record(), **point})
                     if (t.ckpt_every and step % t.ckpt_every == 0) or last or overdue or stop:
                         self.save()
                         last_save = time.perf_counter()

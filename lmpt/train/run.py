@@ -21,7 +21,7 @@ from lmpt.train.distributed import agree_on_run_dir, full_model_state, paralleli
 from lmpt.train.epochs import report_exposure, run_exposure
 from lmpt.train.init_from import check_tokenizer, load_origin, stage_record
 from lmpt.train.inputs import InputsCheck, fresh_model, prepare_inputs, sample_windows
-from lmpt.train.loop import TrainLoop
+from lmpt.train.loop import CurveScorer, TrainLoop
 from lmpt.train.metrics import MetricsLog
 from lmpt.train.optim import build_optimizer, build_scheduler
 from lmpt.train.placement import place_job
@@ -52,12 +52,17 @@ class TrainResult:
 
 
 def run_training(
-    spec: RunSpec, session: Session, quality: QualityStage | None = None, check: InputsCheck | None = None
+    spec: RunSpec,
+    session: Session,
+    quality: QualityStage | None = None,
+    curves: CurveScorer | None = None,
+    check: InputsCheck | None = None,
 ) -> TrainResult:
     """Train as `spec` says, on text that passed `quality` (lmpt.quality: dedup, filters, decontamination), once
-    `check` has passed on the run's tokenizer and objective (before any model is built). On rank 0 a completed run
-    has its final model and summary written, and its status is left to the caller (after downstream scoring); a
-    stopped run exits with the requeue code."""
+    `check` has passed on the run's tokenizer and objective (before any model is built), taking
+    `curves`' points every `curves.every` steps (downstream.score_every: built by lmpt.downstream.curves). On rank 0
+    a completed run has its final model and summary written, and its status is left to the caller (after downstream
+    scoring); a stopped run exits with the requeue code."""
     t, ctx = spec.trainer, session.ctx
     device, precision = place_job(t, ctx)
     if t.dry_run:
@@ -99,7 +104,7 @@ def run_training(
     loop = TrainLoop(
         t, spec.record, model, objective, optimizer, scheduler, precision,
         run.checkpoint_store(t.keep_last), MetricsLog(run.path / rundir.METRICS_FILE),
-        make_display(t.progress, length.max_steps), forward=forward, ctx=ctx, length=length, best=best,
+        make_display(t.progress, length.max_steps), forward=forward, ctx=ctx, length=length, best=best, curves=curves,
     )  # fmt: skip
     if ctx.is_main:
         loop.store.remove_leftovers()

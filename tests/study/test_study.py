@@ -18,7 +18,9 @@ TINY = [
     "tokenizer.vocab_size=1024", "trainer.batch_size=8", "trainer.progress=plain", "trainer.sample_tokens=0",
     "trainer.eval_batches=1", "trainer.log_every=5", "scheduler.warmup_steps=2", "study.run_keys=[]",
 ]  # fmt: skip
-STUDY = [*TINY, "study.objectives=[clm,mlm]", "study.trials=2", "study.search_fraction=0.5", "trainer.budget=6e9flops"]
+STUDY = [*TINY, "study.objectives=[clm,mlm]", "study.seeds=[0]", "study.trials=2", "study.search_fraction=0.5",
+         "trainer.budget=6e9flops"]  # fmt: skip
+CURVES = ["trainer.eval_every=10", "downstream.score_every=10"]  # the finals take curve points, the search none
 
 
 def run_study(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -67,7 +69,7 @@ def _metrics(run: Path) -> str:
 def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> None:
     write_pairs(tmp_path / "pairs.jsonl")
     start = time.time()
-    result = run_study(*STUDY, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
+    result = run_study(*STUDY, *CURVES, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
     print(f"tiny study: {time.time() - start:.1f} s")
     assert result.returncode == 0, result.stderr[-3000:]
     study = tmp_path / "study"
@@ -87,16 +89,20 @@ def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> Non
         assert final["downstream"]["downstream/pairs/accuracy"] is not None and final["tasks"]["pairs"]["n"] == 20
         overrides = (Path(final["run"]) / ".hydra" / "overrides.yaml").read_text()
         assert all(f"{key}={value}" in overrides for key, value in best["recipe"].items())
+        curve = [r for r in map(json.loads, _metrics(Path(final["run"])).splitlines()) if "curve/pairs/accuracy" in r]
+        assert [r["step"] for r in curve][-1] == final["step"] and all(r["curve/pairs/n"] == 20 for r in curve)
+    assert not any("curve/" in _metrics(trial) for trial in study.glob("search/*/launch-0/[0-9]*"))
     assert record["ranking"]["key"] == "downstream/pairs/accuracy"
     markdown = (study / "study.md").read_text()
     assert "## Searches" in markdown and "(chosen)" in markdown and "## Final runs" in markdown
+    assert "![curves](curves.png)" in markdown and (study / "curves.png").exists()
 
     # kill-like damage: one final run loses its status and model; the other final and every trial are kept
     clm, mlm = study / "runs" / "clm-seed0", study / "runs" / "mlm-seed0"
     (mlm / "status.json").unlink()
     (mlm / "model.safetensors").unlink()
     kept = {run: _metrics(run) for run in [clm, *(study / "search").glob("*/launch-0/[0-9]*")]}
-    again = run_study(*STUDY, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
+    again = run_study(*STUDY, *CURVES, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "search clm: 2 trials done, reused" in again.stdout and "final clm seed 0: completed, reused" in again.stdout
     assert all(_metrics(run) == text for run, text in kept.items())  # nothing completed was redone
