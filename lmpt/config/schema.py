@@ -250,6 +250,10 @@ class DownstreamConfig:
     """Passes over a classification task's training examples per seed."""
     batch_size: int = 32
     """Examples per forward pass, fine-tuning and multiple-choice scoring alike."""
+    weights: str = "last"
+    """Which weights the tasks score when training ends: last (the final model) or best (RUN/best: the evaluation
+    with the lowest val_loss; needs trainer.eval_every > 0 and trainer.keep_best). One rule for every run of a
+    comparison: lmpt-study's default scale scores best."""
     score_every: int = 0
     """Steps between curve points during training (a multiple of trainer.eval_every; and at the last step); 0 = only
     when training ends. Each choice task is scored zero-shot on its fast subset, logged as curve/NAME/FIGURE (never

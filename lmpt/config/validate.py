@@ -15,6 +15,7 @@ from lmpt.config.budget import parse_budget
 from lmpt.config.choices import (
     ARCHS,
     DOCUMENT_MODES,
+    DOWNSTREAM_WEIGHTS,
     FINETUNE_MODES,
     FLAVOURS,
     PRECISIONS,
@@ -120,6 +121,15 @@ def _validate_muon(o: DictConfig, strategy: str) -> None:
     _require(len(betas) == 2 and all(0 <= b < 1 for b in betas), "optimizer.adamw_betas", betas, "two values in [0, 1)")
 
 
+def _validate_weights(ds: DictConfig, trainer: DictConfig) -> None:
+    """downstream.weights: best needs a run that keeps the weights of its best evaluation."""
+    _choice(ds.weights, "downstream.weights", DOWNSTREAM_WEIGHTS)
+    if ds.weights == "best" and (ds.choice_tasks or ds.classification_tasks):
+        rule = "last while trainer.eval_every=0 (no evaluation picks a best)"
+        _require(trainer.eval_every > 0, "downstream.weights", ds.weights, rule)
+        _require(trainer.keep_best, "downstream.weights", ds.weights, "last while trainer.keep_best=false")
+
+
 def _validate_curves(ds: DictConfig, eval_every: int) -> None:
     """downstream.score_every: curve points are taken at evaluations, of the zero-shot tasks."""
     every, key = ds.score_every, "downstream.score_every"
@@ -194,6 +204,7 @@ def validate_config(cfg: DictConfig) -> None:
     _choice(cfg.downstream.mode, "downstream.mode", FINETUNE_MODES)
     _positive(cfg.downstream, "downstream", "seeds", "epochs", "batch_size", "curve_items")
     _validate_curves(cfg.downstream, t.eval_every)
+    _validate_weights(cfg.downstream, t)
 
     _validate_tokenizer(tok)
     _require(0 < tok.character_coverage <= 1, "tokenizer.character_coverage", tok.character_coverage, "in (0, 1]")

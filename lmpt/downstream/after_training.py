@@ -8,6 +8,7 @@ against the run's tokenizer once it exists (before step 1), so a bad task costs 
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from lmpt.downstream.record import record_path
 from lmpt.downstream.zero_shot import check_zero_shot_fits, evaluate_zero_shot, logged_zero_shot, read_zero_shot
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
+from lmpt.rundir.best import BEST_DIR, BEST_RECORD
 from lmpt.rundir.directory import METRICS_FILE
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.metrics import MetricsLog
@@ -128,19 +130,23 @@ def score_downstream(
     from lmpt.rundir.trained import load_trained
 
     progress = progress or ScoringProgress()
-    trained = functools.cache(lambda: load_trained(run_dir, device if device == "cuda" else "cpu"))  # none if all kept
+    weights = run_dir / BEST_DIR if downstream.weights == "best" else run_dir  # one rule for every task
+    trained = functools.cache(lambda: load_trained(weights, device if device == "cuda" else "cpu"))  # none if all kept
+    if downstream.weights == "best":
+        console.print(f"scoring the best weights: {_best_text(run_dir)}")
     figures: dict[str, float] = {}
     for task in map(str, downstream.choice_tasks):
         name = task_name(task)
         result = progress.kept_record(run_dir, name) or progress.write_record(run_dir, name, {
-            "task": name, **evaluate_zero_shot(trained(), read_zero_shot(task), downstream.batch_size, False)
+            "task": name, "weights": downstream.weights,
+            **evaluate_zero_shot(trained(), read_zero_shot(task), downstream.batch_size, False),
         })  # fmt: skip
         figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items() if v is not None}
     for i, task in enumerate(map(str, downstream.classification_tasks)):
         spec = classification_task(task, f"downstream.classification_tasks[{i}]")
         options = finetune_options(downstream, spec, device if device == "cuda" else "cpu")
         result = progress.kept_record(run_dir, spec.name) or progress.write_record(
-            run_dir, spec.name, finetune(trained(), options)
+            run_dir, spec.name, {**finetune(trained(), options), "weights": downstream.weights}
         )
         figures |= {metric_key(spec.name, k): v for k, v in logged_figures(result).items() if v is not None}
     metrics = MetricsLog(run_dir / METRICS_FILE)
@@ -148,6 +154,12 @@ def score_downstream(
     metrics.write({"step": step, **figures})
     _print_figures(figures)
     return figures
+
+
+def _best_text(run_dir: Path) -> str:
+    """RUN/best's step and val_loss, as best.json records them."""
+    record = json.loads((run_dir / BEST_DIR / BEST_RECORD).read_text())
+    return f"step {record['step']}, val_loss {record['val_loss']:.4f} (RUN/best)"
 
 
 def _print_figures(figures: dict[str, float]) -> None:

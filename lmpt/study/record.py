@@ -19,7 +19,7 @@ from lmpt.report.runs import read_run
 from lmpt.safe_files import write_atomically
 from lmpt.study.curves import CURVES_PNG, plot_curves
 from lmpt.study.finals import FinalRun
-from lmpt.study.plan import StudyPlan
+from lmpt.study.plan import StudyPlan, override_key
 from lmpt.study.search import Search
 
 STUDY_JSON = "study.json"
@@ -131,6 +131,14 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
     return path
 
 
+def _weights_rule(run_overrides: list[str]) -> str:
+    """Which weights every final run's tasks score, in words (downstream.weights, as the run keys give it)."""
+    given = [o.split("=", 1)[1] for o in run_overrides if override_key(o) == "downstream.weights"]
+    if given and given[-1] == "best":
+        return "best weights by validation loss (RUN/best, `downstream.weights=best`)"
+    return "last weights (the final model, `downstream.weights=last`)"
+
+
 def study_markdown(
     plan: StudyPlan, searches: dict[str, Search], summaries: list[dict], ranking: Ranking, caveat: str = ""
 ) -> str:
@@ -146,6 +154,7 @@ def study_markdown(
         f"(optuna, {plan.sampler} sampler, seed {plan.search_seed}) at `trainer.budget={plan.search_budget}` "
         f"(about {steps} steps) over {space}, by its own final val_loss.",
         f"Run keys of every run: `{' '.join(plan.run_overrides) or '(defaults)'}`.",
+        f"One rule for every objective: the tasks score each run's {_weights_rule(plan.run_overrides)}.",
         "",
         "## Objectives",
         "",

@@ -148,8 +148,17 @@ def test_the_default_scale_reaches_every_run_and_the_command_line_wins_key_by_ke
 
     defaults = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "study.yaml").study.run_keys
     assert "trainer.budget=1e13flops" in defaults and "downstream.choice_tasks=[bundled:blimp]" in defaults
+    assert "downstream.weights=best" in defaults
     study = OmegaConf.create({"run_keys": list(defaults)})
     keys = run_keys(study, ["trainer.budget=2e12flops", "study.trials=3", "model=small"])
     assert "trainer.budget=1e13flops" not in keys and keys[-2:] == ["trainer.budget=2e12flops", "model=small"]
     assert "data=wikitext" in keys and "downstream.classification_tasks=[bundled:clinc-domains]" in keys
     assert not any(k.startswith("study.") for k in keys)
+
+
+def test_study_md_states_one_weights_rule_for_every_objective() -> None:
+    from lmpt.study.record import _weights_rule
+
+    assert "best weights by validation loss" in _weights_rule(["data=wikitext", "downstream.weights=best"])
+    assert "last weights" in _weights_rule(["data=wikitext"])
+    assert "last weights" in _weights_rule(["downstream.weights=best", "downstream.weights=last"])

@@ -108,3 +108,50 @@ def test_a_run_that_never_evaluated_has_no_best(tmp_path: Path, capsys, monkeypa
         code, _, err = _command(body, argv, capsys, monkeypatch)
         assert code == 2 and err.startswith(f"lmpt: error: {expected}") and err.count("\n") == 1, err
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written
+
+
+def test_downstream_weights_best_scores_the_best_checkpoint_not_the_last(tmp_path: Path, capsys, monkeypatch) -> None:
+    import shutil
+
+    from omegaconf import OmegaConf
+
+    from lmpt.downstream.after_training import score_downstream
+
+    task = tmp_path / "cloze.jsonl"
+    words = ["king", "lord", "night", "heart", "death", "love"]
+    task.write_text("".join(json.dumps({"context": f"My good {words[i % 6]}, I pray thee, hear my",
+                                        "choices": [words[(i + j) % 6] for j in range(3)], "label": i % 3}) + "\n"
+                            for i in range(24)))  # fmt: skip
+    run_dir = golden_run(tmp_path, [*EVERY_EVAL, "downstream.weights=best", f"downstream.choice_tasks=[{task}]"])
+    record = json.loads((run_dir / "downstream" / "cloze.json").read_text())
+    assert record["weights"] == "best"
+    best_step = json.loads((run_dir / "best" / "best.json").read_text())["step"]
+    assert f"scoring the best weights: step {best_step}," in (run_dir / "lmpt.log").read_text()
+
+    def scored(target: Path) -> dict:
+        code, out, err = _command(evaluate, [str(target), f"task={task}", "json=true"], capsys, monkeypatch)
+        assert code == 0, err
+        return json.loads(out.strip().splitlines()[-1])
+
+    assert {k: v for k, v in record.items() if k != "weights"} == scored(run_dir / "best")
+    # a copy whose best is step 2's weights: scoring with weights=best reads them, weights=last the final model
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    shutil.copy(copy / "checkpoints" / "step_00000002" / "model.safetensors", copy / "best" / "model.safetensors")
+    (copy / "best" / "best.json").write_text(json.dumps({"step": 2, "val_loss": 9.0}) + "\n")
+    for weights, target in (("best", copy / "best"), ("last", copy)):
+        downstream = OmegaConf.create({"choice_tasks": [str(task)], "classification_tasks": [], "weights": weights,
+                                       "batch_size": 8})  # fmt: skip
+        score_downstream(downstream, copy, 16)
+        again = json.loads((copy / "downstream" / "cloze.json").read_text())
+        assert again["weights"] == weights
+        assert {k: v for k, v in again.items() if k != "weights"} == scored(target), weights
+
+
+def test_downstream_weights_best_is_refused_at_start_up_without_evaluations(tmp_path: Path) -> None:
+    args = [*(a for a in BASE if not a.startswith("trainer.eval_every=")), "trainer.eval_every=0",
+            "downstream.weights=best", "downstream.choice_tasks=[bundled:blimp-fast]"]  # fmt: skip
+    result = run(tmp_path / "run", args)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, describe(result)
+    assert "downstream.weights='best' is invalid: it must be last while trainer.eval_every=0" in result.stderr
+    assert not (tmp_path / "run" / "checkpoints").exists()
