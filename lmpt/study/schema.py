@@ -17,8 +17,8 @@ SCHEMA_NAME = "lmpt_study_schema"
 @dataclass
 class StudyConfig:
     objectives: list[str] = field(default_factory=list)
-    """The objectives compared (conf/study.yaml: clm and mlm); each is searched, then trained at its chosen recipe
-    for every seed."""
+    """The objectives compared (conf/study.yaml: clm, mlm and gpt-bert); each is searched, then trained at its chosen
+    recipe for every seed."""
     run_keys: list[str] = field(default_factory=list)
     """Run keys handed to every run of the study before the command line's, which win over them key by key
     (conf/study.yaml sets the default study scale here: data, precision, budget, tasks)."""

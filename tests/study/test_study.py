@@ -147,7 +147,7 @@ def test_the_default_scale_reaches_every_run_and_the_command_line_wins_key_by_ke
     from lmpt.study.plan import run_keys
 
     defaults = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "study.yaml").study.run_keys
-    assert "trainer.budget=1e13flops" in defaults and "downstream.choice_tasks=[bundled:blimp]" in defaults
+    assert "trainer.budget=1e13flops" in defaults and "downstream.choice_tasks=[bundled:blimp-fast]" in defaults
     assert "downstream.weights=best" in defaults
     study = OmegaConf.create({"run_keys": list(defaults)})
     keys = run_keys(study, ["trainer.budget=2e12flops", "study.trials=3", "model=small"])
