@@ -2,14 +2,17 @@
 3x of a decoder's on the cloze task), both built in this process with random weights (the weights do not change the
 time) on a tokenizer trained on the bundled Tiny Shakespeare:
 
-- bundled:shakespeare-cloze by lmpt.downstream.multiple_choice (encoders: one text's masked copies at a time), and
-  the same texts' PLL batched across texts (lmpt.inference.sentence_pll), what minimal pairs use;
-- bundled:blimp-fast by lmpt.downstream.minimal_pairs (encoders batched across sentences).
+- `cloze`: bundled:shakespeare-cloze by lmpt.downstream.multiple_choice, encoders by the conditional PLL of each
+  choice (the default: only the choice's tokens masked), copies batched across choices and questions;
+- `cloze-whole`: the same with choice_pll="whole" (every token of context + choice masked in turn), encoder only,
+  set against the cloze decoder;
+- `blimp-fast`: bundled:blimp-fast by lmpt.downstream.minimal_pairs (encoders batched across sentences).
 
-Each figure is the median wall time over --repeats; the ratio is encoder / decoder on the same task. The machine is
-taken as it is (threads: torch's setting, or --threads).
+Each figure is the median wall time over --repeats, decoder and encoder taking turns; the ratio is encoder / decoder
+on the same task. The machine is taken as it is (threads: torch's setting, or --threads; the load average before
+and after goes into the record).
 
-    python scripts/bench_scoring.py --model tiny --batch-size 64 --json bench_scoring.json
+    python scripts/bench_scoring.py --model tiny --batch-size 64 --threads 1 --json bench_scoring.json
 """
 
 from __future__ import annotations
@@ -31,15 +34,19 @@ from rich.console import Console
 from rich.table import Table
 
 REPO = Path(__file__).resolve().parents[1]
+TASKS = {
+    "cloze": "shakespeare-cloze (multiple_choice, conditional PLL)",
+    "cloze-whole": "shakespeare-cloze (multiple_choice, choice_pll=whole)",
+    "blimp-fast": "blimp-fast (minimal_pairs)",
+}
+"""--tasks names and the table's rows."""
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 from lmpt.config.schema import DataConfig, ModelConfig, TokenizerConfig  # noqa: E402
 from lmpt.data.cache import prepare_corpora  # noqa: E402
 from lmpt.downstream.choice_tasks import read_choice_task  # noqa: E402
 from lmpt.downstream.minimal_pairs import evaluate_pairs  # noqa: E402
-from lmpt.downstream.multiple_choice import DELIMITER, evaluate_choices  # noqa: E402
+from lmpt.downstream.multiple_choice import evaluate_choices  # noqa: E402
 from lmpt.downstream.pair_tasks import read_pairs  # noqa: E402
-from lmpt.inference.progress import WorkBar  # noqa: E402
-from lmpt.inference.sentence_pll import framed_ids, text_plls  # noqa: E402
 from lmpt.model import build_model  # noqa: E402
 from lmpt.rundir.trained import Trained  # noqa: E402
 
@@ -53,21 +60,16 @@ def build(model: str, arch: str, objective: str, tokenizer, device: str) -> Trai
     return Trained(network, tokenizer, OmegaConf.create({}), arch, objective, Path("in-process"))
 
 
-def timed(work: Callable[[], object], repeats: int) -> float:
-    """Median seconds of `work` over `repeats` calls."""
-    seconds = []
+def timed(works: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each work over `repeats` rounds, the works taking turns in each round (a machine that
+    slows down or speeds up meanwhile touches all of them alike)."""
+    seconds: dict[str, list[float]] = {name: [] for name in works}
     for _ in range(repeats):
-        start = time.perf_counter()
-        work()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
-
-
-def batched_cloze(trained: Trained, texts: list[str], batch_size: int) -> None:
-    """The cloze texts' PLL batched across texts (what an encoder's multiple choice could do)."""
-    device = trained.model.head_weight.device
-    with torch.inference_mode(), WorkBar("", hidden=True) as bar:
-        text_plls(trained, [framed_ids(trained, t) for t in texts], batch_size, device, bar)
+        for name, work in works.items():
+            start = time.perf_counter()
+            work()
+            seconds[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in seconds.items()}
 
 
 def main() -> None:
@@ -79,7 +81,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated, of {', '.join(TASKS)}")
     args = parser.parse_args()
+    tasks = args.tasks.split(",")
+    if unknown := set(tasks) - set(TASKS):
+        parser.error(f"--tasks: unknown {', '.join(sorted(unknown))}: use {', '.join(TASKS)}")
     if args.threads:
         torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
@@ -88,34 +94,41 @@ def main() -> None:
         tokenizer = prepare_corpora(data, TokenizerConfig(), REPO, Path(os.environ["LMPT_CACHE_DIR"])).tokenizer
     questions = read_choice_task("bundled:shakespeare-cloze")[: args.limit]
     pairs = read_pairs("bundled:blimp-fast")[: args.limit]
-    cloze_texts = [q.context.rstrip() + DELIMITER + c for q in questions for c in q.choices]
     models = {"decoder": build(args.model, "decoder", "clm", tokenizer, args.device),
               "encoder": build(args.model, "encoder", "mlm", tokenizer, args.device)}  # fmt: skip
     b = args.batch_size
-    tasks: dict[str, Callable[[Trained], Callable[[], object]]] = {
-        "shakespeare-cloze (multiple_choice)": lambda t: lambda: evaluate_choices(t, questions, b, True),
-        "shakespeare-cloze (PLL batched across texts)": lambda t: lambda: batched_cloze(t, cloze_texts, b),
-        "blimp-fast (minimal_pairs)": lambda t: lambda: evaluate_pairs(t, pairs, b, True),
+    work: dict[str, Callable[[Trained], Callable[[], object]]] = {
+        "cloze": lambda t: lambda: evaluate_choices(t, questions, b, True),
+        "cloze-whole": lambda t: lambda: evaluate_choices(t, questions, b, True, choice_pll="whole"),
+        "blimp-fast": lambda t: lambda: evaluate_pairs(t, pairs, b, True),
     }
+    load_before = os.getloadavg()
     rows = []
-    for task, work in tasks.items():
-        seconds = {arch: timed(work(trained), args.repeats) for arch, trained in models.items() if
-                   arch == "encoder" or "batched" not in task}  # fmt: skip
-        rows.append({"task": task, **{f"{arch}_s": s for arch, s in seconds.items()}})
-    decoder_cloze = rows[0]["decoder_s"]
+    for task in tasks:
+        arches = ["encoder"] if task == "cloze-whole" else ["decoder", "encoder"]
+        seconds = timed({arch: work[task](models[arch]) for arch in arches}, args.repeats)
+        rows.append({"task": TASKS[task], **{f"{arch}_s": s for arch, s in seconds.items()}})
+    load_after = os.getloadavg()
+    cloze_decoder = next((row["decoder_s"] for row in rows if row["task"] == TASKS["cloze"]), None)
     for row in rows:
-        row["decoder_s"] = row.get("decoder_s", decoder_cloze)  # the batched PLL is set against the cloze decoder
-        row["encoder_over_decoder"] = row["encoder_s"] / row["decoder_s"]
+        row.setdefault("decoder_s", cloze_decoder)  # cloze-whole is set against the cloze decoder
+        row["encoder_over_decoder"] = row["encoder_s"] / row["decoder_s"] if row["decoder_s"] else None
     record = {"model": args.model, "batch_size": b, "limit": args.limit, "questions": len(questions),
-              "pairs": len(pairs), "threads": torch.get_num_threads(), "device": args.device,
-              "cpu": platform.processor() or platform.machine(), "torch": torch.__version__, "rows": rows}  # fmt: skip
+              "pairs": len(pairs), "repeats": args.repeats, "threads": torch.get_num_threads(), "device": args.device,
+              "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "torch": torch.__version__,
+              "date": time.strftime("%Y-%m-%d %H:%M %Z"), "load_before": load_before, "load_after": load_after,
+              "rows": rows}  # fmt: skip
     table = Table(title=f"zero-shot scoring, {args.model} models, batch {b}, {record['threads']} thread(s)")
     for column in ("task", "decoder s", "encoder s", "encoder / decoder"):
         table.add_column(column, justify="left" if column == "task" else "right")
     for row in rows:
-        table.add_row(row["task"], f"{row['decoder_s']:.2f}", f"{row['encoder_s']:.2f}",
-                      f"{row['encoder_over_decoder']:.1f}x")  # fmt: skip
+        ratio = row["encoder_over_decoder"]
+        decoder = "-" if row["decoder_s"] is None else f"{row['decoder_s']:.2f}"
+        table.add_row(row["task"], decoder, f"{row['encoder_s']:.2f}", "-" if ratio is None else f"{ratio:.1f}x")
     Console().print(table)
+    Console().print(
+        f"load average (1 min) {load_before[0]:.1f} before, {load_after[0]:.1f} after, {os.cpu_count()} cores"
+    )
     if args.json:
         args.json.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 

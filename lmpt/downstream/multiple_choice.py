@@ -11,8 +11,12 @@ the highest score is its answer. As lm-evaluation-harness scores `multiple_choic
   (decoder) or encoder input.
 - Encoder-decoders (span): the encoder reads context + <extra_id_0> + eos, the decoder scores
   <extra_id_0> choice, the choice's tokens only (T5's way of filling a span).
-- Encoders (mlm, nsp): the pseudo-log-likelihood of the whole filled text (lmpt.inference.pll), the same for
-  every choice's text.
+- Encoders (mlm, nsp): by default the conditional pseudo-log-likelihood of the choice (Salazar et al. 2020's PLL,
+  conditioned as lm_eval conditions a decoder): each of the choice's tokens is masked in turn, one copy each, with
+  the context read whole and never masked, the encoder's log P(choice | context). `choice_pll="whole"` scores every
+  token of context + choice instead (the filled text's PLL, lmpt's method before issue 31): the context's tokens
+  then count too, each read beside the choice, 18x the copies on the bundled cloze task. Either way the copies
+  are batched across choices and questions (lmpt.inference.sentence_pll).
 
 `accuracy` takes the highest score (lm_eval's acc); `accuracy_norm` the highest score per UTF-8 byte of the
 choice (lm_eval's acc_bytes; its acc_norm divides by characters, the same on ASCII text); chance is the mean of
@@ -33,9 +37,8 @@ from lmpt.downstream.choice_tasks import ChoiceQuestion
 from lmpt.downstream.figures import ACCURACY, ACCURACY_NORM, CHANCE
 from lmpt.downstream.significance import ITEMS_DIGEST, figure_outcomes, high_key, items_digest, low_key
 from lmpt.errors import LmptError
-from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
-from lmpt.inference.scoring import Score, Text, piece_bytes
+from lmpt.inference.sentence_pll import copy_tokens, framed_continuation, framed_ids, text_plls
 from lmpt.objectives.base import Objective
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rundir.trained import Trained
@@ -43,6 +46,8 @@ from lmpt.tokenizer.base import Tokenizer
 
 DELIMITER = " "
 """Between context and choice, as lm_eval's default target_delimiter."""
+CHOICE_PLL = ("conditional", "whole")
+"""How an encoder scores a choice (module docstring): the default first."""
 
 
 @dataclass(frozen=True)
@@ -161,30 +166,36 @@ def _loglikelihoods(trained: Trained, rows: list[Framed], batch_size: int, devic
     return found
 
 
-def _pseudo_loglikelihoods(trained: Trained, texts: list[str], batch_size: int, device, bar: WorkBar) -> list[float]:
-    """Minus the pseudo-log-likelihood nats of each text (lmpt.inference.pll), one text at a time."""
-    found = []
-    framing = sum(map(len, trained.objective.text_frame(trained.tokenizer.special)))  # nsp: [CLS] text [SEP]
-    sizes = piece_bytes(trained.tokenizer)
-    for text in texts:
-        ids = trained.tokenizer.encode(text)[-(trained.model.max_seq_len - framing) :]  # cut from the left
-        width = len(ids) + framing  # one window holding the whole text, no padding
-        quiet = WorkBar("", hidden=True)
-        score: Score = score_pll(trained, Text(ids, 0, 1), width, batch_size, device, quiet, sizes)
-        found.append(-score.nats)
-        bar.advance()
-    return found
+def _pseudo_loglikelihoods(
+    trained: Trained, questions: list[ChoiceQuestion], batch_size: int, device, bar: WorkBar, choice_pll: str
+) -> list[float]:
+    """Each choice's pseudo-log-likelihood (module docstring), the masked copies of every choice batched together;
+    `bar` counts the copies' tokens."""
+    if choice_pll == "whole":
+        texts = [q.context.rstrip() + DELIMITER + c if q.context.strip() else c for q in questions for c in q.choices]
+        rows, starts = [framed_ids(trained, text) for text in texts], None
+    else:
+        framed = [framed_continuation(trained, *split_tokens(trained, q.context, c)) for q in questions
+                  for c in q.choices]  # fmt: skip
+        rows, starts = [ids for ids, _ in framed], [start for _, start in framed]
+    bar.start(copy_tokens(trained, rows, starts))
+    return text_plls(trained, rows, batch_size, device, bar, scored_from=starts)
 
 
 def choice_scores(
-    trained: Trained, questions: list[ChoiceQuestion], batch_size: int, device, bar: WorkBar
+    trained: Trained,
+    questions: list[ChoiceQuestion],
+    batch_size: int,
+    device,
+    bar: WorkBar,
+    choice_pll: str = CHOICE_PLL[0],
 ) -> list[list[float]]:
-    """The model's score of every choice of every question (higher = more likely); `bar` counts choices."""
-    bar.start(sum(len(q.choices) for q in questions))
+    """The model's score of every choice of every question (higher = more likely); `bar` counts choices, or for
+    encoders the tokens of their masked copies. `choice_pll`: how an encoder scores (CHOICE_PLL)."""
     if trained.arch == "encoder":
-        texts = [q.context.rstrip() + DELIMITER + c if q.context.strip() else c for q in questions for c in q.choices]
-        flat = _pseudo_loglikelihoods(trained, texts, batch_size, device, bar)
+        flat = _pseudo_loglikelihoods(trained, questions, batch_size, device, bar, choice_pll)
     else:
+        bar.start(sum(len(q.choices) for q in questions))
         flat = _loglikelihoods(trained, framed_choices(trained, questions), batch_size, device, bar)
     scores, it = [], iter(flat)
     for q in questions:
@@ -227,10 +238,12 @@ def choice_evidence(questions: list[ChoiceQuestion], scores: list[list[float]]) 
             ITEMS_DIGEST: items_digest(texts)}  # fmt: skip
 
 
-def method_of(trained: Trained) -> str:
+def method_of(trained: Trained, choice_pll: str = CHOICE_PLL[0]) -> str:
     """How the run's choices are scored, in words."""
-    if trained.arch == "encoder":
+    if trained.arch == "encoder" and choice_pll == "whole":
         return "pseudo-log-likelihood of each filled text (context + choice)"
+    if trained.arch == "encoder":
+        return "conditional pseudo-log-likelihood of each choice given the context"
     if trained.arch == "encoder-decoder":
         return "decoder log-likelihood of each choice given the context as encoder input"
     return "log-likelihood of each choice after the context" + (
@@ -239,13 +252,20 @@ def method_of(trained: Trained) -> str:
 
 
 def evaluate_choices(
-    trained: Trained, questions: list[ChoiceQuestion], batch_size: int, hidden: bool, task: str = ""
+    trained: Trained,
+    questions: list[ChoiceQuestion],
+    batch_size: int,
+    hidden: bool,
+    task: str = "",
+    choice_pll: str = CHOICE_PLL[0],
 ) -> dict:
-    """The figures of a multiple-choice task, with the method, under a progress bar naming `task` unless `hidden`."""
+    """The figures of a multiple-choice task, with the method, under a progress bar naming `task` unless `hidden`;
+    `choice_pll`: how an encoder scores a choice (CHOICE_PLL)."""
     device = trained.model.head_weight.device
-    with torch.inference_mode(), WorkBar(f"{task} zero-shot".lstrip(), hidden=hidden, unit="choices") as bar:
-        scores = choice_scores(trained, questions, batch_size, device, bar)
-    return {"arch": trained.arch, "objective": trained.objective_name, "method": method_of(trained),
+    unit = "tokens" if trained.arch == "encoder" else "choices"  # what choice_scores counts
+    with torch.inference_mode(), WorkBar(f"{task} zero-shot".lstrip(), hidden=hidden, unit=unit) as bar:
+        scores = choice_scores(trained, questions, batch_size, device, bar, choice_pll)
+    return {"arch": trained.arch, "objective": trained.objective_name, "method": method_of(trained, choice_pll),
             **choice_figures(questions, scores), **choice_evidence(questions, scores)}  # fmt: skip
 
 

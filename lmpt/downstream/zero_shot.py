@@ -45,16 +45,22 @@ def check_zero_shot_fits(run: Framing, task: ZeroShotTask) -> None:
 
 
 def evaluate_zero_shot(
-    trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, within_word: bool = False
+    trained: Trained,
+    task: ZeroShotTask,
+    batch_size: int,
+    hidden: bool,
+    within_word: bool = False,
+    choice_pll: str = "conditional",
 ) -> dict:
-    """The figures of the task (without its name); `within_word`: encoders' PLL-word-l2r on minimal pairs."""
+    """The figures of the task (without its name); `within_word`: encoders' PLL-word-l2r on minimal pairs;
+    `choice_pll`: how encoders score a multiple-choice choice (multiple_choice.CHOICE_PLL)."""
     from lmpt.downstream.minimal_pairs import evaluate_pairs  # torch-heavy: when scoring only
     from lmpt.downstream.multiple_choice import evaluate_choices
 
     if task.pairs is not None:
         return evaluate_pairs(trained, task.pairs, batch_size, hidden, within_word, task.name)
     assert task.questions is not None
-    return evaluate_choices(trained, task.questions, batch_size, hidden, task.name)
+    return evaluate_choices(trained, task.questions, batch_size, hidden, task.name, choice_pll)
 
 
 def is_pairs_result(result: dict) -> bool:

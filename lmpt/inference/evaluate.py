@@ -61,6 +61,10 @@ class EvalOptions:
     """Print one JSON object instead of a table."""
     within_word: bool = False
     """Minimal pairs on an encoder: when a token is scored, also mask the rest of its word (PLL-word-l2r)."""
+    choice_pll: str = "conditional"
+    """Multiple choice on an encoder: conditional (mask only the choice's tokens, one at a time, the context read
+    whole: log P(choice | context), as decoders are scored) or whole (every token of context + choice: the filled
+    text's pseudo-log-likelihood, about 18x the work on the bundled cloze task)."""
 
 
 def read_text(patterns: list[str], documents: str, text_field: str, tokenizer: Tokenizer) -> Text:

@@ -8,13 +8,16 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from lmpt.batch import IGNORE
+from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.downstream.choice_tasks import ChoiceQuestion
+from lmpt.downstream.choice_tasks import ChoiceQuestion, read_choice_task
+from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.multiple_choice import choice_batch, choice_figures, choice_scores, frame, split_tokens
+from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Text
+from lmpt.inference.sentence_pll import framed_continuation
 from lmpt.model import build_model
 from lmpt.rundir.trained import Trained
 
@@ -32,9 +35,9 @@ def _trained(shakespeare, arch: str, objective: str, max_seq_len: int = 64) -> T
     return Trained(model, shakespeare.tokenizer, OmegaConf.create({}), arch, objective, Path("unused"))
 
 
-def _scores(trained: Trained, questions=QUESTIONS, batch_size: int = 3) -> list[list[float]]:
+def _scores(trained: Trained, questions=QUESTIONS, batch_size: int = 3, choice_pll: str = "conditional"):
     with torch.no_grad(), WorkBar("", hidden=True) as bar:
-        return choice_scores(trained, questions, batch_size, torch.device("cpu"), bar)
+        return choice_scores(trained, questions, batch_size, torch.device("cpu"), bar, choice_pll)
 
 
 def test_choice_tokens_are_the_whole_text_beyond_the_context(shakespeare) -> None:
@@ -92,13 +95,87 @@ def test_long_contexts_are_cut_from_the_left_to_fit(shakespeare) -> None:
     assert len(_scores(trained, long)[0]) == 2
 
 
-def test_encoders_score_each_filled_text_by_pseudo_log_likelihood(shakespeare) -> None:
+def _one_copy_at_a_time(trained: Trained, ids: list[int], scored: range) -> float:
+    """The reference PLL: for each position of `scored` holding an ordinary token, `ids` with that one token masked
+    goes through the model alone (no padding, no other copy beside it) and its log-probability is added."""
+    special, total = trained.tokenizer.special, 0.0
+    for position in scored:
+        if ids[position] < special.first_ordinary:
+            continue
+        inputs, labels = torch.tensor([ids]), torch.full((1, len(ids)), IGNORE)
+        inputs[0, position], labels[0, position] = special.mask, ids[position]
+        segments = torch.zeros_like(inputs) if trained.objective.n_segments else None
+        with torch.no_grad():
+            out = trained.model(Batch(input_ids=inputs, labels=labels, attention="bidirectional", segment_ids=segments))
+        total -= float(out.token_loss.double().sum())
+    return total
+
+
+class _CountingBar:
+    """Records what a scorer announces (`start`) and what it then does (`advance`)."""
+
+    def __init__(self) -> None:
+        self.total, self.done = 0, 0
+
+    def start(self, total: int) -> None:
+        self.total = total
+
+    def advance(self, done: int = 1) -> None:
+        self.done += done
+
+
+@pytest.mark.parametrize("objective", ["mlm", "nsp"])  # nsp: the choice read in [CLS] ... [SEP]
+def test_encoder_conditional_pll_batched_equals_one_copy_at_a_time(shakespeare, objective: str) -> None:
+    trained = _trained(shakespeare, "encoder", objective)
+    before, after = trained.objective.text_frame(trained.tokenizer.special)
+    questions = QUESTIONS + read_choice_task("bundled:shakespeare-cloze")[:6]  # contexts of 0 to ~30 tokens
+    bar = _CountingBar()
+    with torch.no_grad():  # 5 copies a pass: copies of several choices and questions share a pass
+        scores = choice_scores(trained, questions, 5, torch.device("cpu"), bar)  # type: ignore[arg-type]
+    assert bar.done == bar.total > 0  # the bar announces the work it then does
+    lengths = set()
+    for question, found in zip(questions, scores, strict=True):
+        expected = []
+        for choice in question.choices:
+            context, target = split_tokens(trained, question.context, choice)
+            ids = [*before, *context, *target, *after]
+            lengths.add(len(ids))
+            start = len(before) + len(context)  # the context is read, never masked: only the choice is scored
+            expected.append(_one_copy_at_a_time(trained, ids, range(start, start + len(target))))
+        assert found == pytest.approx(expected, rel=1e-5, abs=1e-5)
+        assert found.index(max(found)) == expected.index(max(expected))  # the same choice wins
+    assert len(lengths) > 5
+
+
+def test_encoder_whole_text_pll_is_every_token_of_context_and_choice(shakespeare) -> None:
     trained = _trained(shakespeare, "encoder", "mlm")
-    scores = _scores(trained, QUESTIONS[:1])
-    filled = trained.tokenizer.encode(QUESTIONS[0].context + " " + QUESTIONS[0].choices[1])
-    with torch.no_grad(), WorkBar("", hidden=True) as bar:
-        pll = score_pll(trained, Text(filled, 0, 1), 64, 8, torch.device("cpu"), bar)
-    assert scores[0][1] == pytest.approx(-pll.nats, rel=1e-6)
+    scores = _scores(trained, batch_size=5, choice_pll="whole")
+    for question, found in zip(QUESTIONS, scores, strict=True):
+        for choice, score in zip(question.choices, found, strict=True):
+            filled = trained.tokenizer.encode(f"{question.context} {choice}" if question.context else choice)
+            with torch.no_grad(), WorkBar("", hidden=True) as bar:
+                pll = score_pll(trained, Text(filled, 0, 1), len(filled), 8, torch.device("cpu"), bar)
+            assert score == pytest.approx(-pll.nats, rel=1e-5, abs=1e-5)
+            assert score == pytest.approx(_one_copy_at_a_time(trained, filled, range(len(filled))), abs=1e-5)
+    conditional = _scores(trained, batch_size=5)  # the same copies for the choice's tokens, none for the context's
+    for question, whole, choice_only in zip(QUESTIONS, scores, conditional, strict=True):
+        assert all(w < c if question.context else w <= c + 1e-6 for w, c in zip(whole, choice_only, strict=True))
+
+
+def test_an_encoder_choice_too_long_for_the_model_keeps_its_end(shakespeare) -> None:
+    trained = _trained(shakespeare, "encoder", "nsp", max_seq_len=16)
+    special = trained.tokenizer.special
+    ids, start = framed_continuation(trained, list(range(100, 140)), [7, 8, 9])
+    assert ids == [special.cls, *range(129, 140), 7, 8, 9, special.sep] and start == 12  # 16 tokens
+    ids, start = framed_continuation(trained, [100], list(range(200, 220)))  # the choice alone is too long
+    assert ids == [special.cls, *range(206, 220), special.sep] and start == 1
+    long = [ChoiceQuestion("word " * 200, ("a", "b"), 0)]
+    assert len(_scores(trained, long)[0]) == 2
+
+
+def test_lmpt_eval_refuses_an_unknown_choice_pll() -> None:
+    with pytest.raises(LmptError, match="choice_pll=both is unknown: use conditional or whole"):
+        evaluate(["no-run", "task=bundled:shakespeare-cloze", "choice_pll=both"])
 
 
 def test_figures_take_the_best_raw_and_per_byte_score() -> None:
