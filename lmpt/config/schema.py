@@ -250,6 +250,10 @@ class DownstreamConfig:
     """Passes over a classification task's training examples per seed."""
     batch_size: int = 32
     """Examples per forward pass, fine-tuning and multiple-choice scoring alike."""
+    lr: str = "fixed"
+    """The classification tasks' fine-tuning learning rate: fixed (the mode's: 1e-2 probe, 1e-4 full), search
+    (lmpt-finetune's default: the rate, and an encoder's pooling, picked on a slice held back from the training split,
+    the pre-trained model and its scratch control alike; lmpt-study's default scale searches), or a number."""
     weights: str = "last"
     """Which weights the tasks score when training ends: last (the final model) or best (RUN/best: the evaluation
     with the lowest val_loss; needs trainer.eval_every > 0 and trainer.keep_best). One rule for every run of a

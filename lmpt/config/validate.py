@@ -121,6 +121,18 @@ def _validate_muon(o: DictConfig, strategy: str) -> None:
     _require(len(betas) == 2 and all(0 <= b < 1 for b in betas), "optimizer.adamw_betas", betas, "two values in [0, 1)")
 
 
+def _validate_finetune_lr(lr: str) -> None:
+    """downstream.lr: fixed, search, or a positive finite number."""
+    rule = "fixed, search or a positive finite number"
+    if lr in ("fixed", "search"):
+        return
+    try:
+        value = float(lr)
+    except ValueError:
+        value = math.nan
+    _require(math.isfinite(value) and value > 0, "downstream.lr", lr, rule)
+
+
 def _validate_weights(ds: DictConfig, trainer: DictConfig) -> None:
     """downstream.weights: best needs a run that keeps the weights of its best evaluation."""
     _choice(ds.weights, "downstream.weights", DOWNSTREAM_WEIGHTS)
@@ -205,6 +217,7 @@ def validate_config(cfg: DictConfig) -> None:
     _positive(cfg.downstream, "downstream", "seeds", "epochs", "batch_size", "curve_items")
     _validate_curves(cfg.downstream, t.eval_every)
     _validate_weights(cfg.downstream, t)
+    _validate_finetune_lr(str(cfg.downstream.lr))
 
     _validate_tokenizer(tok)
     _require(0 < tok.character_coverage <= 1, "tokenizer.character_coverage", tok.character_coverage, "in (0, 1]")

@@ -55,11 +55,12 @@ def _names_unique(names: list[str]) -> None:
 
 
 def finetune_options(downstream: Any, task: ClassificationTask, device: str) -> FinetuneOptions:
-    """How the run fine-tunes `task` after training on `device` (cpu or cuda). lr=None: the mode's fixed rate (a
-    task too small for lr=search must still score once training is paid for)."""
+    """How the run fine-tunes `task` after training on `device` (cpu or cuda): downstream.lr fixed is the mode's
+    fixed rate (lr=None), search or a number as lmpt-finetune takes them (checked at start-up with the task)."""
     return FinetuneOptions(
         data=task.data, task=task.name, mode=downstream.mode, seeds=downstream.seeds, epochs=downstream.epochs,
-        batch_size=downstream.batch_size, device=device, lr=None, control="scratch",
+        batch_size=downstream.batch_size, device=device, lr=None if downstream.lr == "fixed" else downstream.lr,
+        control="scratch",
     )  # fmt: skip
 
 

@@ -34,7 +34,7 @@ from lmpt.downstream.figures import (
 from lmpt.downstream.gain import paired_gain
 from lmpt.downstream.labelled_task import LabelledTask, Task, encode_task, read_labelled, task_name
 from lmpt.downstream.options import FinetuneOptions
-from lmpt.downstream.recipe_search import check_recipe_settings, check_search_size, recipe_space
+from lmpt.downstream.recipe_search import SEARCH, check_recipe_settings, check_search_size, parse_lr, recipe_space
 from lmpt.downstream.record import record_path, write_record
 from lmpt.downstream.scores import mean_and_std
 from lmpt.downstream.tuning import Tuned, tune, tuning_work
@@ -73,7 +73,10 @@ def check_task(o: FinetuneOptions, max_seq_len: int, run_seq_len: int) -> tuple[
     checked = o.seq_len or seq_len
     named = f"seq_len={checked}" + ("" if o.seq_len else " (the run's data.seq_len)")
     require(8 <= checked <= max_seq_len, f"{named} must be in [8, {max_seq_len}] (the model's max_seq_len)")
-    return seq_len, read_labelled(o)
+    labelled = read_labelled(o)
+    if parse_lr(o.lr) == SEARCH:
+        check_search_size(len(labelled.examples["train"]), o)
+    return seq_len, labelled
 
 
 def finetune(trained: Trained, o: FinetuneOptions) -> dict:
@@ -82,8 +85,6 @@ def finetune(trained: Trained, o: FinetuneOptions) -> dict:
     raises LmptError before any training."""
     seq_len, labelled = check_task(o, trained.model.max_seq_len, int(trained.config.data.seq_len))
     space = recipe_space(trained.arch, o)
-    if space.searched:
-        check_search_size(len(labelled.examples["train"]), o)
     task = encode_task(trained, labelled, seq_len)
     device = trained.model.head_weight.device
     precision = pick_precision(OmegaConf.create({"precision": o.precision, "amp": o.amp}), device)

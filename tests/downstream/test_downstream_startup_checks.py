@@ -124,3 +124,32 @@ def test_lmpt_finetune_refuses_one_class_and_a_short_seq_len_before_any_training
     short_run = _trained(shakespeare, "clm", "decoder", seq_len=4)  # its data.seq_len, when seq_len= is not given
     refusal = _message(lambda: finetune(short_run, options(two)))
     assert "seq_len=4 (the run's data.seq_len) must be in [8, 64]" in refusal
+
+
+def test_a_searched_fine_tuning_of_a_task_too_small_to_search_stops_the_launch_before_training(tmp_path: Path) -> None:
+    task = _classification(tmp_path / "verdict", classes=2)  # 24 training examples: a search needs 100 left
+    err = _refused_before_training(tmp_path, "downstream.lr=search", f"downstream.classification_tasks=[{task}]")
+    assert "downstream.classification_tasks[0] (verdict)" in err and "100" in err
+
+
+@pytest.mark.parametrize("lr", ["sometimes", "0", "-1e-3", "inf"])
+def test_a_bad_downstream_lr_stops_the_launch(tmp_path: Path, lr: str) -> None:
+    err = _refused_before_training(tmp_path, f"downstream.lr={lr}")
+    assert err.startswith("lmpt: error: downstream.lr=")
+    assert "is invalid: it must be fixed, search or a positive finite number" in err
+
+
+def test_downstream_lr_search_searches_the_in_run_fine_tuning_and_its_control(tmp_path: Path) -> None:
+    folder = tmp_path / "topic"
+    words = (["king", "crown", "throne", "court"], ["sea", "ship", "storm", "shore"])
+    for split, n in (("train", 160), ("dev", 40)):
+        _jsonl(folder / f"{split}.jsonl", [
+            {"text": f"the {words[i % 2][i % 4]} and the {words[i % 2][(i + 1) % 4]} {i}", "label": i % 2}
+            for i in range(n)
+        ])  # fmt: skip
+    run = tmp_path / "run"
+    done = run_lmpt(*TINY, f"hydra.run.dir={run}", "downstream.lr=search", "downstream.seeds=1",
+                    "downstream.epochs=1", f"downstream.classification_tasks=[{folder}]", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads((run / "downstream" / "topic.json").read_text())
+    assert record["search"]["candidates"] and record["scratch"]["search"]["candidates"], sorted(record)
