@@ -4,11 +4,11 @@ the highest score is its answer. As lm-evaluation-harness scores `multiple_choic
 - The text scored is context + " " + choice (lm_eval's default `target_delimiter`, a space); the choice's tokens
   are those of the whole text beyond the tokens of the context alone (lm_eval's `_encode_pair`: trailing
   whitespace of the context moves to the continuation), so a sentencepiece "▁word" piece belongs to the choice.
-- Decoders (clm): log P(choice tokens | context tokens), causal, with no token before the context (lm_eval
-  encodes a context with the tokenizer's defaults, and an lmpt export's tokenizer adds nothing); an empty context
-  starts from eos (lm_eval's default prefix is the tokenizer's bos, which an lmpt export declares as eos).
-  prefix runs see the context as their bidirectional prefix; ul2-mixture runs see [S2S] + context as the prefix
-  (decoder) or encoder input.
+- Decoders (clm, mtp, fim, gpt-bert): log P(choice tokens | eos + context tokens), causal: a decoder reads every
+  text after eos, as every training document starts and as lmpt-generate reads a prompt; an empty context is eos
+  alone. lm_eval's defaults read the same from an lmpt export, whose tokenizer puts `</s>` (its declared bos)
+  before every text it encodes, and which starts an empty context from that bos. prefix runs see eos + context
+  as their bidirectional prefix; ul2-mixture runs see [S2S] + context as the prefix (decoder) or encoder input.
 - Encoder-decoders (span): the encoder reads context + <extra_id_0> + eos, the decoder scores
   <extra_id_0> choice, the choice's tokens only (T5's way of filling a span).
 - Encoders (mlm, nsp): by default the conditional pseudo-log-likelihood of the choice (Salazar et al. 2020's PLL,

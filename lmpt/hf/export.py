@@ -58,10 +58,11 @@ class ExportOptions:
     """Replace the files of an OUT_DIR that already holds some."""
     dtype: str = "float32"
     """Weights dtype: float32, bfloat16 or float16."""
-    add_bos_token: bool = False
-    """Decoders: the tokenizer puts `</s>` (its declared bos, where lmpt starts every text) before every text, so
-    generate() continues tokenizer(prompt) as lmpt-generate does; lm_eval then reads a context after it too, which
-    lmpt-eval task= does not. Off: `</s>` is declared as bos but not added."""
+    add_bos_token: bool | None = None
+    """Whether the tokenizer puts its bos before every text it encodes. Unset: true for a decoder, whose bos is
+    `</s>` (where lmpt starts every text: generate() on tokenizer(prompt) continues as lmpt-generate, lm_eval's
+    defaults score as lmpt-eval task=), false otherwise. false on a decoder: `</s>` declared as bos, not added;
+    true on an encoder or encoder-decoder is refused."""
 
 
 def export_kind(trained: Trained) -> str:
@@ -159,7 +160,7 @@ def generation_config(trained: Trained, config: dict) -> dict | None:
     return None
 
 
-def write_export(trained: Trained, out_dir: Path, dtype: torch.dtype, add_bos: bool = False) -> None:
+def write_export(trained: Trained, out_dir: Path, dtype: torch.dtype, add_bos: bool) -> None:
     tok, arch = trained.tokenizer, trained.arch
     converted = tokenizer_json(tok, text_start_id(tok, arch) if add_bos else None)  # first: a missing dependency
     out_dir.mkdir(parents=True, exist_ok=True)  # writes nothing
@@ -212,13 +213,14 @@ def export(argv: list[str]) -> None:
         )
     if o.add_bos_token and trained.arch != "decoder":
         raise LmptError(f"add_bos_token=true is for decoders; {run} is an {trained.arch}: drop it")
+    add_bos = trained.arch == "decoder" if o.add_bos_token is None else o.add_bos_token
     try:
         import safetensors  # noqa: F401
         import transformers.convert_slow_tokenizer  # noqa: F401
     except ImportError as exc:
         raise LmptError(f"lmpt-export needs {exc.name}: pip install safetensors transformers protobuf") from None
     try:
-        write_export(trained, out_dir, dtypes[o.dtype], o.add_bos_token)
+        write_export(trained, out_dir, dtypes[o.dtype], add_bos)
     except OSError as exc:
         raise LmptError(f"OUT_DIR {out_dir} cannot be written ({exc.strerror or exc}): {_WRITABLE}") from None
     print(f"wrote a {HF_CLASSES[kind][0]} to {out_dir}")

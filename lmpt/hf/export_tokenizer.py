@@ -1,14 +1,16 @@
 """The tokenizer files of an `lmpt-export` directory: tokenizer.json (lmpt's SentencePiece model converted, or an
 hf/bytelevel run's own file) with tokenizer_config.json and special_tokens_map.json naming each role's token.
 
-Where a text starts: lmpt packs training documents behind an eos, so a decoder reads every document, every
-generation prompt (lmpt-generate) and every empty scoring context (lmpt-eval task=) after `</s>`, and never sees
-`<s>`. An exported decoder therefore declares its bos to be that eos token (id and piece), as GPT-2 declares
-<|endoftext|>: lm-evaluation-harness then starts an empty context from it by default (its prefix_token_id is the
-tokenizer's bos), and transformers' `generate()` without input starts from it. The tokenizer adds no token to text
-(lmpt-eval reads a non-empty context as it is, and so does lm_eval's default); `add_bos_token=true` at export, or
-`AutoTokenizer.from_pretrained(DIR, add_bos_token=True)` on a plain export, prepends `</s>` to every text, as
-lmpt-generate does to its prompt."""
+Where a text starts: lmpt packs training documents behind an eos, so a decoder reads every text after `</s>` and
+never sees `<s>`: every training document, every generation prompt (lmpt-generate) and every scoring context,
+empty or not (lmpt-eval task=, Objective.scoring_frame). An exported decoder therefore declares its bos to be that
+eos token (id and piece), as GPT-2 declares <|endoftext|>, and by default (`add_bos_token`, unset) its tokenizer
+puts it before every text it encodes. So out of the box `model.generate(**tokenizer(prompt))` continues a prompt as
+lmpt-generate does, generate() without input starts from `</s>`, and lm-evaluation-harness with its default
+arguments scores as lmpt-eval task= does: it encodes a context with the tokenizer's defaults (`</s>` + context) and
+starts an empty one from the tokenizer's bos (`</s>`). `lmpt-export ... add_bos_token=false` declares `</s>` as bos
+without adding it (lm_eval then reads a non-empty context without it, unlike lmpt-eval). Encoders and
+encoder-decoders add nothing to text (lmpt trains them on text as it is; their bos is the tokenizer's own)."""
 
 from __future__ import annotations
 
@@ -67,9 +69,9 @@ def sentencepiece_tokenizer_json(model_file: Path) -> str:
     return LmptConverter(types.SimpleNamespace(vocab_file=str(model_file))).converted().to_str()
 
 
-def tokenizer_files(tokenizer: Tokenizer, arch: str, max_len: int, add_bos: bool = False) -> dict[str, dict]:
+def tokenizer_files(tokenizer: Tokenizer, arch: str, max_len: int, add_bos: bool) -> dict[str, dict]:
     """tokenizer_config.json and special_tokens_map.json: the token of each role lmpt resolved, bos being where a
-    text starts (`text_start_id`). No token is added to text unless `add_bos` (then bos before every text)."""
+    text starts (`text_start_id`); with `add_bos` the tokenizer puts bos before every text (a decoder's default)."""
     ids = tokenizer.special
     roles = {"bos": text_start_id(tokenizer, arch), "eos": ids.eos, "unk": ids.unk, "pad": ids.pad}
     roles |= {"mask": ids.mask, "cls": ids.cls, "sep": ids.sep}

@@ -149,9 +149,11 @@ class Objective(ABC):
 
     @classmethod
     def scoring_frame(cls, special: SpecialTokens, context: list[int], target: list[int]) -> ScoringFrame:
-        """`target` after `context` in the form the objective trained on: by default the context read as it is
-        (an empty one as a document start: eos)."""
-        return ScoringFrame([], context or [special.eos], [], target)
+        """`target` after `context` in the form the objective trained on: by default (decoders) the context after
+        eos, where every training document starts (an empty one: eos alone), as lmpt-generate reads a prompt and an
+        export's tokenizer encodes a text. The eos leads the context, so a context too long for the model loses it
+        first, as lm_eval cuts the bos it encoded with the context."""
+        return ScoringFrame([], [special.eos, *context], [], target)
 
     @classmethod
     def span_filling_prefix(cls, special: SpecialTokens) -> list[int]:

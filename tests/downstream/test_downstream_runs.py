@@ -131,12 +131,15 @@ def _lm_eval_scores(hf: Path, yaml_dir: Path, out: Path, model_args: str = "") -
 
 
 def test_lm_evaluation_harness_scores_the_exported_decoder_as_lmpt_does(sweep, tasks: Path, tmp_path: Path) -> None:
-    """lm_eval --model hf with its default arguments, and with prefix_token_id=eos: the same log-likelihood of every
-    choice as lmpt's (within 1e-4), on the cloze (a context) and on the first 50 blimp-fast minimal pairs as lm_eval's
-    blimp tasks frame them (an empty context, which lm_eval starts from the tokenizer's bos: the export declares
-    lmpt's eos as bos); so the same acc and acc_norm (the choices are ASCII: characters = bytes)."""
+    """lm_eval --model hf with its default arguments on the default export: the same log-likelihood of every choice
+    as lmpt-eval's (within 1e-4), on the cloze (a context: both read it after eos, lm_eval because the exported
+    tokenizer puts its bos, eos, before every text) and on the first 50 blimp-fast minimal pairs as lm_eval's blimp
+    tasks frame them (an empty context, which lm_eval starts from the tokenizer's bos: eos); so the same acc and
+    acc_norm (the choices are ASCII: characters = bytes). The export with add_bos_token=false shows the check can
+    fail: lm_eval then reads the cloze's contexts without eos and its scores move off lmpt's."""
     run = sweep[0] / "0"
     export([str(run), str(tmp_path / "hf")])
+    export([str(run), str(tmp_path / "hf-nobos"), "add_bos_token=false"])
     (tmp_path / "yaml").mkdir()
     (tmp_path / "yaml" / "cloze.yaml").write_text(
         f"task: lmpt_cloze\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {tasks / 'cloze.jsonl'}\n"
@@ -154,18 +157,21 @@ def test_lm_evaluation_harness_scores_the_exported_decoder_as_lmpt_does(sweep, t
     with torch.no_grad(), WorkBar("", hidden=True) as bar:
         ours = choice_scores(trained, questions, 8, torch.device("cpu"), bar)
         ours_pairs = list(zip(*pair_scores(trained, read_pairs(str(pairs)), 8, torch.device("cpu"), bar), strict=True))
-    eos = trained.tokenizer.special.eos
-    for name, model_args in (("default", ""), ("eos-prefix", f",prefix_token_id={eos}")):
-        theirs = _lm_eval_scores(tmp_path / "hf", tmp_path / "yaml", tmp_path / f"out-{name}", model_args)
-        assert sorted(theirs["cloze"]) == list(range(len(questions)))
-        for i, (question, scores) in enumerate(zip(questions, ours, strict=True)):
-            loglik, acc, acc_norm = theirs["cloze"][i]
-            assert scores == pytest.approx(loglik, abs=1e-4)
-            per_byte = [s / len(c) for s, c in zip(scores, question.choices, strict=True)]
-            assert acc == float(scores.index(max(scores)) == question.label)
-            assert acc_norm == float(per_byte.index(max(per_byte)) == question.label)
-        assert sorted(theirs["pairs"]) == list(range(50))
-        for i, scores in enumerate(ours_pairs):  # (good, bad) as lmpt-eval task=pairs.jsonl scores them
-            loglik, acc, _ = theirs["pairs"][i]
-            assert list(scores) == pytest.approx(loglik, abs=1e-4), (name, i)
-            assert acc == float(scores[0] > scores[1])
+    theirs = _lm_eval_scores(tmp_path / "hf", tmp_path / "yaml", tmp_path / "out")
+    assert sorted(theirs["cloze"]) == list(range(len(questions)))
+    for i, (question, scores) in enumerate(zip(questions, ours, strict=True)):
+        loglik, acc, acc_norm = theirs["cloze"][i]
+        assert scores == pytest.approx(loglik, abs=1e-4), i
+        per_byte = [s / len(c) for s, c in zip(scores, question.choices, strict=True)]
+        assert acc == float(scores.index(max(scores)) == question.label)
+        assert acc_norm == float(per_byte.index(max(per_byte)) == question.label)
+    assert sorted(theirs["pairs"]) == list(range(50))
+    for i, scores in enumerate(ours_pairs):  # (good, bad) as lmpt-eval task=pairs.jsonl scores them
+        loglik, acc, _ = theirs["pairs"][i]
+        assert list(scores) == pytest.approx(loglik, abs=1e-4), i
+        assert acc == float(scores[0] > scores[1])
+    without = _lm_eval_scores(tmp_path / "hf-nobos", tmp_path / "yaml", tmp_path / "out-nobos")
+    off = max(abs(a - b) for i, scores in enumerate(ours) for a, b in zip(scores, without["cloze"][i][0], strict=True))
+    assert off > 1e-3  # a context read without eos scores off by 10x the tolerance: the check tells the framings apart
+    for i, scores in enumerate(ours_pairs):  # an empty context starts from bos either way
+        assert list(scores) == pytest.approx(without["pairs"][i][0], abs=1e-4), i

@@ -55,7 +55,7 @@ def test_decoder_scores_are_the_causal_log_likelihood_of_the_choice(shakespeare)
     for question, found in zip(QUESTIONS, scores, strict=True):
         for choice, score in zip(question.choices, found, strict=True):
             context, target = split_tokens(trained, question.context, choice)
-            ids = torch.tensor([context or [trained.tokenizer.special.eos]][0] + target)
+            ids = torch.tensor([trained.tokenizer.special.eos, *context, *target])  # after eos, empty or not
             with torch.no_grad():
                 logits = trained.model.logits(ids[None, :-1])[0].double().log_softmax(-1)
             first = len(ids) - len(target) - 1
@@ -87,10 +87,28 @@ def test_each_objective_sees_the_choice_as_it_trained(shakespeare, arch: str, ob
     assert all(len(s) == len(q.choices) and all(v < 0 for v in s) for q, s in zip(QUESTIONS, scores, strict=True))
 
 
+@pytest.mark.parametrize("objective", ["clm", "mtp", "fim", "gpt-bert", "prefix"])
+def test_every_decoder_reads_a_context_after_eos(shakespeare, objective: str) -> None:
+    """One framing for a decoder: every text after eos, as a training document starts and lmpt-generate prompts;
+    an empty context is eos alone. Only the choice is scored."""
+    trained = _trained(shakespeare, "decoder", objective)
+    eos = trained.tokenizer.special.eos
+    for context in ([11, 12, 13], []):
+        framed = frame(trained, context, [21, 22])
+        assert (framed.source, framed.target, framed.skip) == ([eos, *context], [21, 22], 0)
+        batch = choice_batch(trained, [framed])
+        assert batch.input_ids[0].tolist() == [eos, *context, 21]
+        assert batch.labels[batch.labels != IGNORE].tolist() == [21, 22]
+        if trained.objective.reads_prefix:
+            assert batch.attention == "prefix" and batch.prefix_len.tolist() == [len(context) + 1]
+
+
 def test_long_contexts_are_cut_from_the_left_to_fit(shakespeare) -> None:
     trained = _trained(shakespeare, "decoder", "clm", max_seq_len=16)
-    framed = frame(trained, list(range(100, 140)), [7, 8, 9])
+    framed = frame(trained, list(range(100, 140)), [7, 8, 9])  # eos + 40 tokens: the eos goes first, as in lm_eval
     assert framed.source == list(range(126, 140)) and len(framed.source) + len(framed.target) - 1 == 16
+    framed = frame(trained, list(range(100, 113)), [7, 8, 9])  # eos + 13 + 3 - 1 = 16 inputs: it fits whole
+    assert framed.source == [trained.tokenizer.special.eos, *range(100, 113)]
     long = [ChoiceQuestion("word " * 200, ("a", "b"), 0)]
     assert len(_scores(trained, long)[0]) == 2
 

@@ -1,7 +1,8 @@
 """lmpt-export of a decoder starts a text where lmpt does, after `</s>` (issues 32 and 36): the export declares
-`</s>` as bos, so transformers' generate() without input and lm_eval's empty context start from it, and the
-tokenizer adds nothing to text unless the export says add_bos_token=true; then generate() on tokenizer(prompt)
-gives lmpt-generate's greedy tokens out of the box. lm_eval's agreement: tests/downstream/test_downstream_runs.py."""
+`</s>` as bos, so transformers' generate() without input and lm_eval's empty context start from it, and by default
+its tokenizer puts it before every text, so generate() on tokenizer(prompt) gives lmpt-generate's greedy tokens out
+of the box; `add_bos_token=false` declares it without adding it. lm_eval's agreement:
+tests/downstream/test_downstream_runs.py."""
 
 from __future__ import annotations
 
@@ -33,15 +34,15 @@ NEW = 24
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """(a tiny clm run, its plain export, its export with add_bos_token=true)."""
+    """(a tiny clm run, its plain export, its export with add_bos_token=false)."""
     root = tmp_path_factory.mktemp("generation")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     command = [sys.executable, "-m", "lmpt", *TINY, f"hydra.run.dir={root / 'run'}"]
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     export([str(root / "run"), str(root / "plain")])
-    export([str(root / "run"), str(root / "bos"), "add_bos_token=true"])
-    return root / "run", root / "plain", root / "bos"
+    export([str(root / "run"), str(root / "nobos"), "add_bos_token=false"])
+    return root / "run", root / "plain", root / "nobos"
 
 
 def _load(directory: Path, **kwargs) -> tuple:
@@ -63,34 +64,35 @@ def _greedy(model, input_ids: torch.Tensor | None, eos: int) -> list[int]:
 
 
 def test_the_export_declares_eos_as_where_a_text_starts(exports) -> None:
-    run, plain, bos = exports
+    run, plain, nobos = exports
     trained = load_trained(run)
     eos = trained.tokenizer.special.eos
-    for directory in (plain, bos):
+    for directory in (plain, nobos):
         config = json.loads((directory / "config.json").read_text())
         generation = json.loads((directory / "generation_config.json").read_text())
         assert config["bos_token_id"] == config["eos_token_id"] == generation["bos_token_id"] == eos
         tokenizer = transformers.AutoTokenizer.from_pretrained(directory, local_files_only=True)
         assert (tokenizer.bos_token, tokenizer.bos_token_id, tokenizer.eos_token_id) == ("</s>", eos, eos)
     sentence = PROMPTS[1]
+    ids = trained.tokenizer.encode(sentence)
     plain_tok = transformers.AutoTokenizer.from_pretrained(plain, local_files_only=True)
-    assert plain_tok(sentence)["input_ids"] == trained.tokenizer.encode(sentence)  # nothing added: lm_eval's frame
-    asked = transformers.AutoTokenizer.from_pretrained(plain, local_files_only=True, add_bos_token=True)
-    assert asked(sentence)["input_ids"] == [eos, *trained.tokenizer.encode(sentence)]
-    bos_tok = transformers.AutoTokenizer.from_pretrained(bos, local_files_only=True)
-    assert bos_tok(sentence)["input_ids"] == [eos, *trained.tokenizer.encode(sentence)]
-    assert bos_tok(sentence, add_special_tokens=False)["input_ids"] == trained.tokenizer.encode(sentence)
-    assert bos_tok.decode(bos_tok(sentence)["input_ids"], skip_special_tokens=True) == trained.tokenizer.decode(
-        trained.tokenizer.encode(sentence)
-    )
+    assert plain_tok(sentence)["input_ids"] == [eos, *ids]  # lmpt-generate's prompt, lmpt-eval's context
+    assert plain_tok(sentence, add_special_tokens=False)["input_ids"] == ids
+    assert plain_tok.decode(plain_tok(sentence)["input_ids"], skip_special_tokens=True) == trained.tokenizer.decode(ids)
+    nobos_tok = transformers.AutoTokenizer.from_pretrained(nobos, local_files_only=True)
+    assert nobos_tok(sentence)["input_ids"] == ids
+    asked = transformers.AutoTokenizer.from_pretrained(nobos, local_files_only=True, add_bos_token=True)
+    assert asked(sentence)["input_ids"] == [eos, *ids]
 
 
 def test_generate_on_tokenizer_prompt_is_lmpt_generate_greedy(exports, capsys) -> None:
-    """add_bos_token=true: model.generate(**tokenizer(prompt)) gives lmpt-generate's temperature=0 tokens and text."""
-    run, _, bos = exports
+    """The plain export: model.generate(**tokenizer(prompt)) gives lmpt-generate's temperature=0 tokens and text,
+    and generate() without input is lmpt-generate's empty prompt."""
+    run, plain, _ = exports
     trained = load_trained(run)
     eos = trained.tokenizer.special.eos
-    tokenizer, model = _load(bos)
+    tokenizer, model = _load(plain)
+    changed = 0
     for prompt in PROMPTS:
         ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
         ours = sample(trained.model, [eos, *trained.tokenizer.encode(prompt)], NEW, temperature=0, eos_id=eos,
@@ -99,19 +101,23 @@ def test_generate_on_tokenizer_prompt_is_lmpt_generate_greedy(exports, capsys) -
         assert theirs == ours, prompt
         text = tokenizer.decode([*ids[0].tolist(), *theirs], skip_special_tokens=True)
         assert text == _lmpt_generate(run, prompt, capsys)
-
-
-def test_a_plain_export_starts_from_eos_as_lmpt_generate(exports, capsys) -> None:
-    """The plain export: generate() without input is lmpt-generate's empty prompt; a prompt after the tokenizer's
-    bos_token (or a tokenizer loaded with add_bos_token=True) is lmpt-generate's prompt."""
-    run, plain, _ = exports
-    trained = load_trained(run)
-    eos = trained.tokenizer.special.eos
-    tokenizer, model = _load(plain)
+        changed += _greedy(model, ids[:, 1:], eos) != ours
+    assert changed  # without the leading </s> the text differs: the checks above can tell the two framings apart
     ours = sample(trained.model, [eos], NEW, temperature=0, eos_id=eos, vocab_size=trained.tokenizer.vocab_size)
     assert _greedy(model, None, eos) == ours
     assert trained.tokenizer.decode(ours) == _lmpt_generate(run, "", capsys)
-    asked = transformers.AutoTokenizer.from_pretrained(plain, local_files_only=True, add_bos_token=True)
+
+
+def test_an_export_without_bos_continues_a_prompt_after_bos_token(exports) -> None:
+    """add_bos_token=false: a prompt continues as lmpt-generate's after the tokenizer's bos_token, or with a
+    tokenizer loaded with add_bos_token=True; generate() without input still starts from eos."""
+    run, _, nobos = exports
+    trained = load_trained(run)
+    eos = trained.tokenizer.special.eos
+    tokenizer, model = _load(nobos)
+    ours = sample(trained.model, [eos], NEW, temperature=0, eos_id=eos, vocab_size=trained.tokenizer.vocab_size)
+    assert _greedy(model, None, eos) == ours
+    asked = transformers.AutoTokenizer.from_pretrained(nobos, local_files_only=True, add_bos_token=True)
     for prompt in PROMPTS:
         expected = sample(trained.model, [eos, *trained.tokenizer.encode(prompt)], NEW, temperature=0, eos_id=eos,
                           vocab_size=trained.tokenizer.vocab_size)  # fmt: skip

@@ -197,10 +197,9 @@ def test_export_decoder_loads_in_transformers_with_the_same_loss(decoder_run: Pa
     model = transformers.AutoModelForCausalLM.from_pretrained(out, local_files_only=True).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(out, local_files_only=True)
     trained = load_trained(decoder_run)
-    sentence = "Before we proceed any further, hear me speak."
     assert type(model).__name__ == "LlamaForCausalLM"
-    assert tokenizer(sentence)["input_ids"] == trained.tokenizer.encode(sentence)
-    ids = torch.tensor([[trained.tokenizer.special.eos, *trained.tokenizer.encode(TEXT)]])
+    ids = tokenizer(TEXT, return_tensors="pt")["input_ids"]  # after </s>, as lmpt reads every text
+    assert ids[0].tolist() == [trained.tokenizer.special.eos, *trained.tokenizer.encode(TEXT)]
     with torch.no_grad():
         ours = trained.model.logits(ids)
         theirs = model(ids, labels=ids)
@@ -213,9 +212,11 @@ def test_export_mlm_encoder_as_eurobert(encoder_run: Path, tmp_path: Path, capsy
     transformers = pytest.importorskip("transformers")
     if not hasattr(transformers, "EuroBertForMaskedLM"):
         pytest.skip("this transformers has no EuroBERT")
-    export([str(encoder_run), str(tmp_path / "hf")])
+    export([str(encoder_run), str(tmp_path / "hf")])  # add_bos_token unset: false for an encoder
     model = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "hf", local_files_only=True).eval()
     trained = load_trained(encoder_run)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf", local_files_only=True)
+    assert tokenizer(TEXT)["input_ids"] == trained.tokenizer.encode(TEXT)  # nothing added: as lmpt trained it
     ids = torch.tensor([trained.tokenizer.encode(TEXT)[:60]])
     with torch.no_grad():
         ours = trained.model.body(ids) @ trained.model.head_weight.t()
@@ -231,6 +232,8 @@ def test_refusals(decoder_run, encoder_run, encoder_decoder_run, tmp_path, capsy
     out = tmp_path / "refused"
     err = _refused(export, [str(encoder_decoder_run), str(out)], capsys, monkeypatch)
     assert "no transformers architecture" in err and not out.exists()
+    err = _refused(export, [str(encoder_run), str(out), "add_bos_token=true"], capsys, monkeypatch)
+    assert "add_bos_token=true is for decoders" in err and not out.exists()
     assert "does not exist" in _refused(generate, [str(tmp_path / "missing")], capsys, monkeypatch)
     assert "not a run directory" in _refused(fill, [str(tmp_path), "text=[MASK]"], capsys, monkeypatch)
     assert "unknown key 'tempreature'" in _refused(generate, [str(decoder_run), "tempreature=1"], capsys, monkeypatch)

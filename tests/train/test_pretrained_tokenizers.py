@@ -58,11 +58,12 @@ def test_gpt2_style_trains_and_exports_to_the_same_ids(files: Path, tmp_path: Pa
     assert trained.model.body.embed.tokens.weight.shape[0] == 832  # padded to a multiple of 64
     export(run, tmp_path / "hf")
     hf_tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf", local_files_only=True)
-    assert hf_tok(TEXT)["input_ids"] == trained.tokenizer.encode(TEXT)
-    assert hf_tok.decode(hf_tok(TEXT)["input_ids"]) == TEXT
+    eos = trained.tokenizer.special.eos
+    assert hf_tok(TEXT)["input_ids"] == [eos, *trained.tokenizer.encode(TEXT)]  # a decoder reads text after eos
+    assert hf_tok.decode(hf_tok(TEXT)["input_ids"], skip_special_tokens=True) == TEXT
     assert (hf_tok.eos_token, hf_tok.bos_token, hf_tok.pad_token) == ("<|endoftext|>", "<|endoftext|>", "<pad>")
     model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf", local_files_only=True).eval()
-    ids = torch.tensor([trained.tokenizer.encode(TEXT)])
+    ids = torch.tensor([[eos, *trained.tokenizer.encode(TEXT)]])
     with torch.no_grad():
         torch.testing.assert_close(model(ids).logits, trained.model.logits(ids), atol=1e-4, rtol=1e-4)
 
