@@ -109,7 +109,7 @@ def epochs_table(study: dict) -> list[str]:
     for name, entry in study["objectives"].items():
         done = [f for f in entry["finals"] if f["status"] == "completed"]
         recipe = " ".join(f"{k}={float(v):.3g}" for k, v in (entry["search"] or {}).get("chosen_recipe", {}).items())
-        steps = sorted({f["steps"] for f in done})
+        steps = sorted({f["step"] for f in done})
         epochs = next((f["epochs"] for f in done if f.get("epochs") is not None), None)
         lines.append(
             f"| {name} | {recipe} | {', '.join(map(str, steps))} | "
@@ -142,7 +142,7 @@ def generated(study_dir: Path) -> str:
         "",
         *epochs_table(study),
     ]
-    for chart in ("ranking.png", "curves.png"):
+    for chart in ("ranking.png", "curves.png", "val_loss.png"):
         if (study_dir / chart).exists():
             shutil.copy(study_dir / chart, DOC.parent / f"objective_study_{chart}")
     return "\n".join(lines)

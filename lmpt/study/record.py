@@ -190,8 +190,15 @@ def study_markdown(
             lines.append(f"| {i} | {recipe}{mark} | {t.status} | {t.steps if t.steps is not None else '—'} | {loss} |")
         lines.append("")
     if (plan.directory / CURVES_PNG).exists():
-        lines += ["## Curves", "", "Each final run's zero-shot accuracy on the fast subsets while it trained "
-                  "(`downstream.score_every`), against steps and training FLOPs:", "", f"![curves]({CURVES_PNG})", ""]
+        lines += [
+            "## Curves",
+            "",
+            "Each final run's zero-shot accuracy on the fast subsets while it trained "
+            "(`downstream.score_every`), against steps and training FLOPs:",
+            "",
+            f"![curves]({CURVES_PNG})",
+            "",
+        ]
     ranked = plan.directory / f"{RANKING}.md"
     if ranked.exists():
         lines += ["## Final runs", "", ranked.read_text().strip(), ""]

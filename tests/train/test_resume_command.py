@@ -60,9 +60,7 @@ def test_one_process_per_run_and_the_stop_message_resumes_it(tmp_path: Path) -> 
 
 
 def test_the_lock_goes_with_the_process(tmp_path: Path) -> None:
-    hold = (
-        f"from pathlib import Path; from lmpt.rundir.lock import lock_run_dir; lock_run_dir(Path({str(tmp_path)!r}))"
-    )
+    hold = f"from pathlib import Path; from lmpt.rundir.lock import lock_run_dir; lock_run_dir(Path({str(tmp_path)!r}))"
     holder = subprocess.Popen([sys.executable, "-c", f"{hold}; print('held', flush=True); input()"], env=lmpt_env(),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
