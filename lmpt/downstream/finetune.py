@@ -83,8 +83,8 @@ def finetune(trained: Trained, o: FinetuneOptions) -> dict:
     """Fine-tune `trained` (left unchanged) on the task `o.data` names, `o.seeds` times, and with control=scratch its
     freshly initialised twin beside it; the figures as a dict (what `lmpt-finetune json=true` prints). Bad input
     raises LmptError before any training."""
+    space = recipe_space(trained.arch, o)  # a pooling that does not fit the architecture: refused first
     seq_len, labelled = check_task(o, trained.model.max_seq_len, int(trained.config.data.seq_len))
-    space = recipe_space(trained.arch, o)
     task = encode_task(trained, labelled, seq_len)
     device = trained.model.head_weight.device
     precision = pick_precision(OmegaConf.create({"precision": o.precision, "amp": o.amp}), device)

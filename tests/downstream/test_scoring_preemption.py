@@ -113,7 +113,7 @@ def test_a_resumed_scoring_keeps_the_recorded_tasks_and_logs_each_figure_once(tm
     (run / "downstream" / "cloze.json").write_text(json.dumps(kept))
     stale = {"step": 4, "downstream/cloze/accuracy": 0.75}  # logged by a scoring stopped after its last write
     (run / "metrics.jsonl").write_text(json.dumps({"step": 4, "val_loss": 2.0}) + "\n" + json.dumps(stale) + "\n")
-    downstream = SimpleNamespace(choice_tasks=[str(task)], classification_tasks=[], batch_size=8)
+    downstream = SimpleNamespace(choice_tasks=[str(task)], classification_tasks=[], batch_size=8, weights="last")
     progress = ScoringProgress(kept=frozenset({"cloze"}))
 
     figures = after_training.score_downstream(downstream, run, 4, "cpu", progress)  # no model: nothing is scored
