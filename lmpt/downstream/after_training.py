@@ -16,11 +16,12 @@ from typing import Any
 from rich.table import Table
 
 from lmpt.console import console
-from lmpt.downstream.choice_tasks import BUNDLED_PREFIX, task_name, tasks_dir
+from lmpt.downstream.choice_tasks import task_name
 from lmpt.downstream.figures import METRIC_PREFIX, metric_key, task_figure
 from lmpt.downstream.options import FinetuneOptions, TaskData
 from lmpt.downstream.preemption import ScoringProgress
 from lmpt.downstream.record import record_path
+from lmpt.downstream.task_files import task_folder
 from lmpt.downstream.zero_shot import check_zero_shot_fits, evaluate_zero_shot, logged_zero_shot, read_zero_shot
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
@@ -37,15 +38,9 @@ class ClassificationTask:
 
 
 def classification_task(task: str, key: str) -> ClassificationTask:
-    """A folder holding train.jsonl and dev.jsonl (test.jsonl optional), or bundled:NAME (lmpt/tasks/NAME/)."""
-    if task.startswith(BUNDLED_PREFIX):
-        folder = tasks_dir() / task[len(BUNDLED_PREFIX) :]
-    else:
-        folder = Path(task).expanduser().resolve()
-    train, dev, test = (folder / f"{split}.jsonl" for split in ("train", "dev", "test"))
-    if not (train.is_file() and dev.is_file()):
-        raise LmptError(f"{key}={task} is not a folder holding train.jsonl and dev.jsonl: give such a folder")
-    return ClassificationTask(folder.name, TaskData(str(train), str(dev), str(test) if test.is_file() else None))
+    """A folder holding train.jsonl and dev.jsonl (test.jsonl optional), or bundled:NAME (lmpt/tasks/NAME/), found as
+    lmpt-finetune's task= finds it (task_files.task_folder)."""
+    return ClassificationTask(*task_folder(task, key))
 
 
 def _names_unique(names: list[str]) -> None:
