@@ -43,12 +43,12 @@ def run_study(study_dir: Path, keys: list[str]) -> None:
 
 
 def _records(study: dict, task: str) -> dict[str, list[dict]]:
-    """Per objective, each completed final run's RUN/downstream/TASK.json."""
+    """Per objective, each completed final run's RUN/downstream/TASK.json at the study's largest budget."""
     found: dict[str, list[dict]] = {}
     for name, entry in study["objectives"].items():
         for final in entry["finals"]:
             path = Path(final["run"]) / "downstream" / f"{task}.json"
-            if final["status"] == "completed" and path.exists():
+            if final["budget"] == study["plan"]["budgets"][-1] and final["status"] == "completed" and path.exists():
                 found.setdefault(name, []).append(json.loads(path.read_text()))
     return found
 
@@ -104,17 +104,18 @@ def finetune_table(records: dict[str, list[dict]]) -> list[str]:
 
 
 def epochs_table(study: dict) -> list[str]:
-    lines = ["| objective | chosen pre-training recipe | steps | epochs of the training text | val_loss (own) |",
-             "| --- | --- | ---: | ---: | ---: |"]  # fmt: skip
+    lines = ["| objective | budget | chosen pre-training recipe | steps | epochs of the training text | val_loss (own) |",
+             "| --- | --- | --- | ---: | ---: | ---: |"]  # fmt: skip
     for name, entry in study["objectives"].items():
-        done = [f for f in entry["finals"] if f["status"] == "completed"]
         recipe = " ".join(f"{k}={float(v):.3g}" for k, v in (entry["search"] or {}).get("chosen_recipe", {}).items())
-        steps = sorted({f["step"] for f in done})
-        epochs = next((f["epochs"] for f in done if f.get("epochs") is not None), None)
-        lines.append(
-            f"| {name} | {recipe} | {', '.join(map(str, steps))} | "
-            f"{'—' if epochs is None else f'{epochs:.2f}'} | {_mean_std([f['val_loss'] for f in done])} |"
-        )
+        for budget in study["plan"]["budgets"]:
+            done = [f for f in entry["finals"] if f["status"] == "completed" and f["budget"] == budget]
+            steps = sorted({f["step"] for f in done})
+            epochs = next((f["epochs"] for f in done if f.get("epochs") is not None), None)
+            lines.append(
+                f"| {name} | {budget} | {recipe} | {', '.join(map(str, steps))} | "
+                f"{'—' if epochs is None else f'{epochs:.2f}'} | {_mean_std([f['val_loss'] for f in done])} |"
+            )
     return lines
 
 
@@ -130,11 +131,12 @@ def generated(study_dir: Path) -> str:
         "",
         *[line.replace("](", "](objective_study_") if line.startswith("![") else line for line in study_md],
         "",
-        "### BLiMP (fast subset) per field",
+        f"### BLiMP (fast subset) per field, at {study['plan']['budgets'][-1]}",
         "",
         *blimp_table(_records(study, "blimp-fast")),
         "",
-        "### clinc-domains fine-tuned, against a from-scratch control and a bag-of-words floor",
+        f"### clinc-domains fine-tuned at {study['plan']['budgets'][-1]}, against a from-scratch control and a "
+        "bag-of-words floor",
         "",
         *finetune_table(_records(study, "clinc-domains")),
         "",

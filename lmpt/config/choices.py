@@ -15,6 +15,9 @@ DOCUMENT_MODES = ("auto", "blank_line", "wikitext", "line", "file")
 FLAVOURS = ("llama", "t5")
 """model.flavour: Llama-style blocks, or T5 v1.1's (encoder-decoder only)."""
 FINETUNE_MODES = ("full", "probe")
+"""downstream.mode and lmpt-finetune's mode: every weight trained, or a linear probe on frozen features."""
 DOWNSTREAM_WEIGHTS = ("last", "best")
 """downstream.weights: the final model, or RUN/best (the lowest val_loss)."""
-"""downstream.mode and lmpt-finetune's mode: every weight trained, or a linear probe on frozen features."""
+CONTROLS = ("scratch", "none")
+"""downstream.control, lmpt-finetune's and lmpt-eval's control: scratch (the run's architecture freshly initialised is
+fine-tuned or scored beside the run's model, the same way) or none."""

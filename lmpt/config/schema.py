@@ -258,6 +258,11 @@ class DownstreamConfig:
     """Which weights the tasks score when training ends: last (the final model) or best (RUN/best: the evaluation
     with the lowest val_loss; needs trainer.eval_every > 0 and trainer.keep_best). One rule for every run of a
     comparison: lmpt-study's default scale scores best."""
+    control: str = "scratch"
+    """scratch: every task is also scored on the run's architecture freshly initialised (zero-shot tasks scored, and
+    classification tasks fine-tuned, the same way, with a bag-of-words floor), and each figure's gain over that
+    untrained control is recorded with its paired 95% interval and logged as downstream/NAME/accuracy_gain (a
+    zero-shot task costs twice the scoring); none: the run's model alone."""
     score_every: int = 0
     """Steps between curve points during training (a multiple of trainer.eval_every; and at the last step); 0 = only
     when training ends. Each choice task is scored zero-shot on its fast subset, logged as curve/NAME/FIGURE (never

@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from lmpt.config.budget import parse_budget
 from lmpt.config.choices import (
     ARCHS,
+    CONTROLS,
     DOCUMENT_MODES,
     DOWNSTREAM_WEIGHTS,
     FINETUNE_MODES,
@@ -214,6 +215,7 @@ def validate_config(cfg: DictConfig) -> None:
     _require(0 <= s.decay_fraction <= 1, "scheduler.decay_fraction", s.decay_fraction, "in [0, 1]")
 
     _choice(cfg.downstream.mode, "downstream.mode", FINETUNE_MODES)
+    _choice(cfg.downstream.control, "downstream.control", CONTROLS)
     _positive(cfg.downstream, "downstream", "seeds", "epochs", "batch_size", "curve_items")
     _validate_curves(cfg.downstream, t.eval_every)
     _validate_weights(cfg.downstream, t)

@@ -27,6 +27,7 @@ from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.rundir.best import BEST_DIR, BEST_RECORD
 from lmpt.rundir.directory import METRICS_FILE
+from lmpt.rundir.trained import Trained
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.metrics import MetricsLog
 
@@ -55,7 +56,7 @@ def finetune_options(downstream: Any, task: ClassificationTask, device: str) -> 
     return FinetuneOptions(
         data=task.data, task=task.name, mode=downstream.mode, seeds=downstream.seeds, epochs=downstream.epochs,
         batch_size=downstream.batch_size, device=device, lr=None if downstream.lr == "fixed" else downstream.lr,
-        control="scratch",
+        control=downstream.control,
     )  # fmt: skip
 
 
@@ -133,10 +134,9 @@ def score_downstream(
     figures: dict[str, float] = {}
     for task in map(str, downstream.choice_tasks):
         name = task_name(task)
-        result = progress.kept_record(run_dir, name) or progress.write_record(run_dir, name, {
-            "task": name, "weights": downstream.weights,
-            **evaluate_zero_shot(trained(), read_zero_shot(task), downstream.batch_size, False),
-        })  # fmt: skip
+        result = progress.kept_record(run_dir, name) or progress.write_record(
+            run_dir, name, {"task": name, "weights": downstream.weights, **_zero_shot(trained(), task, downstream)}
+        )
         figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items() if v is not None}
     for i, task in enumerate(map(str, downstream.classification_tasks)):
         spec = classification_task(task, f"downstream.classification_tasks[{i}]")
@@ -150,6 +150,17 @@ def score_downstream(
     metrics.write({"step": step, **figures})
     _print_figures(figures)
     return figures
+
+
+def _zero_shot(trained: Trained, task: str, downstream: Any) -> dict:
+    """The zero-shot task `task` scored on `trained`, beside its untrained control with downstream.control=scratch."""
+    from lmpt.downstream.zero_shot_control import with_scratch_control
+
+    items = read_zero_shot(task)
+    result = evaluate_zero_shot(trained, items, downstream.batch_size, False)
+    if downstream.control == "scratch":
+        result = with_scratch_control(trained, items, result, downstream.batch_size, False)
+    return result
 
 
 def _best_text(run_dir: Path) -> str:

@@ -1,10 +1,13 @@
-"""The untrained control of a fine-tuning (`control=scratch`): the run's architecture at the run's size, freshly
-initialised by the run's objective (`Objective.build_model` from the run's config, seeded from trainer.seed as the
-run itself was, lmpt.train.inputs.fresh_model), so a fine-tuned figure can be set beside what the same recipe makes
-of no pre-training at all. With a few thousand labelled sentences fine-tuning can learn a lexical classifier from
-scratch: only the gap over this control says what pre-training gave."""
+"""The untrained control of a fine-tuning or a zero-shot task (`control=scratch`): the run's architecture at the
+run's size, freshly initialised by the run's objective (`Objective.build_model` from the run's config, seeded from
+trainer.seed as the run itself was, lmpt.train.inputs.fresh_model), so a figure can be set beside what the same
+recipe makes of no pre-training at all. With a few thousand labelled sentences fine-tuning can learn a lexical
+classifier from scratch, and an untrained model prefers one sentence of a minimal pair by its tokens alone: only the
+gap over this control says what pre-training gave."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, build_model
@@ -12,9 +15,6 @@ from lmpt.model.mtp import without_mtp_modules
 from lmpt.objectives.registry import build_objective
 from lmpt.rundir.trained import Trained
 from lmpt.train.inputs import fresh_model
-
-CONTROLS = ("scratch", "none")
-"""control=: scratch (the freshly initialised twin is fine-tuned beside the run's model) or none."""
 
 
 def scratch_model(trained: Trained, seed: int | None = None) -> LanguageModel:
@@ -35,3 +35,8 @@ def scratch_model(trained: Trained, seed: int | None = None) -> LanguageModel:
                         cls.n_sequence_classes)  # fmt: skip
     model.load_state_dict(state, strict=True)
     return model.to(trained.model.head_weight.device).eval()
+
+
+def scratch_twin(trained: Trained) -> Trained:
+    """`trained` with its model swapped for `scratch_model(trained)`: what a zero-shot task scores as the control."""
+    return dataclasses.replace(trained, model=scratch_model(trained))

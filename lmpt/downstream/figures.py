@@ -34,21 +34,26 @@ SEED_FIGURES = (ACCURACY, MACRO_F1, MCC)
 CHOICE_FIGURES = (ACCURACY, ACCURACY_NORM, CHANCE)
 """The zero-shot multiple-choice figures logged after training."""
 SCRATCH = "scratch"
-"""Fine-tuning with control=scratch: the record's section of the freshly initialised control's figures."""
+"""control=scratch: the record's section of the freshly initialised control's figures."""
 BAG_OF_WORDS = "bag_of_words"
 """Fine-tuning with control=scratch: the record's section of the bag-of-words floor's figures."""
 GAIN = "gain"
-"""Fine-tuning with control=scratch: the record's section of the gains over the control, by figure."""
+"""control=scratch: the record's section of the gains over the control, by figure."""
 SCRATCH_ACCURACY_MEAN = f"{SCRATCH}_{ACCURACY_MEAN}"
 """Dev accuracy of the scratch control, mean over seeds."""
 ACCURACY_GAIN = f"{ACCURACY}_{GAIN}"
-"""Dev accuracy of the pre-trained model less its scratch control's (means over the same seeds)."""
+"""Accuracy of the pre-trained model less its scratch control's (fine-tuned: dev, means over the same seeds;
+zero-shot: on the same items)."""
+SCRATCH_ACCURACY = f"{SCRATCH}_{ACCURACY}"
+"""Zero-shot with control=scratch: the untrained control's accuracy on the same items."""
 BOW_ACCURACY = f"bow_{ACCURACY}"
 """Dev accuracy of the bag-of-words floor."""
 CLASSIFICATION_FIGURES = (ACCURACY_MEAN, ACCURACY_STD, MACRO_F1_MEAN, MAJORITY_ACCURACY)
 """The fine-tuning figures logged after training."""
 CONTROL_FIGURES = (SCRATCH_ACCURACY_MEAN, ACCURACY_GAIN, BOW_ACCURACY)
 """Logged after training beside CLASSIFICATION_FIGURES when the fine-tuning had a scratch control."""
+ZERO_SHOT_CONTROL_FIGURES = (SCRATCH_ACCURACY, ACCURACY_GAIN)
+"""Logged after training beside a zero-shot task's figures when it had a scratch control."""
 
 METRIC_PREFIX = "downstream/"
 """Every downstream figure in metrics.jsonl is `downstream/TASK/FIGURE`."""

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from lmpt.config.choices import FINETUNE_MODES
+from lmpt.config.choices import CONTROLS, FINETUNE_MODES
 from lmpt.config.command_options import require
 from lmpt.downstream.bag_of_words import bag_of_words_floor
-from lmpt.downstream.control import CONTROLS, scratch_model
+from lmpt.downstream.control import scratch_model
 from lmpt.downstream.figures import (
     ACCURACY,
     ACCURACY_GAIN,

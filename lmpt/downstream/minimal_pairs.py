@@ -29,7 +29,7 @@ from lmpt.downstream.figures import ACCURACY, CHANCE
 from lmpt.downstream.intervals import LEVEL, RESAMPLES, SEED, accuracy_with_interval
 from lmpt.downstream.multiple_choice import choice_scores, split_tokens
 from lmpt.downstream.pair_tasks import MinimalPair
-from lmpt.downstream.significance import ITEMS_DIGEST, figure_outcomes, items_digest
+from lmpt.downstream.significance import ITEMS_DIGEST, encode_outcomes, figure_outcomes, items_digest
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.sentence_pll import copy_tokens, framed_ids, text_plls
 from lmpt.rundir.trained import Trained
@@ -37,6 +37,8 @@ from lmpt.rundir.trained import Trained
 EQUAL_LENGTH = "equal_length"
 LENGTH_BASELINE = "length_baseline"
 PAIR_FIGURES = (ACCURACY, f"{ACCURACY}_{EQUAL_LENGTH}", CHANCE, LENGTH_BASELINE)
+EQUAL_LENGTH_PAIRS = "equal_length_pairs"
+"""The record's key of which pairs have sentences of equal token count: one character a pair, "1" equal."""
 """The minimal-pair figures logged after training (`logged_figures`)."""
 
 
@@ -95,6 +97,7 @@ def pair_figures(
         "paradigms": _groups([p.paradigm for p in pairs], correct),
         "bootstrap": {"level": LEVEL, "resamples": RESAMPLES, "seed": SEED, "over": "pairs"},
         **figure_outcomes(ACCURACY, correct, overall["interval"]),  # per-pair outcomes: lmpt-compare pairs runs
+        EQUAL_LENGTH_PAIRS: encode_outcomes(g_len == b_len),
         ITEMS_DIGEST: items_digest(f"{p.good}\x1f{p.bad}" for p in pairs),
     }
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lmpt.downstream.choice_tasks import ChoiceQuestion, read_choice_task, task_name
-from lmpt.downstream.figures import CHOICE_FIGURES
+from lmpt.downstream.figures import ACCURACY, ACCURACY_GAIN, CHOICE_FIGURES, GAIN, SCRATCH, SCRATCH_ACCURACY
 from lmpt.downstream.pair_tasks import MinimalPair, read_pairs, task_kind
 from lmpt.rundir.trained import Trained
 
@@ -74,12 +74,26 @@ def render_zero_shot(result: dict) -> None:
     from lmpt.downstream.multiple_choice import render_choices
 
     (render_pairs if is_pairs_result(result) else render_choices)(result)
+    if GAIN in result:
+        render_control(result)
+
+
+def render_control(result: dict) -> None:
+    """The gain of the run's model over its untrained control, per figure, in plain sentences."""
+    from lmpt.console import console
+    from lmpt.downstream.gain import describe_gain
+
+    names = {ACCURACY: "accuracy", "accuracy_equal_length": "accuracy on pairs of equal token length"}
+    for figure, gain in result[GAIN].items():
+        console.print(f"{describe_gain(names.get(figure, figure) + ':', gain)} (untrained {gain[SCRATCH]:.4f})")
 
 
 def logged_zero_shot(result: dict) -> dict[str, float]:
-    """The figures of the result that go into metrics.jsonl as `downstream/TASK/FIGURE`."""
+    """The figures of the result that go into metrics.jsonl as `downstream/TASK/FIGURE`, with its untrained
+    control's accuracy and the gain over it when it had one (lmpt.downstream.zero_shot_control)."""
     from lmpt.downstream.minimal_pairs import logged_figures
 
-    if is_pairs_result(result):
-        return logged_figures(result)
-    return {k: result[k] for k in CHOICE_FIGURES}
+    figures = logged_figures(result) if is_pairs_result(result) else {k: result[k] for k in CHOICE_FIGURES}
+    if GAIN in result:
+        figures |= {SCRATCH_ACCURACY: result[SCRATCH][ACCURACY], ACCURACY_GAIN: result[GAIN][ACCURACY]["gain"]}
+    return figures

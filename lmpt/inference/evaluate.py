@@ -61,6 +61,10 @@ class EvalOptions:
     """Print one JSON object instead of a table."""
     within_word: bool = False
     """Minimal pairs on an encoder: when a token is scored, also mask the rest of its word (PLL-word-l2r)."""
+    control: str = "none"
+    """task= only: scratch also scores the task on the run's architecture freshly initialised (seeded as the run was),
+    the same way, and reports the gain over that untrained control with its paired 95% interval (twice the
+    scoring); none: the run's model alone."""
     choice_pll: str = "conditional"
     """Multiple choice on an encoder: conditional (mask only the choice's tokens, one at a time, the context read
     whole: log P(choice | context), as decoders are scored) or whole (every token of context + choice: the filled

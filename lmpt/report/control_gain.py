@@ -1,7 +1,7 @@
-"""Whether a fine-tuned task measures pre-training at all. With control=scratch a run's record of the task
+"""Whether a task measures pre-training at all. With control=scratch a run's record of the task
 (RUN/downstream/TASK.json) keeps the gain of its model over the same architecture freshly initialised and fine-tuned
-the same way, with a 95% interval paired over seeds and items (lmpt.downstream.gain). When no ranked run's gain is
-told apart from 0, the ranking says so in one sentence: at this scale the task does not measure pre-training."""
+or scored the same way, with a 95% interval paired over seeds and items (lmpt.downstream.gain). When no ranked run's
+gain is told apart from 0, the ranking says so in one sentence: at this scale the task does not measure pre-training."""
 
 from __future__ import annotations
 
@@ -38,12 +38,10 @@ def _number(value: object) -> float | None:
 
 
 def control_gain(run: RunSummary, key: str) -> ControlGain | None:
-    """The gain of `key`'s figure (a fine-tuned `downstream/TASK/FIGURE_mean`) over the run's scratch control, from
-    its record; None for a zero-shot figure, a record without a control, or one that no longer holds the logged
-    figure (fine-tuned again since, with other settings)."""
+    """The gain of `key`'s figure (a fine-tuned `downstream/TASK/FIGURE_mean` or a zero-shot `downstream/TASK/FIGURE`)
+    over the run's scratch control, from its record; None for a figure without a gain on record, a record without a
+    control, or one that no longer holds the logged figure (scored again since, with other settings)."""
     task, figure = task_figure(key).rsplit("/", 1)
-    if not figure.endswith(MEAN_SUFFIX):
-        return None
     gains = (task_record(run, task) or {}).get(GAIN)
     entry = gains.get(figure.removesuffix(MEAN_SUFFIX)) if isinstance(gains, dict) else None
     if not isinstance(entry, dict) or not isinstance(entry.get("interval"), list) or len(entry["interval"]) != 2:

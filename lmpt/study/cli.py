@@ -1,7 +1,7 @@
 """The `lmpt-study` command: a Hydra app over lmpt's conf/ (conf/study.yaml: an lmpt run's groups plus `study.*`)
 that compares objectives fairly. It checks the whole study first (bad input: one line, exit 2, nothing written),
-then per objective searches the learning rate on a share of the budget (lmpt.study.search), then trains every
-objective at its chosen recipe at the full budget for every seed with the downstream tasks scored
+then per objective searches the learning rate on a share of the largest budget (lmpt.study.search), then trains every
+objective at its chosen recipe at each budget for every seed with the downstream tasks scored
 (lmpt.study.finals), each as a subprocess of the real `lmpt`, one at a time, and writes study.json and study.md
 (lmpt.study.record). The same command resumes a killed study: finished trials and completed runs are reused."""
 
@@ -36,9 +36,10 @@ def study(cfg: DictConfig) -> int:
         for name in plan.objectives:
             searches[name] = run_search(plan, name)
             write_study(plan, searches, finals)
-        for name in plan.objectives:
-            recipe = searches[name].chosen().recipe
-            finals[name] = [run_final(plan, name, seed, recipe) for seed in plan.seeds]
+        for budget in plan.budgets:  # the smallest first: every objective has figures at it before the next
+            for name in plan.objectives:
+                recipe = searches[name].chosen().recipe
+                finals.setdefault(name, []).extend(run_final(plan, budget, name, seed, recipe) for seed in plan.seeds)
     except LmptError as exc:  # after the checks a failure is no bad input: it is reported, the record kept
         write_study(plan, searches, finals)
         print(f"lmpt-study: error: {exc}", file=sys.stderr)

@@ -1,6 +1,6 @@
-"""The final runs of a study: every objective at its chosen recipe at the full budget, once per seed, each an
-ordinary `lmpt` run in a directory of its own (STUDY/runs/OBJECTIVE-seedS) with the downstream tasks scored when it
-ends. A completed run (status.json) is not redone; any other is launched again with the same command, which
+"""The final runs of a study: every objective at its chosen recipe at each of the study's budgets, once per seed, each
+an ordinary `lmpt` run in a directory of its own (STUDY/runs/BUDGET/OBJECTIVE-seedS) with the downstream tasks scored
+when it ends. A completed run (status.json) is not redone; any other is launched again with the same command, which
 continues it from its newest checkpoint (lmpt resumes a run directory given again as hydra.run.dir)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from lmpt.console import console
 from lmpt.downstream.figures import CHOICE_FIGURES, CLASSIFICATION_FIGURES, CONTROL_FIGURES
 from lmpt.errors import LmptError
 from lmpt.report.runs import read_run, read_status
-from lmpt.study.plan import StudyPlan
+from lmpt.study.plan import StudyPlan, at_budget
 
 TASK_FIGURES = (*CHOICE_FIGURES, *CLASSIFICATION_FIGURES, *CONTROL_FIGURES, "n")
 """What study.json keeps of each RUN/downstream/TASK.json (its headline figures; the file keeps the rest)."""
@@ -30,6 +30,8 @@ class FinalRun:
 
     objective: str
     seed: int
+    budget: str
+    """trainer.budget of the run, as the study gives it."""
     path: Path
     status: str
     val_loss: float | None
@@ -43,38 +45,40 @@ class FinalRun:
     """The epochs over the training text the run logged, when it logged them."""
 
     def describe(self) -> dict[str, Any]:
-        return {"seed": self.seed, "run": str(self.path), "status": self.status, "val_loss": self.val_loss,
-                "step": self.step, "flops": self.flops, "epochs": self.epochs, "downstream": self.downstream,
-                "tasks": self.tasks}  # fmt: skip
+        return {"seed": self.seed, "budget": self.budget, "run": str(self.path), "status": self.status,
+                "val_loss": self.val_loss, "step": self.step, "flops": self.flops, "epochs": self.epochs,
+                "downstream": self.downstream, "tasks": self.tasks}  # fmt: skip
 
 
-def final_dir(plan: StudyPlan, objective: str, seed: int) -> Path:
-    return plan.directory / "runs" / f"{objective}-seed{seed}"
+def final_dir(plan: StudyPlan, budget: str, objective: str, seed: int) -> Path:
+    return plan.directory / "runs" / budget / f"{objective}-seed{seed}"
 
 
-def final_command(plan: StudyPlan, objective: str, seed: int, recipe: dict[str, str]) -> list[str]:
-    """The `lmpt` command of a final run: the command line's run keys (the budget and downstream tasks among them),
-    the objective, the seed and the chosen recipe."""
+def final_command(plan: StudyPlan, budget: str, objective: str, seed: int, recipe: dict[str, str]) -> list[str]:
+    """The `lmpt` command of a final run: the command line's run keys (the downstream tasks among them) at
+    `budget`, the objective, the seed and the chosen recipe."""
     return [
-        sys.executable, "-m", "lmpt", *plan.run_overrides, f"objective={objective}", f"trainer.seed={seed}",
-        *[f"{key}={value}" for key, value in recipe.items()],
-        f"hydra.run.dir={final_dir(plan, objective, seed)}",
+        sys.executable, "-m", "lmpt", *at_budget(plan.run_overrides, budget), f"objective={objective}",
+        f"trainer.seed={seed}", *[f"{key}={value}" for key, value in recipe.items()],
+        f"hydra.run.dir={final_dir(plan, budget, objective, seed)}",
     ]  # fmt: skip
 
 
-def run_final(plan: StudyPlan, objective: str, seed: int, recipe: dict[str, str]) -> FinalRun:
-    """Train (or continue) the final run of `objective` at `seed` unless it completed; returns what it recorded."""
-    path = final_dir(plan, objective, seed)
-    command = final_command(plan, objective, seed, recipe)
+def run_final(plan: StudyPlan, budget: str, objective: str, seed: int, recipe: dict[str, str]) -> FinalRun:
+    """Train (or continue) the final run of `objective` at `budget` and `seed` unless it completed; returns what it
+    recorded."""
+    path = final_dir(plan, budget, objective, seed)
+    command = final_command(plan, budget, objective, seed, recipe)
     _refuse_another_run(path, command)
+    name = f"final {objective} seed {seed} at {budget}"
     if read_status(path).get("status") == "completed":
-        console.print(f"final {objective} seed {seed}: completed, reused")
-        return read_final(path, objective, seed)
-    console.print(f"final {objective} seed {seed}: {' '.join(f'{k}={v}' for k, v in recipe.items())} into {path}")
+        console.print(f"{name}: completed, reused")
+        return read_final(path, objective, seed, budget)
+    console.print(f"{name}: {' '.join(f'{k}={v}' for k, v in recipe.items())} into {path}")
     result = subprocess.run(command)
     if result.returncode in (130, -2):  # Ctrl-C: stop the study; the same command resumes it
-        raise KeyboardInterrupt(f"final {objective} seed {seed} interrupted")
-    return read_final(path, objective, seed)
+        raise KeyboardInterrupt(f"{name} interrupted")
+    return read_final(path, objective, seed, budget)
 
 
 def _refuse_another_run(path: Path, command: list[str]) -> None:
@@ -110,9 +114,9 @@ def _task_records(path: Path) -> dict[str, dict[str, Any]]:
     return tasks
 
 
-def read_final(path: Path, objective: str, seed: int) -> FinalRun:
+def read_final(path: Path, objective: str, seed: int, budget: str) -> FinalRun:
     """A final run's status, final val_loss, downstream figures and epochs, from its directory."""
     run = read_run(path)
     status = str(read_status(path).get("status", "incomplete"))
-    return FinalRun(objective, seed, path, status, run.val_loss, run.step, run.flops, dict(run.downstream),
+    return FinalRun(objective, seed, budget, path, status, run.val_loss, run.step, run.flops, dict(run.downstream),
                     _task_records(path), _epochs(path))  # fmt: skip

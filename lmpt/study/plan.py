@@ -38,23 +38,30 @@ class StudyPlan:
     directory: Path
     run_overrides: list[str]
     """The command line's run keys (every override but study.*), handed to every run as given."""
-    budget: str
-    """trainer.budget of a final run, as given."""
+    budgets: list[str]
+    """trainer.budget of the final runs, as given, smallest first; every objective and seed trains at each."""
     search_budget: str
-    """trainer.budget of a search trial: study.search_fraction of the budget."""
+    """trainer.budget of a search trial: study.search_fraction of the largest budget."""
     search_steps: dict[str, int]
     """Optimizer steps a search trial of each objective is expected to take (the dry-run plan's estimate)."""
+    weights: str
+    """downstream.weights of every final run (last or best): the one rule the study states."""
     space: dict[str, str]
     trials: int
     sampler: str
     search_seed: int
+
+    @property
+    def budget(self) -> str:
+        """The largest budget: the search's share is taken of it, and its runs are the ones ranked."""
+        return self.budgets[-1]
 
     def describe(self) -> dict[str, Any]:
         """The plan as study.json records it."""
         return {
             "objectives": self.objectives,
             "seeds": self.seeds,
-            "budget": self.budget,
+            "budgets": self.budgets,
             "search_budget": self.search_budget,
             "search_steps": self.search_steps,
             "search_space": self.space,
@@ -73,6 +80,11 @@ def override_key(override: str) -> str:
 def fraction_of(budget: Budget, fraction: float) -> str:
     """`fraction` of `budget` as a trainer.budget value (e.g. 2.5e+11flops)."""
     return f"{budget.amount * fraction:.6g}{budget.unit}"
+
+
+def at_budget(overrides: list[str], budget: str) -> list[str]:
+    """The run keys `overrides` with trainer.budget set to `budget` (last, replacing any given)."""
+    return [*(o for o in overrides if override_key(o) != "trainer.budget"), f"trainer.budget={budget}"]
 
 
 def search_overrides(overrides: list[str], objective: str, search_budget: str) -> list[str]:
@@ -131,6 +143,36 @@ def _check_overrides(overrides: list[str], space: dict[str, str]) -> None:
             raise LmptError(f"{override}: the study launches its runs itself; drop the hydra setting")
 
 
+def final_budgets(study: Any, run: DictConfig, overrides: list[str]) -> list[tuple[str, Budget]]:
+    """The final runs' budgets, smallest first, as given and parsed: study.budgets, or trainer.budget alone when the
+    command line gives it (it replaces study.budgets) or study.budgets is empty. One unit for all: they are compared."""
+    given_budget = any(override_key(o) == "trainer.budget" for o in overrides)
+    if given_budget and any(override_key(o) == "study.budgets" for o in overrides):
+        raise LmptError("give trainer.budget (one budget) or study.budgets (several), not both")
+    values = [str(b) for b in study.budgets]
+    if given_budget or not values:
+        if run.trainer.budget is None:
+            raise LmptError("lmpt-study compares objectives at equal compute: give trainer.budget (e.g. 1e12flops) "
+                            "or study.budgets")  # fmt: skip
+        values = [str(run.trainer.budget)]
+    elif run.trainer.budget is not None and any(override_key(str(k)) == "trainer.budget" for k in study.run_keys):
+        raise LmptError("study.run_keys sets trainer.budget and study.budgets is given: drop one of them")
+    parsed = []
+    for value in values:
+        try:
+            budget = parse_budget(value)
+        except LmptError as exc:
+            raise LmptError(f"study.budgets: {exc}" if not given_budget else str(exc)) from None
+        if budget is None:
+            raise LmptError(f"study.budgets: {value} is no budget: give e.g. 1e12flops")
+        parsed.append((value, budget))
+    if len({b.unit for _, b in parsed}) > 1:
+        raise LmptError(f"study.budgets mixes units ({', '.join(values)}): give every budget in one unit")
+    if len({b.amount for _, b in parsed}) < len(parsed):
+        raise LmptError(f"study.budgets names a budget twice ({', '.join(values)}): give distinct budgets")
+    return sorted(parsed, key=lambda p: p[1].amount)
+
+
 def planned_steps(cfg: DictConfig, given: set[str]) -> int:
     """The optimizer steps the run `cfg` composes is expected to take, as `lmpt trainer.dry_run=true` plans them
     (the model built on the meta device, its step cost against the budget). Checks the config as lmpt does."""
@@ -175,10 +217,8 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
     if not space:
         raise LmptError(f"optimizer={run.optimizer.name} has no default search space: give study.space")
     _check_overrides(run_overrides, space)
-    budget = parse_budget(run.trainer.budget)
-    if budget is None:
-        raise LmptError("lmpt-study compares objectives at equal compute: give trainer.budget (e.g. 1e12flops)")
-    search_budget = fraction_of(budget, study.search_fraction)
+    budgets = final_budgets(study, run, overrides)
+    search_budget = fraction_of(budgets[-1][1], study.search_fraction)
     objectives = [str(o) for o in study.objectives]
     steps = {name: _check_objective(name, run_overrides, search_budget, study.min_search_steps) for name in objectives}
     return StudyPlan(
@@ -186,9 +226,10 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
         seeds=[int(s) for s in study.seeds],
         directory=Path(study.dir).expanduser().resolve(),
         run_overrides=run_overrides,
-        budget=str(run.trainer.budget),
+        budgets=[given for given, _ in budgets],
         search_budget=search_budget,
         search_steps=steps,
+        weights=str(run.downstream.weights),
         space={str(k): str(v) for k, v in space.items()},
         trials=int(study.trials),
         sampler=str(study.sampler),

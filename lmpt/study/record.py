@@ -19,7 +19,8 @@ from lmpt.report.runs import read_run
 from lmpt.safe_files import write_atomically
 from lmpt.study.curves import CURVES_PNG, plot_curves
 from lmpt.study.finals import FinalRun
-from lmpt.study.plan import StudyPlan, override_key
+from lmpt.study.gains import FIGURE_WORDS, GainTable, describe_gains, gain_verdicts, study_gains
+from lmpt.study.plan import StudyPlan
 from lmpt.study.search import Search
 
 STUDY_JSON = "study.json"
@@ -74,17 +75,19 @@ def refuse_another_study(plan: StudyPlan) -> None:
 
 
 def objective_summaries(
-    plan: StudyPlan, searches: dict[str, Search], finals: dict[str, list[FinalRun]], ranking: Ranking
+    plan: StudyPlan, searches: dict[str, Search], finals: dict[str, list[FinalRun]], ranking: Ranking, budget: str
 ) -> list[dict[str, Any]]:
-    """Per objective: its chosen recipe, its completed finals' val_loss and downstream figures (mean, sample std
-    over seeds) and epochs, best first by `ranking`'s figure (objectives without it last, in study order)."""
+    """Per objective at `budget`: its chosen recipe, its completed finals' val_loss and downstream figures (mean,
+    sample std over seeds) and epochs, best first by `ranking`'s figure (objectives without it last, in study
+    order)."""
     rows = []
     for name in plan.objectives:
-        done = [f for f in finals.get(name, []) if f.status == "completed"]
+        done = [f for f in finals.get(name, []) if f.status == "completed" and f.budget == budget]
         best = searches[name].chosen() if name in searches else None
         figures = sorted({k for f in done for k in f.downstream})
         row: dict[str, Any] = {
             "objective": name,
+            "budget": budget,
             "recipe": best.recipe if best else None,
             "seeds_completed": len(done),
             "val_loss": _mean_std([f.val_loss for f in done if f.val_loss is not None]),
@@ -103,74 +106,123 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
     """study.json and study.md (and the ranked table of the final runs); returns study.json's path."""
     from lmpt.report.sweep import ReportFiles, write_report  # the sweep summary's table, ranking and marks
 
-    runs = [read_run(f.path) for fs in finals.values() for f in fs if f.path.is_dir()]
+    largest = {name: [f for f in fs if f.budget == plan.budget] for name, fs in finals.items()}
+    runs = [read_run(f.path) for fs in largest.values() for f in fs if f.path.is_dir()]
     ranked, ranking = rank_runs(runs) if runs else ([], Ranking(None, "no final runs yet"))
     if runs:
         d = plan.directory
         files = ReportFiles(d / f"{RANKING}.csv", d / f"{RANKING}.md", d / CURVES_PLOT, d / f"{RANKING}.png")
-        write_report(runs, files, f"study {d.name}")
-    summaries = objective_summaries(plan, searches, finals, ranking)
+        write_report(runs, files, f"study {d.name} at {plan.budget}")
+    summaries = {b: objective_summaries(plan, searches, finals, ranking, b) for b in reversed(plan.budgets)}
+    gains = study_gains(plan.budgets, plan.objectives, finals)
     record = {
         "plan": plan.describe(),
-        "ranking": {"key": ranking.key, "header": ranking.header, "higher_is_better": ranking.higher_is_better},
+        "ranking": {
+            "key": ranking.key,
+            "header": ranking.header,
+            "higher_is_better": ranking.higher_is_better,
+            "budget": plan.budget,
+        },  # fmt: skip
         "objectives": {
             name: {
                 "search": searches[name].describe() if name in searches else None,
                 "finals": [f.describe() for f in finals.get(name, [])],
-                "summary": next(s for s in summaries if s["objective"] == name),
+                "summaries": {b: next(s for s in rows if s["objective"] == name) for b, rows in summaries.items()},
             }
             for name in plan.objectives
         },
-        "ranked_objectives": [s["objective"] for s in summaries if s["rank_value"] is not None],
+        "ranked_objectives": [s["objective"] for s in summaries[plan.budget] if s["rank_value"] is not None],
+        "gains": describe_gains(gains),
+        "verdicts": gain_verdicts(gains),
     }
-    plot_curves(finals, plan.directory / CURVES_PNG)  # before study.md, which links it
+    plot_curves(largest, plan.directory / CURVES_PNG)  # before study.md, which links it
     path = plan.directory / STUDY_JSON
     _write(path, json.dumps(record, indent=2, default=str) + "\n")
     caveat = within_noise_sentence(ranked, ranking)
-    _write(plan.directory / STUDY_MD, study_markdown(plan, searches, summaries, ranking, caveat))
+    _write(plan.directory / STUDY_MD, study_markdown(plan, searches, summaries, ranking, gains, caveat))
     return path
 
 
-def _weights_rule(run_overrides: list[str]) -> str:
-    """Which weights every final run's tasks score, in words (downstream.weights, as the run keys give it)."""
-    given = [o.split("=", 1)[1] for o in run_overrides if override_key(o) == "downstream.weights"]
-    if given and given[-1] == "best":
+def gains_markdown(gains: GainTable) -> list[str]:
+    """study.md's section on the gains over the untrained controls: a row per budget and objective, a column per
+    task figure, then each task's verdict; nothing when no run had a control."""
+    columns = sorted({(t, f) for by_objective in gains.values() for tasks in by_objective.values()
+                      for t, figures in tasks.items() for f in figures})  # fmt: skip
+    if not columns:
+        return []
+    lines = [
+        "",
+        "## Gain over the untrained control",
+        "",
+        "Each objective's figure less its untrained control's (the same architecture freshly initialised, scored or "
+        "fine-tuned the same way; `downstream.control=scratch`), pooled over the pre-training seeds, with its 95% "
+        "interval: zero-shot by the two-way bootstrap over (seed, item), fine-tuned by t over the seeds. * the "
+        "interval leaves out 0.",
+        "",
+    ]
+    header = ["budget", "objective", *(f"{t} {FIGURE_WORDS.get(f, f)}" for t, f in columns)]
+    lines += ["| " + " | ".join(header) + " |", "| --- | --- |" + " ---: |" * len(columns)]
+    for budget, by_objective in gains.items():
+        for name, tasks in by_objective.items():
+            cells = [str(tasks.get(t, {}).get(f, "—")) for t, f in columns]
+            lines.append("| " + " | ".join([budget, name, *cells]) + " |")
+    lines += ["", *(f"- {sentence}" for sentence in gain_verdicts(gains).values())]
+    return lines
+
+
+def weights_rule(weights: str) -> str:
+    """Which weights every final run's tasks score (downstream.weights), in words."""
+    if weights == "best":
         return "best weights by validation loss (RUN/best, `downstream.weights=best`)"
     return "last weights (the final model, `downstream.weights=last`)"
 
 
 def study_markdown(
-    plan: StudyPlan, searches: dict[str, Search], summaries: list[dict], ranking: Ranking, caveat: str = ""
+    plan: StudyPlan,
+    searches: dict[str, Search],
+    summaries: dict[str, list[dict]],
+    ranking: Ranking,
+    gains: GainTable,
+    caveat: str = "",
 ) -> str:
-    """study.md: the plan, the objectives ranked (mean ± std over seeds) with `caveat` under the ranking (that the
-    task does not measure pre-training), each search's trials, the ranked runs."""
+    """study.md: the plan, the objectives at each budget (mean ± std over seeds, ranked at each) with `caveat` under
+    them (that the ranked task does not measure pre-training), the gains over the untrained controls by budget with
+    their verdicts, each search's trials, the ranked runs of the largest budget."""
     space = ", ".join(f"`{k}={v}`" for k, v in plan.space.items())
     steps = ", ".join(f"{k} {v}" for k, v in plan.search_steps.items())
+    several = len(plan.budgets) > 1
+    at = f"each of the budgets {', '.join(plan.budgets)}" if several else f"`trainer.budget={plan.budget}`"
+    share = " (study.search_fraction of the largest budget; its recipe trains at every budget)" if several else ""
     lines = [
         f"# Study {plan.directory.name}",
         "",
-        f"Objectives {', '.join(plan.objectives)} at `trainer.budget={plan.budget}` per run, seeds "
-        f"{', '.join(map(str, plan.seeds))}. Each objective's learning rate was searched with {plan.trials} trials "
-        f"(optuna, {plan.sampler} sampler, seed {plan.search_seed}) at `trainer.budget={plan.search_budget}` "
-        f"(about {steps} steps) over {space}, by its own final val_loss.",
+        f"Objectives {', '.join(plan.objectives)} at {at} per run, seeds {', '.join(map(str, plan.seeds))}. Each "
+        f"objective's learning rate was searched with {plan.trials} trials (optuna, {plan.sampler} sampler, seed "
+        f"{plan.search_seed}) at `trainer.budget={plan.search_budget}`{share} (about {steps} steps) over {space}, by "
+        "its own final val_loss.",
         f"Run keys of every run: `{' '.join(plan.run_overrides) or '(defaults)'}`.",
-        f"One rule for every objective: the tasks score each run's {_weights_rule(plan.run_overrides)}.",
+        f"One rule for every objective: the tasks score each run's {weights_rule(plan.weights)}.",
         "",
         "## Objectives",
         "",
-        f"Best first, {ranking.header}." if ranking.key else "Not ordered: the runs share no comparable figure.",
+        f"Best first at each budget, {ranking.header}."
+        if ranking.key
+        else "Not ordered: the runs share no comparable figure.",
         "",
         *([caveat, ""] if caveat else []),
     ]
-    figures = sorted({k for s in summaries for k in s["downstream"]})
-    header = ["objective", "chosen recipe", "seeds", "val_loss (own objective)", *figures, "epochs"]
+    rows = [row for budget_rows in summaries.values() for row in budget_rows]
+    figures = sorted({k for s in rows for k in s["downstream"]})
+    header = ["objective", *(["budget"] if several else []), "chosen recipe", "seeds", "val_loss (own objective)",
+              *figures, "epochs"]  # fmt: skip
     lines += ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for s in summaries:
-        recipe = recipe_text(s["recipe"])
-        cells = [s["objective"], recipe, str(s["seeds_completed"]), _cell(*s["val_loss"])]
+    for s in rows:
+        cells = [s["objective"], *([s["budget"]] if several else []), recipe_text(s["recipe"])]
+        cells += [str(s["seeds_completed"]), _cell(*s["val_loss"])]
         cells += [_cell(*s["downstream"].get(k, (None, None))) for k in figures]
         cells.append(f"{s['epochs']:.2f}" if s["epochs"] is not None else "—")
         lines.append("| " + " | ".join(cells) + " |")
+    lines += gains_markdown(gains)
     lines += ["", "## Searches", ""]
     for name in plan.objectives:
         search = searches.get(name)

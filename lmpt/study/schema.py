@@ -22,6 +22,11 @@ class StudyConfig:
     run_keys: list[str] = field(default_factory=list)
     """Run keys handed to every run of the study before the command line's, which win over them key by key
     (conf/study.yaml sets the default study scale here: data, precision, budget, tasks)."""
+    budgets: list[str] = field(default_factory=list)
+    """trainer.budget values the final runs train at (every objective and seed at each); empty = trainer.budget
+    alone. The search runs once, at study.search_fraction of the largest, and its recipe trains at every budget; the
+    gain over the untrained control is reported at each budget. trainer.budget on the command line replaces them (a
+    study at that one budget)."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """Pre-training seeds (trainer.seed) of the final runs; the search trains at the first."""
     dir: str = "study"

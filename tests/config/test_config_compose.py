@@ -87,6 +87,7 @@ def test_unknown_option_lists_the_choices() -> None:
         ("trainer.device=tpu", "trainer.device"),
         ("tokenizer.vocab_size=100", "tokenizer.vocab_size"),
         ("downstream.mode=bogus", "downstream.mode"),
+        ("downstream.control=untrained", "downstream.control"),
         ("downstream.seeds=0", "downstream.seeds"),
         ("downstream.batch_size=-1", "downstream.batch_size"),
     ],

@@ -51,3 +51,36 @@ def test_lmpt_eval_scores_the_pairs_as_the_run_logged_them(run: tuple[Path, Path
     evaluate([str(run_dir), f"task={pairs}"])
     table = capsys.readouterr().out
     assert "equal token length" in table and "per paradigm" in table and "length baseline" in table
+
+
+def test_the_run_scored_the_pairs_beside_its_untrained_control(run: tuple[Path, Path], capsys) -> None:
+    """downstream.control=scratch (the default): the record holds the untrained twin's per-pair outcomes, the very
+    ones that twin gives when scored directly, and the gain over it; metrics.jsonl logs both; lmpt-eval's
+    control=scratch gives the same."""
+    from lmpt.downstream.control import scratch_twin
+    from lmpt.downstream.significance import decode_outcomes
+    from lmpt.downstream.zero_shot import evaluate_zero_shot, read_zero_shot
+    from lmpt.rundir.trained import load_trained
+
+    run_dir, pairs = run
+    record = json.loads((run_dir / "downstream" / "pairs.json").read_text())
+    trained = load_trained(run_dir)
+    assert record["control"] == "scratch" and record["scratch"]["init_seed"] == trained.config.trainer.seed
+    twin = evaluate_zero_shot(scratch_twin(trained), read_zero_shot(str(pairs)), 8, True)
+    assert record["scratch"]["accuracy_items"] == twin["accuracy_items"]
+    correct, control = (decode_outcomes(record["accuracy_items"]), decode_outcomes(twin["accuracy_items"]))
+    gain = record["gain"]["accuracy"]
+    assert gain["gain"] == pytest.approx(correct.mean() - control.mean()) and gain["items"] == 12
+    assert gain["interval"][0] <= gain["gain"] <= gain["interval"][1]
+    equal = decode_outcomes(record["equal_length_pairs"])
+    if equal.any():
+        assert record["gain"]["accuracy_equal_length"]["items"] == int(equal.sum())
+    logged = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert logged["downstream/pairs/scratch_accuracy"] == pytest.approx(control.mean())
+    assert logged["downstream/pairs/accuracy_gain"] == pytest.approx(gain["gain"])
+    evaluate([str(run_dir), f"task={pairs}", "json=true", "control=scratch"])
+    assert json.loads(capsys.readouterr().out)["gain"] == record["gain"]
+    evaluate([str(run_dir), f"task={pairs}", "json=true"])  # lmpt-eval's default: the run's model alone
+    assert "gain" not in json.loads(capsys.readouterr().out)
+    evaluate([str(run_dir), f"task={pairs}", "control=scratch"])
+    assert "accuracy: gain over the scratch control" in capsys.readouterr().out

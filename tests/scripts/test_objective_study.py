@@ -41,13 +41,14 @@ def _final(root: Path, name: str, seed: int, blimp: float, pretrained: float, sc
         "gain": {"accuracy": {"gain": pretrained - scratch, "interval": [low, low + 0.04],
                               "significant": not low <= 0 <= low + 0.04}},
     }))  # fmt: skip
-    return {"run": str(run), "status": "completed", "step": 540, "epochs": 2.88, "val_loss": 4.0 + seed / 10}
+    return {"run": str(run), "status": "completed", "step": 540, "epochs": 2.88, "val_loss": 4.0 + seed / 10,
+            "budget": "1e13flops"}
 
 
 def test_the_tables_come_from_the_records_and_only_the_generated_part_changes(script, tmp_path: Path) -> None:
     study_dir = tmp_path / "study"
     runs = tmp_path / "runs"
-    study = {"objectives": {
+    study = {"plan": {"budgets": ["1e13flops"]}, "objectives": {
         "clm": {"search": {"chosen_recipe": {"optimizer.lr": "0.0378"}},
                 "finals": [_final(runs, "clm", s, 0.55, 0.45, 0.50, -0.07) for s in (0, 1)]},
         "mlm": {"search": {"chosen_recipe": {"optimizer.lr": "0.02"}},
@@ -66,4 +67,4 @@ def test_the_tables_come_from_the_records_and_only_the_generated_part_changes(sc
     assert "| mlm | 0.600 ± 0.000 | 0.550 ± 0.000 | 0.050 ± 0.000 | [+0.010, +0.050] [+0.010, +0.050] |" in text
     assert "[-0.070, -0.030] n.s." not in text and "[-0.070, -0.030]" in text  # significant (below 0)
     assert "lr 0.01 mean / lr 0.03 first" in text
-    assert "| clm | optimizer.lr=0.0378 | 540 | 2.88 | 4.050 ± 0.071 |" in text
+    assert "| clm | 1e13flops | optimizer.lr=0.0378 | 540 | 2.88 | 4.050 ± 0.071 |" in text

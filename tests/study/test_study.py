@@ -20,6 +20,7 @@ TINY = [
 ]  # fmt: skip
 STUDY = [*TINY, "study.objectives=[clm,mlm]", "study.seeds=[0]", "study.trials=2", "study.search_fraction=0.5",
          "trainer.budget=6e9flops"]  # fmt: skip
+TWO_BUDGETS = [*STUDY[:-1], "study.budgets=[3e9flops,6e9flops]"]
 CURVES = ["trainer.eval_every=10", "downstream.score_every=10"]  # the finals take curve points, the search none
 
 
@@ -45,10 +46,14 @@ def write_pairs(path: Path, n: int = 20) -> Path:
         (["study.objectives=[clm,electra]", "trainer.budget=1e12flops", "downstream.choice_tasks=[bundled:blimp-fast]"],
          "electra cannot score the study's downstream tasks"),
         (["trainer.budget=1e6flops"], "fewer than study.min_search_steps=10"),
-        (["study.objectives=[clm]"], "give trainer.budget"),
+        (["study.objectives=[clm]", "study.budgets=[]"], "give trainer.budget"),
         (["trainer.budget=1e12flops", "downstream.choice_tasks=[bad.jsonl]"], "downstream.choice_tasks[0]"),
         (["trainer.budget=1e12flops", "optimizer.lr=0.1"], "optimizer.lr is searched by the study"),
         (["trainer.budget=1e12flops", "study.trialz=3"], "unknown config key 'study.trialz'"),
+        (["trainer.budget=1e12flops", "study.budgets=[1e12flops,2e12flops]"], "not both"),
+        (["study.budgets=[1e12flops,2Mtokens]"], "study.budgets mixes units"),
+        (["study.budgets=[1e12flops,1e12flops]"], "names a budget twice"),
+        (["study.budgets=[1e12flops,lots]"], "study.budgets: trainer.budget=lots is not a budget"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, args: list[str], message: str) -> None:
@@ -67,9 +72,10 @@ def _metrics(run: Path) -> str:
 
 @pytest.mark.soak  # ~50 s: the whole study end to end; CI runs its refusals
 def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> None:
+    """Two budgets: the search at a share of the larger, every objective and seed at each, gains by budget."""
     write_pairs(tmp_path / "pairs.jsonl")
     start = time.time()
-    result = run_study(*STUDY, *CURVES, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
+    result = run_study(*TWO_BUDGETS, *CURVES, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
     print(f"tiny study: {time.time() - start:.1f} s")
     assert result.returncode == 0, result.stderr[-3000:]
     study = tmp_path / "study"
@@ -83,7 +89,8 @@ def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> Non
         best = min(trials, key=lambda t: t["val_loss"])
         assert objective["search"]["chosen_recipe"] == best["recipe"] and set(best["recipe"]) == {
             "optimizer.lr", "optimizer.adamw_lr"}  # fmt: skip
-        (final,) = objective["finals"]
+        small, final = objective["finals"]
+        assert (small["budget"], final["budget"]) == ("3e9flops", "6e9flops") and small["step"] < final["step"]
         assert final["status"] == "completed" and final["val_loss"] > 0
         assert final["epochs"] == json.loads((Path(final["run"]) / "status.json").read_text())["epochs"] > 0
         assert final["downstream"]["downstream/pairs/accuracy"] is not None and final["tasks"]["pairs"]["n"] == 20
@@ -92,25 +99,33 @@ def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> Non
         curve = [r for r in map(json.loads, _metrics(Path(final["run"])).splitlines()) if "curve/pairs/accuracy" in r]
         assert [r["step"] for r in curve][-1] == final["step"] and all(r["curve/pairs/n"] == 20 for r in curve)
     assert not any("curve/" in _metrics(trial) for trial in study.glob("search/*/launch-0/[0-9]*"))
-    assert record["ranking"]["key"] == "downstream/pairs/accuracy"
+    assert record["ranking"]["key"] == "downstream/pairs/accuracy" and record["ranking"]["budget"] == "6e9flops"
+    assert record["plan"]["search_budget"] == "3e+09flops" and record["plan"]["budgets"] == ["3e9flops", "6e9flops"]
+    for budget in ("3e9flops", "6e9flops"):  # each run's pairs scored beside its untrained control, pooled
+        gain = record["gains"][budget]["clm"]["pairs"]["accuracy"]
+        assert gain["seeds"] == 1 and gain["interval"][0] <= gain["gain"] <= gain["interval"][1]
+    assert record["verdicts"]["pairs/accuracy"].startswith("On pairs, ")
     markdown = (study / "study.md").read_text()
+    assert "## Gain over the untrained control" in markdown and record["verdicts"]["pairs/accuracy"] in markdown
     assert "## Searches" in markdown and "(chosen)" in markdown and "## Final runs" in markdown
     assert "![curves](curves.png)" in markdown and (study / "curves.png").exists()
 
     # kill-like damage: one final run loses its status and model; the other final and every trial are kept
-    clm, mlm = study / "runs" / "clm-seed0", study / "runs" / "mlm-seed0"
+    clm, mlm = study / "runs" / "6e9flops" / "clm-seed0", study / "runs" / "6e9flops" / "mlm-seed0"
+    assert (study / "runs" / "3e9flops" / "mlm-seed0" / "status.json").exists()
     (mlm / "status.json").unlink()
     (mlm / "model.safetensors").unlink()
     kept = {run: _metrics(run) for run in [clm, *(study / "search").glob("*/launch-0/[0-9]*")]}
-    again = run_study(*STUDY, *CURVES, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
+    again = run_study(*TWO_BUDGETS, *CURVES, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "search clm: 2 trials done, reused" in again.stdout and "final clm seed 0: completed, reused" in again.stdout
+    assert "search clm: 2 trials done, reused" in again.stdout
+    assert "final clm seed 0 at 6e9flops: completed, reused" in again.stdout
     assert all(_metrics(run) == text for run, text in kept.items())  # nothing completed was redone
     assert not list((study / "search").glob("*/launch-1"))
     assert json.loads((mlm / "status.json").read_text())["status"] == "completed"
     assert (mlm / "model.safetensors").exists()
     resumed = json.loads((study / "study.json").read_text())
-    assert resumed["objectives"]["mlm"]["finals"][0]["status"] == "completed"
+    assert resumed["objectives"]["mlm"]["finals"][1]["status"] == "completed"
 
 
 @pytest.mark.soak  # ~50 s: a killed search; the tiny study's resume runs in CI
@@ -146,19 +161,19 @@ def test_the_default_scale_reaches_every_run_and_the_command_line_wins_key_by_ke
 
     from lmpt.study.plan import run_keys
 
-    defaults = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "study.yaml").study.run_keys
-    assert "trainer.budget=1e13flops" in defaults and "downstream.choice_tasks=[bundled:blimp-fast]" in defaults
-    assert "downstream.weights=best" in defaults
-    study = OmegaConf.create({"run_keys": list(defaults)})
+    conf = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "study.yaml").study
+    defaults = conf.run_keys
+    assert list(conf.budgets) == ["3e12flops", "1e13flops"] and not any("trainer.budget" in k for k in defaults)
+    assert "downstream.choice_tasks=[bundled:blimp-fast]" in defaults and "downstream.weights=best" in defaults
+    study = OmegaConf.create({"run_keys": [*defaults, "model=tiny"]})
     keys = run_keys(study, ["trainer.budget=2e12flops", "study.trials=3", "model=small"])
-    assert "trainer.budget=1e13flops" not in keys and keys[-2:] == ["trainer.budget=2e12flops", "model=small"]
+    assert "model=tiny" not in keys and keys[-2:] == ["trainer.budget=2e12flops", "model=small"]
     assert "data=wikitext" in keys and "downstream.classification_tasks=[bundled:clinc-domains]" in keys
     assert not any(k.startswith("study.") for k in keys)
 
 
 def test_study_md_states_one_weights_rule_for_every_objective() -> None:
-    from lmpt.study.record import _weights_rule
+    from lmpt.study.record import weights_rule
 
-    assert "best weights by validation loss" in _weights_rule(["data=wikitext", "downstream.weights=best"])
-    assert "last weights" in _weights_rule(["data=wikitext"])
-    assert "last weights" in _weights_rule(["downstream.weights=best", "downstream.weights=last"])
+    assert "best weights by validation loss" in weights_rule("best")
+    assert "last weights" in weights_rule("last")
