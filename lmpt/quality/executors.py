@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from lmpt.config.quality_schema import QualityConfig
 from lmpt.console import console
+from lmpt.cores import usable_cores
 from lmpt.errors import LmptError
 from lmpt.quality.pipeline import Stage
 
@@ -93,7 +94,7 @@ def available_cores() -> int:
     granted = os.environ.get("SLURM_CPUS_PER_TASK", "")
     if granted.isdigit() and int(granted) > 0:
         return int(granted)
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return usable_cores()
 
 
 def run_stages(stages: list[Stage], work: Path, cfg: QualityConfig) -> None:

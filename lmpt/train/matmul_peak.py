@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from lmpt.cores import usable_cores
 from lmpt.errors import LmptError
 
 PEAKS_FILE = "matmul_peaks.json"
@@ -51,11 +52,6 @@ def machine_key(device_type: str, dtype: torch.dtype) -> str:
     """What a peak depends on: the device's model, torch, the dtype and the threads a CPU matmul uses."""
     threads = f" x {torch.get_num_threads()} threads" if device_type == "cpu" else ""
     return f"{device_name(device_type)}{threads} | {dtype} | torch {torch.__version__}"
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the platform tells it)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def measure_matmul(device_type: str, dtype: torch.dtype) -> float:
