@@ -104,8 +104,8 @@ def finetune_table(records: dict[str, list[dict]]) -> list[str]:
 
 
 def epochs_table(study: dict) -> list[str]:
-    lines = ["| objective | budget | chosen pre-training recipe | steps | epochs of the training text | val_loss (own) |",
-             "| --- | --- | --- | ---: | ---: | ---: |"]  # fmt: skip
+    header = "| objective | budget | chosen pre-training recipe | steps | epochs of the text | val_loss (own) |"
+    lines = [header, "| --- | --- | --- | ---: | ---: | ---: |"]
     for name, entry in study["objectives"].items():
         recipe = " ".join(f"{k}={float(v):.3g}" for k, v in (entry["search"] or {}).get("chosen_recipe", {}).items())
         for budget in study["plan"]["budgets"]:

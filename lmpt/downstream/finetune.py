@@ -37,6 +37,7 @@ from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.recipe_search import SEARCH, check_recipe_settings, check_search_size, parse_lr, recipe_space
 from lmpt.downstream.record import record_path, write_record
 from lmpt.downstream.scores import mean_and_std
+from lmpt.downstream.shared_control import control_key, read_control, store_control
 from lmpt.downstream.tuning import Tuned, tune, tuning_work
 from lmpt.inference.progress import WorkBar
 from lmpt.rundir.trained import Trained, load_trained, locate_weights
@@ -89,9 +90,13 @@ def finetune(trained: Trained, o: FinetuneOptions) -> dict:
     device = trained.model.head_weight.device
     precision = pick_precision(OmegaConf.create({"precision": o.precision, "amp": o.amp}), device)
     bodies = {"pretrained": trained.model if o.mode == "probe" else copy.deepcopy(trained.model)}  # probe only reads
-    floor = None
+    floor, key, shared = None, None, None
     if o.control == SCRATCH:
-        bodies[SCRATCH] = scratch_model(trained)
+        scratch = scratch_model(trained)
+        key = control_key(scratch, task, o, space, precision.name, trained.tokenizer.special, trained.arch)
+        shared = read_control(key)  # the same control fine-tuned for another run (another objective, budget)
+        if shared is None:
+            bodies[SCRATCH] = scratch
         floor = bag_of_words_floor(task.examples, task.classes)  # cheap, and any failure comes before training
     doing = f"{task.name} {'probe' if o.mode == 'probe' else 'fine-tune'}"
     labels = {"pretrained": doing, SCRATCH: f"{doing} (scratch control)"}
@@ -102,8 +107,12 @@ def finetune(trained: Trained, o: FinetuneOptions) -> dict:
             for name, body in bodies.items()
         }
     result = _figures(trained, o, task, seq_len, precision.name, tuned["pretrained"])
-    if floor is not None:
-        result |= _control_figures(tuned["pretrained"], tuned[SCRATCH], floor, int(trained.config.trainer.seed))
+    if floor is not None and key is not None:
+        if shared is None:
+            store_control(key, tuned[SCRATCH])
+        control = shared or tuned[SCRATCH]
+        result |= _control_figures(tuned["pretrained"], control, floor, int(trained.config.trainer.seed))
+        result[SCRATCH] |= {"key": key, "shared": shared is not None}
     return result
 
 

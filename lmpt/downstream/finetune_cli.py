@@ -102,6 +102,11 @@ def render_control(result: dict) -> None:
     shown = [f"{g['gain']:+.4f} [{g['interval'][0]:+.3f}, {g['interval'][1]:+.3f}]" for g in intervals]
     table.add_row("gain [95%]", *shown, verdicts)
     console.print(table)
+    if scratch.get("shared"):
+        console.print(
+            "scratch control: read back, not fine-tuned again: an earlier run fine-tuned the same fresh weights on "
+            "the same tokens with the same recipe (one control per architecture and size)"
+        )
     if "search" in scratch:
         console.print(describe_search("scratch", scratch))
     for prefix in splits:

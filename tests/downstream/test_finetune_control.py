@@ -205,3 +205,29 @@ def test_bad_control_and_search_settings_are_one_line_before_any_training(run, t
     argv = [str(run), *_data(task), *FAST, setting, "task=kept"]
     assert BAD[setting] in refused(argv, capsys, monkeypatch)
     assert record.read_text() == KEPT
+
+
+def test_one_control_is_fine_tuned_once_and_shared_by_every_run_that_has_it(run, task, capsys, monkeypatch) -> None:
+    """The second fine-tuning with the same control (fresh weights, task tokens, recipe, code) reads it back, the
+    same figures bit for bit, without training it; another recipe, or an entry that cannot be read, trains it."""
+    from lmpt.downstream import shared_control
+
+    monkeypatch.setenv("LMPT_CACHE_DIR", str(run.parent / "shared-cache"))
+    argv = [str(run), *_data(task), *FAST, "lr=1e-3", "pooling=first"]
+    first = _json(argv, capsys)
+    trained_bodies = []
+    real_tune = finetune_module.tune
+    monkeypatch.setattr(
+        finetune_module, "tune", lambda body, *a, **k: trained_bodies.append(body) or real_tune(body, *a, **k)
+    )
+    second = _json(argv, capsys)
+    assert len(trained_bodies) == 1  # the run's model only: the control was read back
+    assert (first["scratch"]["shared"], second["scratch"]["shared"]) == (False, True)
+    assert first["scratch"]["key"] == second["scratch"]["key"]
+    assert {**first["scratch"], "shared": True} == second["scratch"] and first["gain"] == second["gain"]
+    entry = shared_control.controls_dir() / f"{first['scratch']['key']}.json"
+    entry.write_text("{not json")
+    third = _json(argv, capsys)
+    assert not third["scratch"]["shared"] and third["gain"] == first["gain"] and len(trained_bodies) == 3
+    other = _json([*argv[:-2], "lr=3e-3", "pooling=first"], capsys)
+    assert not other["scratch"]["shared"] and other["scratch"]["key"] != first["scratch"]["key"]

@@ -41,8 +41,14 @@ def _final(root: Path, name: str, seed: int, blimp: float, pretrained: float, sc
         "gain": {"accuracy": {"gain": pretrained - scratch, "interval": [low, low + 0.04],
                               "significant": not low <= 0 <= low + 0.04}},
     }))  # fmt: skip
-    return {"run": str(run), "status": "completed", "step": 540, "epochs": 2.88, "val_loss": 4.0 + seed / 10,
-            "budget": "1e13flops"}
+    return {
+        "run": str(run),
+        "status": "completed",
+        "step": 540,
+        "epochs": 2.88,
+        "val_loss": 4.0 + seed / 10,
+        "budget": "1e13flops",
+    }
 
 
 def test_the_tables_come_from_the_records_and_only_the_generated_part_changes(script, tmp_path: Path) -> None:
