@@ -1,14 +1,15 @@
 """Which objective gives the better model? The worked study of docs/objective_study.md: `lmpt-study` at its default
-scale (conf/study.yaml: clm, mlm and gpt-bert on the bundled WikiText-2, each objective's learning rate searched,
-three pre-training seeds, BLiMP's fast subset zero-shot and clinc-domains fine-tuned with a from-scratch control and
-a bag-of-words floor), then the tables a reader needs beside study.md's: BLiMP per field and on equal-length pairs,
-the fine-tuned figure against its control and floor with the searched fine-tuning recipes, and the epochs. They are
-written between the markers of docs/objective_study.md (the discussion around them is kept), with the study's
-ranking and curves charts copied beside it.
+scale (conf/study.yaml: clm, mlm and gpt-bert on the bundled WikiText-2 at two budgets, each objective's learning
+rate searched, three pre-training seeds, BLiMP's fast subset zero-shot and clinc-domains fine-tuned, every figure
+beside its untrained control and the fine-tuned one beside a bag-of-words floor), then the tables a reader needs
+beside study.md's: BLiMP per field and on equal-length pairs, the fine-tuned figure against its control and floor
+with the searched fine-tuning recipes, and the epochs. They are written between the markers of
+docs/objective_study.md (the discussion around them is kept), with the study's ranking and curves charts copied
+beside it.
 
 Usage: python scripts/objective_study.py [--study-dir outputs/objective-study] [--reuse] [KEY=VALUE ...]
-(KEY=VALUE: more lmpt-study keys; --reuse: only read an existing study and write the docs.) About an hour on 2 CPU
-cores with native bf16.
+(KEY=VALUE: more lmpt-study keys; --reuse: only read an existing study and write the docs.) About 70 minutes on 2
+CPU cores with native bf16.
 """
 
 from __future__ import annotations
