@@ -122,7 +122,7 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
             "header": ranking.header,
             "higher_is_better": ranking.higher_is_better,
             "budget": plan.budget,
-        },  # fmt: skip
+        },
         "objectives": {
             name: {
                 "search": searches[name].describe() if name in searches else None,
