@@ -129,7 +129,8 @@ def test_downstream_weights_best_scores_the_best_checkpoint_not_the_last(tmp_pat
     assert f"scoring the best weights: step {best_step}," in (run_dir / "lmpt.log").read_text()
 
     def scored(target: Path) -> dict:
-        code, out, err = _command(evaluate, [str(target), f"task={task}", "json=true"], capsys, monkeypatch)
+        argv = [str(target), f"task={task}", "json=true", "control=scratch"]
+        code, out, err = _command(evaluate, argv, capsys, monkeypatch)
         assert code == 0, err
         return json.loads(out.strip().splitlines()[-1])
 
@@ -141,7 +142,7 @@ def test_downstream_weights_best_scores_the_best_checkpoint_not_the_last(tmp_pat
     (copy / "best" / "best.json").write_text(json.dumps({"step": 2, "val_loss": 9.0}) + "\n")
     for weights, target in (("best", copy / "best"), ("last", copy)):
         downstream = OmegaConf.create({"choice_tasks": [str(task)], "classification_tasks": [], "weights": weights,
-                                       "batch_size": 8})  # fmt: skip
+                                       "batch_size": 8, "control": "scratch"})  # fmt: skip
         score_downstream(downstream, copy, 16)
         again = json.loads((copy / "downstream" / "cloze.json").read_text())
         assert again["weights"] == weights
