@@ -22,12 +22,11 @@ from lmpt.downstream.options import FinetuneOptions, TaskData
 from lmpt.downstream.preemption import ScoringProgress
 from lmpt.downstream.record import record_path
 from lmpt.downstream.task_files import task_folder
-from lmpt.downstream.zero_shot import check_zero_shot_fits, evaluate_zero_shot, logged_zero_shot, read_zero_shot
+from lmpt.downstream.zero_shot import check_zero_shot_fits, logged_zero_shot, read_zero_shot
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.rundir.best import BEST_DIR, BEST_RECORD
 from lmpt.rundir.directory import METRICS_FILE
-from lmpt.rundir.trained import Trained
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.metrics import MetricsLog
 
@@ -124,6 +123,7 @@ def score_downstream(
     if not downstream.choice_tasks and not downstream.classification_tasks:
         return {}
     from lmpt.downstream.finetune import finetune, logged_figures  # torch-heavy: only when a task is named
+    from lmpt.downstream.zero_shot_control import score_zero_shot
     from lmpt.rundir.trained import load_trained
 
     progress = progress or ScoringProgress()
@@ -134,9 +134,10 @@ def score_downstream(
     figures: dict[str, float] = {}
     for task in map(str, downstream.choice_tasks):
         name = task_name(task)
-        result = progress.kept_record(run_dir, name) or progress.write_record(
-            run_dir, name, {"task": name, "weights": downstream.weights, **_zero_shot(trained(), task, downstream)}
-        )
+        result = progress.kept_record(run_dir, name) or progress.write_record(run_dir, name, {
+            "task": name, "weights": downstream.weights,
+            **score_zero_shot(trained(), read_zero_shot(task), downstream.batch_size, False, downstream.control),
+        })  # fmt: skip
         figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items() if v is not None}
     for i, task in enumerate(map(str, downstream.classification_tasks)):
         spec = classification_task(task, f"downstream.classification_tasks[{i}]")
@@ -150,17 +151,6 @@ def score_downstream(
     metrics.write({"step": step, **figures})
     _print_figures(figures)
     return figures
-
-
-def _zero_shot(trained: Trained, task: str, downstream: Any) -> dict:
-    """The zero-shot task `task` scored on `trained`, beside its untrained control with downstream.control=scratch."""
-    from lmpt.downstream.zero_shot_control import with_scratch_control
-
-    items = read_zero_shot(task)
-    result = evaluate_zero_shot(trained, items, downstream.batch_size, False)
-    if downstream.control == "scratch":
-        result = with_scratch_control(trained, items, result, downstream.batch_size, False)
-    return result
 
 
 def _best_text(run_dir: Path) -> str:

@@ -9,8 +9,8 @@ from lmpt.config.choices import CONTROLS
 from lmpt.config.command_options import parse_command, require, run_command
 from lmpt.downstream.choice_tasks import task_name
 from lmpt.downstream.multiple_choice import CHOICE_PLL
-from lmpt.downstream.zero_shot import evaluate_zero_shot, read_zero_shot, render_zero_shot
-from lmpt.downstream.zero_shot_control import with_scratch_control
+from lmpt.downstream.zero_shot import read_zero_shot, render_zero_shot
+from lmpt.downstream.zero_shot_control import score_zero_shot
 from lmpt.inference.evaluate import POSITIONALS, PROG, SUMMARY, EvalOptions, evaluate_text, render
 from lmpt.rundir.trained import load_trained, require_token_head
 
@@ -26,9 +26,7 @@ def evaluate(argv: list[str]) -> None:
     require_token_head(trained, PROG)
     if task is not None:
         require(o.batch_size >= 1, f"batch_size={o.batch_size} must be at least 1")
-        scored = evaluate_zero_shot(trained, task, o.batch_size, o.json, o.within_word, o.choice_pll)
-        if o.control == "scratch":
-            scored = with_scratch_control(trained, task, scored, o.batch_size, o.json, o.within_word, o.choice_pll)
+        scored = score_zero_shot(trained, task, o.batch_size, o.json, o.control, o.within_word, o.choice_pll)
         result = {"task": task_name(o.task), **scored}
     else:
         result = evaluate_text(trained, o)

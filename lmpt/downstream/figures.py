@@ -6,6 +6,8 @@ from __future__ import annotations
 
 ACCURACY = "accuracy"
 """Share of questions (zero-shot) or dev examples (fine-tuned) answered right."""
+EQUAL_LENGTH_ACCURACY = f"{ACCURACY}_equal_length"
+"""Minimal pairs: accuracy on the pairs whose two sentences have equal token counts (where length cannot decide)."""
 ACCURACY_NORM = "accuracy_norm"
 """Zero-shot multiple choice: the highest score per UTF-8 byte of the choice (lm_eval's acc_bytes)."""
 CHANCE = "chance"

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from lmpt.console import console
 from lmpt.downstream.choice_tasks import ChoiceQuestion
-from lmpt.downstream.figures import ACCURACY, CHANCE
+from lmpt.downstream.figures import ACCURACY, CHANCE, EQUAL_LENGTH_ACCURACY
 from lmpt.downstream.intervals import LEVEL, RESAMPLES, SEED, accuracy_with_interval
 from lmpt.downstream.multiple_choice import choice_scores, split_tokens
 from lmpt.downstream.pair_tasks import MinimalPair
@@ -36,7 +36,7 @@ from lmpt.rundir.trained import Trained
 
 EQUAL_LENGTH = "equal_length"
 LENGTH_BASELINE = "length_baseline"
-PAIR_FIGURES = (ACCURACY, f"{ACCURACY}_{EQUAL_LENGTH}", CHANCE, LENGTH_BASELINE)
+PAIR_FIGURES = (ACCURACY, EQUAL_LENGTH_ACCURACY, CHANCE, LENGTH_BASELINE)
 EQUAL_LENGTH_PAIRS = "equal_length_pairs"
 """The record's key of which pairs have sentences of equal token count: one character a pair, "1" equal."""
 """The minimal-pair figures logged after training (`logged_figures`)."""
@@ -90,7 +90,7 @@ def pair_figures(
         ACCURACY: overall[ACCURACY],
         "interval": overall["interval"],
         CHANCE: 0.5,
-        f"{ACCURACY}_{EQUAL_LENGTH}": equal[ACCURACY],
+        EQUAL_LENGTH_ACCURACY: equal[ACCURACY],
         EQUAL_LENGTH: equal,
         LENGTH_BASELINE: float(by_length.mean()),
         "fields": _groups([p.field for p in pairs], correct),

@@ -28,7 +28,7 @@ from lmpt.safe_files import write_atomically
 from lmpt.tokenizer.special import SpecialTokens
 
 CONTROLS_DIR = "controls"
-RESULT_FIELDS = ("data", "task", "json", "control", "device")
+UNKEYED_OPTIONS = ("data", "task", "json", "control", "device")
 """FinetuneOptions that do not change what the control computes (the files are in the key as their tokens; the
 device as the weights' and the precision's)."""
 
@@ -65,7 +65,7 @@ def control_key(
             for row in rows:
                 digest.update(_tensor_bytes(row) + b"\x00")
         digest.update(_tensor_bytes(split.labels))
-    options = {k: v for k, v in dataclasses.asdict(o).items() if k not in RESULT_FIELDS}
+    options = {k: v for k, v in dataclasses.asdict(o).items() if k not in UNKEYED_OPTIONS}
     settings = {"classes": task.classes, "options": options, "space": dataclasses.asdict(space),
                 "precision": precision, "arch": arch, "special": dataclasses.asdict(special),
                 "torch": torch.__version__, "code": code_digest()}  # fmt: skip

@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lmpt.downstream.choice_tasks import ChoiceQuestion, read_choice_task, task_name
-from lmpt.downstream.figures import ACCURACY, ACCURACY_GAIN, CHOICE_FIGURES, GAIN, SCRATCH, SCRATCH_ACCURACY
+from lmpt.downstream.figures import (
+    ACCURACY,
+    ACCURACY_GAIN,
+    CHOICE_FIGURES,
+    EQUAL_LENGTH_ACCURACY,
+    GAIN,
+    SCRATCH,
+    SCRATCH_ACCURACY,
+)
 from lmpt.downstream.pair_tasks import MinimalPair, read_pairs, task_kind
 from lmpt.rundir.trained import Trained
 
@@ -83,7 +91,7 @@ def render_control(result: dict) -> None:
     from lmpt.console import console
     from lmpt.downstream.gain import describe_gain
 
-    names = {ACCURACY: "accuracy", "accuracy_equal_length": "accuracy on pairs of equal token length"}
+    names = {ACCURACY: "accuracy", EQUAL_LENGTH_ACCURACY: "accuracy on pairs of equal token length"}
     for figure, gain in result[GAIN].items():
         console.print(f"{describe_gain(names.get(figure, figure) + ':', gain)} (untrained {gain[SCRATCH]:.4f})")
 

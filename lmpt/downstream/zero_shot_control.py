@@ -12,14 +12,12 @@ import dataclasses
 import numpy as np
 
 from lmpt.downstream.control import scratch_twin
-from lmpt.downstream.figures import ACCURACY, GAIN, SCRATCH
+from lmpt.downstream.figures import ACCURACY, EQUAL_LENGTH_ACCURACY, GAIN, SCRATCH
 from lmpt.downstream.gain import paired_gain
-from lmpt.downstream.minimal_pairs import EQUAL_LENGTH, EQUAL_LENGTH_PAIRS
+from lmpt.downstream.minimal_pairs import EQUAL_LENGTH_PAIRS
 from lmpt.downstream.significance import decode_outcomes, items_key
 from lmpt.downstream.zero_shot import ZeroShotTask, evaluate_zero_shot
 from lmpt.rundir.trained import Trained
-
-EQUAL_LENGTH_ACCURACY = f"{ACCURACY}_{EQUAL_LENGTH}"
 
 
 def figure_gain(correct: np.ndarray, control: np.ndarray) -> dict:
@@ -39,13 +37,16 @@ def zero_shot_gains(result: dict, control: dict) -> dict[str, dict]:
     return gains
 
 
-def with_scratch_control(
-    trained: Trained, task: ZeroShotTask, result: dict, batch_size: int, hidden: bool, within_word: bool = False,
+def score_zero_shot(
+    trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, control: str, within_word: bool = False,
     choice_pll: str = "conditional",
 ) -> dict:  # fmt: skip
-    """`result` (the task scored on `trained`, lmpt.downstream.zero_shot.evaluate_zero_shot) with the untrained
-    control's figures scored the same way (`scratch`: its accuracy and per-item outcomes) and the gains over it
-    (`gain`)."""
+    """The task scored on `trained` (lmpt.downstream.zero_shot.evaluate_zero_shot) and, with `control` scratch, on
+    its untrained control the same way: then the control's figures (`scratch`: its accuracy and per-item outcomes)
+    and the gains over it (`gain`) join the result."""
+    result = evaluate_zero_shot(trained, task, batch_size, hidden, within_word, choice_pll)
+    if control != SCRATCH:
+        return result
     named = dataclasses.replace(task, name=f"{task.name} (scratch control)")
     control = evaluate_zero_shot(scratch_twin(trained), named, batch_size, hidden, within_word, choice_pll)
     kept = {k: control[k] for k in (ACCURACY, EQUAL_LENGTH_ACCURACY, items_key(ACCURACY)) if k in control}

@@ -42,7 +42,7 @@ def control_gain(run: RunSummary, key: str) -> ControlGain | None:
     over the run's scratch control, from its record; None for a figure without a gain on record, a record without a
     control, or one that no longer holds the logged figure (scored again since, with other settings)."""
     task, figure = task_figure(key).rsplit("/", 1)
-    gains = (task_record(run, task) or {}).get(GAIN)
+    gains = (task_record(run.path, task) or {}).get(GAIN)
     entry = gains.get(figure.removesuffix(MEAN_SUFFIX)) if isinstance(gains, dict) else None
     if not isinstance(entry, dict) or not isinstance(entry.get("interval"), list) or len(entry["interval"]) != 2:
         return None

@@ -14,6 +14,7 @@ import json
 import math
 import statistics
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -132,10 +133,10 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def task_record(run: RunSummary, task: str) -> dict | None:
+def task_record(run_dir: Path, task: str) -> dict | None:
     """RUN/downstream/TASK.json as a dict; None when it is missing or not a JSON object."""
     try:
-        record = json.loads((run.path / DOWNSTREAM_DIR / f"{task}.json").read_text(encoding="utf-8"))
+        record = json.loads((run_dir / DOWNSTREAM_DIR / f"{task}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
@@ -145,7 +146,7 @@ def read_evidence(run: RunSummary, key: str) -> Evidence | None:
     """The interval and per-item or per-seed results of `key` (`downstream/TASK/FIGURE`) in the run's record; None
     when there is no record, or it no longer holds the logged figure."""
     task, figure = task_figure(key).rsplit("/", 1)
-    record, logged = task_record(run, task), run.downstream.get(key)
+    record, logged = task_record(run.path, task), run.downstream.get(key)
     if record is None:
         return None
     if figure.endswith("_mean"):  # fine-tuned: the figure per seed

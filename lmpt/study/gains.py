@@ -13,7 +13,6 @@ measured points, extended until it clears the interval's mean half-width (an ext
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -21,15 +20,14 @@ from typing import Any
 import numpy as np
 
 from lmpt.config.budget import parse_budget
-from lmpt.downstream.figures import ACCURACY, GAIN, SCRATCH
+from lmpt.downstream.figures import ACCURACY, EQUAL_LENGTH_ACCURACY, GAIN, SCRATCH
 from lmpt.downstream.gain import paired_gain
 from lmpt.downstream.intervals import LEVEL, seed_interval
-from lmpt.downstream.minimal_pairs import EQUAL_LENGTH, EQUAL_LENGTH_PAIRS
-from lmpt.downstream.record import DOWNSTREAM_DIR
+from lmpt.downstream.minimal_pairs import EQUAL_LENGTH_PAIRS
 from lmpt.downstream.significance import decode_outcomes, items_key
+from lmpt.report.significance import task_record
 from lmpt.study.finals import FinalRun
 
-EQUAL_LENGTH_ACCURACY = f"{ACCURACY}_{EQUAL_LENGTH}"
 FIGURES = (ACCURACY, EQUAL_LENGTH_ACCURACY)
 """The figures whose gain the study pools: accuracy, and on minimal pairs accuracy on the pairs of equal length."""
 GainTable = dict[str, dict[str, dict[str, dict[str, "PooledGain"]]]]
@@ -61,11 +59,9 @@ class PooledGain:
 
 
 def _record(run: FinalRun, task: str) -> dict | None:
-    try:
-        record = json.loads((run.path / DOWNSTREAM_DIR / f"{task}.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and isinstance(record.get(GAIN), dict) else None
+    """The run's record of `task` when it holds gains over a control."""
+    record = task_record(run.path, task)
+    return record if record is not None and isinstance(record.get(GAIN), dict) else None
 
 
 def _zero_shot(records: list[dict], figure: str) -> PooledGain | None:
@@ -195,9 +191,13 @@ def describe_gains(table: GainTable) -> dict:
             for b, os_ in table.items()}  # fmt: skip
 
 
+def task_figures(table: GainTable) -> list[tuple[str, str]]:
+    """Every (task, figure) with a pooled gain at some budget for some objective, sorted."""
+    return sorted({(t, f) for by_objective in table.values() for tasks in by_objective.values()
+                   for t, figures in tasks.items() for f in figures})  # fmt: skip
+
+
 def gain_verdicts(table: GainTable) -> dict[str, str]:
     """`verdict` of every task's accuracy, and of its equal-length pairs where it has them (`TASK/FIGURE`)."""
-    found = sorted({(t, f) for by_objective in table.values() for tasks in by_objective.values()
-                    for t, figures in tasks.items() for f in figures})  # fmt: skip
-    sentences = {f"{task}/{figure}": verdict(table, task, figure) for task, figure in found}
+    sentences = {f"{task}/{figure}": verdict(table, task, figure) for task, figure in task_figures(table)}
     return {key: sentence for key, sentence in sentences.items() if sentence}

@@ -89,8 +89,7 @@ def at_budget(overrides: list[str], budget: str) -> list[str]:
 
 def search_overrides(overrides: list[str], objective: str, search_budget: str) -> list[str]:
     """The run keys of a search trial of `objective`: the command line's, at the search's budget."""
-    kept = [o for o in overrides if override_key(o) != "trainer.budget"]
-    return [*kept, f"objective={objective}", f"trainer.budget={search_budget}"]
+    return [*at_budget(overrides, search_budget), f"objective={objective}"]
 
 
 def run_keys(study: Any, overrides: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ from lmpt.report.runs import read_run
 from lmpt.safe_files import write_atomically
 from lmpt.study.curves import CURVES_PNG, plot_curves
 from lmpt.study.finals import FinalRun
-from lmpt.study.gains import FIGURE_WORDS, GainTable, describe_gains, gain_verdicts, study_gains
+from lmpt.study.gains import FIGURE_WORDS, GainTable, describe_gains, gain_verdicts, study_gains, task_figures
 from lmpt.study.plan import StudyPlan
 from lmpt.study.search import Search
 
@@ -146,8 +146,7 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
 def gains_markdown(gains: GainTable) -> list[str]:
     """study.md's section on the gains over the untrained controls: a row per budget and objective, a column per
     task figure, then each task's verdict; nothing when no run had a control."""
-    columns = sorted({(t, f) for by_objective in gains.values() for tasks in by_objective.values()
-                      for t, figures in tasks.items() for f in figures})  # fmt: skip
+    columns = task_figures(gains)
     if not columns:
         return []
     lines = [
