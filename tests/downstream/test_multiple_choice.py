@@ -201,3 +201,15 @@ def test_figures_take_the_best_raw_and_per_byte_score() -> None:
     # q0: raw picks "a" (-2 > -4), per byte picks "bbbb" (-1 > -2); q1: both pick "a"
     figures = choice_figures(questions, [[-2.0, -4.0], [-1.0, -5.0, -6.0]])
     assert figures == {"accuracy": 0.5, "accuracy_norm": 1.0, "chance": pytest.approx((1 / 2 + 1 / 3) / 2), "n": 2}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["task=bundled:shakespeare-cloze", "control=untrained"], "control=untrained is unknown: use scratch or none"),
+        (["data=bundled:shakespeare", "control=scratch"], "control=scratch needs task=: text has no control"),
+    ],
+)
+def test_lmpt_eval_refuses_a_control_it_cannot_score(argv: list[str], message: str) -> None:
+    with pytest.raises(LmptError, match=message):
+        evaluate(["no-run", *argv])
