@@ -109,9 +109,10 @@ def choose_ranking(runs: list[RunSummary]) -> Ranking:
     )
 
 
-def rank_runs(runs: list[RunSummary]) -> tuple[list[RunSummary], Ranking]:
-    """The runs best first by the chosen loss (runs without it after, in their order), and the ranking."""
-    ranking = choose_ranking(runs)
+def rank_runs(runs: list[RunSummary], ranking: Ranking | None = None) -> tuple[list[RunSummary], Ranking]:
+    """The runs best first by `ranking` (by default the chosen loss or figure, choose_ranking; runs without it after,
+    in their order), and the ranking."""
+    ranking = ranking or choose_ranking(runs)
     if ranking.key is None:
         return list(runs), ranking
     values = {id(r): ranking.value(r) for r in runs}

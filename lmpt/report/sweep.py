@@ -15,7 +15,7 @@ from rich.segment import Segments
 
 from lmpt.console import console
 from lmpt.errors import LmptError
-from lmpt.report.ranking import rank_runs
+from lmpt.report.ranking import Ranking, rank_runs
 from lmpt.report.runs import RunSummary, find_runs, read_status
 
 SUMMARY_CSV = "summary.csv"
@@ -52,12 +52,15 @@ class ReportFiles:
     ranked: Path
 
 
-def write_report(runs: list[RunSummary], files: ReportFiles, title: str, log_y: bool = False) -> None:
+def write_report(
+    runs: list[RunSummary], files: ReportFiles, title: str, log_y: bool = False, ranking: Ranking | None = None
+) -> None:
     """Print the table, ranked where the runs share a comparable loss or downstream figure (the title says by what;
     a downstream figure with its 95% interval, each gap to the next run tested, whether the top runs can be told
     apart, and whether any run's gain over its from-scratch control is), and write it whole as CSV and Markdown,
     with the validation-loss chart (against steps, FLOPs and loss-bearing tokens) and, ranked by a downstream
-    figure, its chart with the intervals, beside them."""
+    figure, its chart with the intervals, beside them. `ranking` orders them when the caller decides (a study ranks
+    by its own rule); by default choose_ranking does."""
     from lmpt.report.console_table import console_table
     from lmpt.report.control_gain import within_noise_sentence
     from lmpt.report.plot import plot_val_curves  # matplotlib only once there is something to draw
@@ -65,7 +68,7 @@ def write_report(runs: list[RunSummary], files: ReportFiles, title: str, log_y: 
     from lmpt.report.significance import legend, neighbour_significance, significance_columns
     from lmpt.report.table import run_labels, write_csv, write_markdown
 
-    runs, ranking = rank_runs(runs)
+    runs, ranking = rank_runs(runs, ranking)
     significance = neighbour_significance(runs, ranking)
     verdict = significance.verdict() if significance is not None else ""
     noise = within_noise_sentence(runs, ranking)
