@@ -55,7 +55,7 @@ def draw_val_curves(
     without an evaluation are left out (a chart that says so is drawn when none has one)."""
     ranking = ranking or choose_ranking(runs)
     labels, common = run_labels(runs)
-    fig, axes = plt.subplots(1, len(X_AXES), figsize=(16, 5.5), dpi=110, sharey=True)
+    fig, axes = plt.subplots(1, len(X_AXES), figsize=(16, 5.5), dpi=110, sharey=True, layout="constrained")
     plotted = 0
     for ax, (x_label, x_of) in zip(axes, X_AXES.items(), strict=True):
         for run, label in zip(runs, labels, strict=True):
@@ -73,8 +73,9 @@ def draw_val_curves(
         ax.grid(True, alpha=0.3)
         if log_y and plotted:
             ax.set_yscale("log")
-    if plotted:
-        axes[0].legend(fontsize="small", loc="best")
+    if plotted:  # below the panels: inside one, many runs' names would hide its curves and axis
+        handles, names = axes[0].get_legend_handles_labels()
+        fig.legend(handles, names, loc="outside lower center", ncols=min(3, len(names)), fontsize="small")
     else:
         axes[1].text(0.5, 0.5, "no evaluations yet", ha="center", va="center", transform=axes[1].transAxes)
     axes[0].set_ylabel(ranking.label + (" (log scale)" if log_y and plotted else ""))
@@ -82,5 +83,4 @@ def draw_val_curves(
     once = [ONCE_NOTE] if evaluated and max(evaluated) == 1 else []
     shared = [textwrap.fill(" ".join(common), width=160)] if common else []  # a long line would run off the figure
     fig.suptitle("\n".join([title, ranking.header, *once, *shared]), fontsize="small")
-    fig.tight_layout()
     return fig

@@ -1,30 +1,43 @@
 """What a study writes into its directory: study.json (the plan, every search trial, each chosen recipe, every final
-run's figures) and study.md (the same as tables: per objective its search and its finals' mean over seeds, ranked
-by the figure lmpt.report ranks the final runs by, then that ranked table of the runs with its significance marks,
-written by lmpt.report as ranking.md and ranking.csv, with ranking.png (the ranked downstream figure of each run
-with its 95% interval) and val_loss.png). When no final run's gain over its from-scratch control is told apart from
-0, study.md says that the task does not measure pre-training at this scale."""
+run's figures) and study.md, tables that fit a page: first the gains over the untrained controls, the objectives
+ranked by one stated rule (lmpt.study.tables.RankRule: the gain on a zero-shot task), then per objective its
+recipe and headline figures, its search, and the final runs ranked by the same task with their significance marks.
+study_full.md keeps every figure, and lmpt.report writes every column of the ranked runs as ranking.md and
+ranking.csv, with ranking.png (each run's figure with its 95% interval) and val_loss.png."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
 from lmpt.errors import LmptError
 from lmpt.report.control_gain import within_noise_sentence
 from lmpt.report.ranking import Ranking, rank_runs
-from lmpt.report.runs import read_run
+from lmpt.report.runs import RunSummary, read_run
+from lmpt.report.significance import neighbour_significance
 from lmpt.safe_files import write_atomically
 from lmpt.study.curves import CURVES_PNG, plot_curves
 from lmpt.study.finals import FinalRun
-from lmpt.study.gains import FIGURE_WORDS, GainTable, describe_gains, gain_verdicts, study_gains, task_figures
+from lmpt.study.gains import GainTable, describe_gains, gain_verdicts, study_gains
 from lmpt.study.plan import StudyPlan
 from lmpt.study.search import Search
+from lmpt.study.tables import (
+    RankRule,
+    final_runs_table,
+    gains_table,
+    markdown_table,
+    mean_and_std,
+    objectives_table,
+    rank_rule,
+    recipe_text,
+    short_override,
+)
 
 STUDY_JSON = "study.json"
 STUDY_MD = "study.md"
+STUDY_FULL_MD = "study_full.md"
 RANKING = "ranking"
 CURVES_PLOT = "val_loss.png"
 
@@ -32,30 +45,6 @@ CURVES_PLOT = "val_loss.png"
 def _write(path: Path, text: str) -> None:
     """Whole or absent (lmpt.safe_files.write_atomically)."""
     write_atomically(path, lambda tmp: tmp.write_text(text))
-
-
-def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
-    if not values:
-        return None, None
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None
-
-
-def recipe_text(recipe: dict[str, str] | None) -> str:
-    """A recipe for a table: its numbers to 4 significant digits (study.json keeps them whole)."""
-
-    def short(value: str) -> str:
-        try:
-            return f"{float(value):.4g}"
-        except ValueError:
-            return value
-
-    return " ".join(f"{k}={short(v)}" for k, v in (recipe or {}).items()) or "—"
-
-
-def _cell(mean: float | None, std: float | None, digits: int = 4) -> str:
-    if mean is None:
-        return "—"
-    return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if std is not None else "")
 
 
 def refuse_another_study(plan: StudyPlan) -> None:
@@ -90,8 +79,8 @@ def objective_summaries(
             "budget": budget,
             "recipe": best.recipe if best else None,
             "seeds_completed": len(done),
-            "val_loss": _mean_std([f.val_loss for f in done if f.val_loss is not None]),
-            "downstream": {k: _mean_std([f.downstream[k] for f in done if k in f.downstream]) for k in figures},
+            "val_loss": mean_and_std([f.val_loss for f in done if f.val_loss is not None]),
+            "downstream": {k: mean_and_std([f.downstream[k] for f in done if k in f.downstream]) for k in figures},
             "epochs": next((f.epochs for f in done if f.epochs is not None), None),
         }
         row["rank_value"] = row["downstream"].get(ranking.key, (None,))[0] if ranking.higher_is_better else (
@@ -102,19 +91,40 @@ def objective_summaries(
     return scored + [r for r in rows if r["rank_value"] is None]
 
 
+def _short_named(run: RunSummary) -> RunSummary:
+    """The run with its overrides' numbers to 4 significant digits, as the report's tables and charts name it."""
+    overrides = [short_override(o) for o in run.overrides]
+    return dataclasses.replace(run, overrides=overrides, name=" ".join(overrides) or run.name)
+
+
+def _in_rule_order(rows: list[dict[str, Any]], rule: RankRule, gains: GainTable, budget: str) -> list[dict[str, Any]]:
+    """The objectives' rows at `budget` in the order of `rule` (as they came without a rule's task)."""
+    if rule.task is None:
+        return rows
+    order = rule.order(gains, budget, [r["objective"] for r in rows])
+    return sorted(rows, key=lambda r: order.index(r["objective"]))
+
+
 def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, list[FinalRun]]) -> Path:
-    """study.json and study.md (and the ranked table of the final runs); returns study.json's path."""
+    """study.json, study.md and study_full.md (and the ranked table of the final runs); returns study.json's path."""
     from lmpt.report.sweep import ReportFiles, write_report  # the sweep summary's table, ranking and marks
 
+    gains = study_gains(plan.budgets, plan.objectives, finals)
+    rule = rank_rule(gains, finals)
     largest = {name: [f for f in fs if f.budget == plan.budget] for name, fs in finals.items()}
-    runs = [read_run(f.path) for fs in largest.values() for f in fs if f.path.is_dir()]
-    ranked, ranking = rank_runs(runs) if runs else ([], Ranking(None, "no final runs yet"))
+    runs = [_short_named(read_run(f.path)) for fs in largest.values() for f in fs if f.path.is_dir()]
+    chosen = rule.ranking() if rule.task is not None else None
+    ranked, ranking = rank_runs(runs, chosen) if runs else ([], Ranking(None, "no final runs yet"))
     if runs:
         d = plan.directory
         files = ReportFiles(d / f"{RANKING}.csv", d / f"{RANKING}.md", d / CURVES_PLOT, d / f"{RANKING}.png")
-        write_report(runs, files, f"study {d.name} at {plan.budget}")
-    summaries = {b: objective_summaries(plan, searches, finals, ranking, b) for b in reversed(plan.budgets)}
-    gains = study_gains(plan.budgets, plan.objectives, finals)
+        write_report(runs, files, f"{', '.join(plan.objectives)} at {plan.budget}", ranking=ranking)
+    summaries = {b: _in_rule_order(objective_summaries(plan, searches, finals, ranking, b), rule, gains, b)
+                 for b in reversed(plan.budgets)}  # fmt: skip
+    ranked_objectives = [s["objective"] for s in summaries[plan.budget] if s["rank_value"] is not None]
+    if rule.task is not None:
+        ranked_objectives = [s["objective"] for s in summaries[plan.budget]
+                             if rule.gain(gains, plan.budget, s["objective"]) is not None]  # fmt: skip
     record = {
         "plan": plan.describe(),
         "ranking": {
@@ -122,6 +132,7 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
             "header": ranking.header,
             "higher_is_better": ranking.higher_is_better,
             "budget": plan.budget,
+            "objectives_by": rule.sentence or ranking.header,
         },
         "objectives": {
             name: {
@@ -131,42 +142,44 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
             }
             for name in plan.objectives
         },
-        "ranked_objectives": [s["objective"] for s in summaries[plan.budget] if s["rank_value"] is not None],
+        "ranked_objectives": ranked_objectives,
         "gains": describe_gains(gains),
         "verdicts": gain_verdicts(gains),
     }
     plot_curves(largest, plan.directory / CURVES_PNG)  # before study.md, which links it
     path = plan.directory / STUDY_JSON
     _write(path, json.dumps(record, indent=2, default=str) + "\n")
-    caveat = within_noise_sentence(ranked, ranking)
-    _write(plan.directory / STUDY_MD, study_markdown(plan, searches, summaries, ranking, gains, caveat))
+    caveat = rule.caveat(gains) if rule.task is not None else within_noise_sentence(ranked, ranking)
+    names = {str(f.path): (f.objective, f.seed) for fs in largest.values() for f in fs}
+    finals_lines = final_runs_markdown(plan, ranked, names, ranking)
+    text = study_markdown(plan, searches, summaries, ranking, gains, rule, caveat, finals_lines)
+    _write(plan.directory / STUDY_MD, text)
+    _write(plan.directory / STUDY_FULL_MD, study_full_markdown(plan, summaries))
     return path
 
 
-def gains_markdown(gains: GainTable) -> list[str]:
-    """study.md's section on the gains over the untrained controls: a row per budget and objective, a column per
-    task figure, then each task's verdict; nothing when no run had a control."""
-    columns = task_figures(gains)
-    if not columns:
+def gains_markdown(gains: GainTable, rule: RankRule, budgets: list[str], caveat: str = "") -> list[str]:
+    """study.md's first section, the gains over the untrained controls: the rule that orders the objectives, a row
+    per budget (the largest first) and objective, a column per task figure, then each task's verdict; nothing when no
+    run had a control."""
+    if not gains:
         return []
     lines = [
         "",
         "## Gain over the untrained control",
+        "",
+        rule.sentence,
+        *(["", caveat] if caveat else []),
         "",
         "Each objective's figure less its untrained control's (the same architecture freshly initialised, scored or "
         "fine-tuned the same way; `downstream.control=scratch`), pooled over the pre-training seeds, with its 95% "
         "interval: zero-shot by the two-way bootstrap over (seed, item), fine-tuned by t over the seeds. * the "
         "interval leaves out 0.",
         "",
+        *gains_table(gains, rule, budgets),
     ]
-    header = ["budget", "objective", *(f"{t} {FIGURE_WORDS.get(f, f)}" for t, f in columns)]
-    lines += ["| " + " | ".join(header) + " |", "| --- | --- |" + " ---: |" * len(columns)]
-    for budget, by_objective in gains.items():
-        for name, tasks in by_objective.items():
-            cells = [str(tasks.get(t, {}).get(f, "—")) for t, f in columns]
-            lines.append("| " + " | ".join([budget, name, *cells]) + " |")
-    lines += ["", *(f"- {sentence}" for sentence in gain_verdicts(gains).values())]
-    return lines
+    verdicts = sorted(gain_verdicts(gains).items(), key=lambda item: item[0].split("/")[0] != rule.task)
+    return [*lines, "", *(f"- {sentence}" for _, sentence in verdicts)]
 
 
 def weights_rule(weights: str) -> str:
@@ -176,17 +189,43 @@ def weights_rule(weights: str) -> str:
     return "last weights (the final model, `downstream.weights=last`)"
 
 
+def final_runs_markdown(
+    plan: StudyPlan, ranked: list[RunSummary], names: dict[str, tuple[str, int]], ranking: Ranking
+) -> list[str]:
+    """study.md's section on the final runs of the largest budget: ranked as `ranking` says, a handful of columns
+    with the test against the next run, the charts; every column is in study_full.md."""
+    if not ranked:
+        return []
+    from lmpt.report.significance import legend
+
+    significance = neighbour_significance(ranked, ranking)
+    verdict = significance.verdict() if significance is not None else ""
+    lines = ["## Final runs", "", f"At {plan.budget}, {ranking.header}." + (f" {verdict}" if verdict else ""), ""]
+    lines += final_runs_table(ranked, names, ranking, significance)
+    if significance is not None and significance.gaps:
+        lines += ["", legend("`vs next`")]
+    lines += ["", f"Every column of these runs (losses, speed, FLOPs, time): [{STUDY_FULL_MD}]({STUDY_FULL_MD}), "
+              f"also {RANKING}.md and {RANKING}.csv.", ""]  # fmt: skip
+    for chart in (f"{RANKING}.png", CURVES_PLOT):
+        if (plan.directory / chart).exists():
+            lines += [f"![{chart}]({chart})", ""]
+    return lines
+
+
 def study_markdown(
     plan: StudyPlan,
     searches: dict[str, Search],
     summaries: dict[str, list[dict]],
     ranking: Ranking,
     gains: GainTable,
+    rule: RankRule,
     caveat: str = "",
+    final_runs: list[str] | None = None,
 ) -> str:
-    """study.md: the plan, the objectives at each budget (mean ± std over seeds, ranked at each) with `caveat` under
-    them (that the ranked task does not measure pre-training), the gains over the untrained controls by budget with
-    their verdicts, each search's trials, the ranked runs of the largest budget."""
+    """study.md, tables that fit a page: the plan; the gains over the untrained controls by budget, ordered by
+    `rule` and said so, with `caveat` (that the order is no evidence) and the verdicts; the objectives at each budget
+    in the same order (`ranking`'s when no gain is on record, `caveat` then under them); each search's trials; the
+    curves; `final_runs` (final_runs_markdown). Every figure is in study_full.md."""
     space = ", ".join(f"`{k}={v}`" for k, v in plan.space.items())
     steps = ", ".join(f"{k} {v}" for k, v in plan.search_steps.items())
     several = len(plan.budgets) > 1
@@ -201,45 +240,29 @@ def study_markdown(
         "its own final val_loss.",
         f"Run keys of every run: `{' '.join(plan.run_overrides) or '(defaults)'}`.",
         f"One rule for every objective: the tasks score each run's {weights_rule(plan.weights)}.",
-        "",
-        "## Objectives",
-        "",
-        f"Best first at each budget, {ranking.header}."
-        if ranking.key
-        else "Not ordered: the runs share no comparable figure.",
-        "",
-        *([caveat, ""] if caveat else []),
     ]
+    lines += gains_markdown(gains, rule, list(reversed(plan.budgets)), caveat)
+    if rule.task is not None:
+        order = "In the order of the gains above at each budget."
+    elif ranking.key:
+        order = f"Best first at each budget, {ranking.header}."
+    else:
+        order = "Not ordered: the runs share no comparable figure."
+    lines += ["", "## Objectives", "", order, "", *([caveat, ""] if caveat and rule.task is None else [])]
     rows = [row for budget_rows in summaries.values() for row in budget_rows]
-    figures = sorted({k for s in rows for k in s["downstream"]})
-    header = ["objective", *(["budget"] if several else []), "chosen recipe", "seeds", "val_loss (own objective)",
-              *figures, "epochs"]  # fmt: skip
-    lines += ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for s in rows:
-        cells = [s["objective"], *([s["budget"]] if several else []), recipe_text(s["recipe"])]
-        cells += [str(s["seeds_completed"]), _cell(*s["val_loss"])]
-        cells += [_cell(*s["downstream"].get(k, (None, None))) for k in figures]
-        cells.append(f"{s['epochs']:.2f}" if s["epochs"] is not None else "—")
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += gains_markdown(gains)
-    lines += ["", "## Searches", ""]
+    lines += objectives_table(rows, several, first=rule.task)
+    lines += ["", f"Mean ± std over the seeds; each task's headline figure (zero-shot accuracy, fine-tuned dev "
+              f"accuracy). Every figure: [{STUDY_FULL_MD}]({STUDY_FULL_MD}).", "", "## Searches", ""]  # fmt: skip
     for name in plan.objectives:
         search = searches.get(name)
         if search is None:
             continue
         best = search.chosen()
-        lines += [
-            f"### {name}",
-            "",
-            "| trial | recipe | status | steps | val_loss |",
-            "| --- | --- | --- | ---: | ---: |",
-        ]
-        for i, t in enumerate(search.trials):
-            recipe = recipe_text(t.recipe)
-            mark = " (chosen)" if t is best else ""
-            loss = f"{t.val_loss:.4f}" if t.val_loss is not None else "—"
-            lines.append(f"| {i} | {recipe}{mark} | {t.status} | {t.steps if t.steps is not None else '—'} | {loss} |")
-        lines.append("")
+        table = [[str(i), recipe_text(t.recipe) + (" (chosen)" if t is best else ""), t.status,
+                  str(t.steps if t.steps is not None else "—"), f"{t.val_loss:.4f}" if t.val_loss is not None else "—"]
+                 for i, t in enumerate(search.trials)]  # fmt: skip
+        header = ["trial", "recipe", "status", "steps", "val_loss"]
+        lines += [f"### {name}", "", *markdown_table(header, table, [False, False, False, True, True]), ""]
     if (plan.directory / CURVES_PNG).exists():
         lines += [
             "## Curves",
@@ -250,7 +273,18 @@ def study_markdown(
             f"![curves]({CURVES_PNG})",
             "",
         ]
+    lines += final_runs or []
+    return "\n".join(lines) + "\n"
+
+
+def study_full_markdown(plan: StudyPlan, summaries: dict[str, list[dict]]) -> str:
+    """study_full.md: every figure of every objective at each budget, and every column of the ranked final runs
+    (lmpt.report's ranking.md)."""
+    rows = [row for budget_rows in summaries.values() for row in budget_rows]
+    lines = [f"# Study {plan.directory.name}: every figure", "", f"The full tables behind [{STUDY_MD}]({STUDY_MD}).",
+             "", "## Objectives: every figure", "", "Mean ± std over the seeds.", "",
+             *objectives_table(rows, len(plan.budgets) > 1, full=True), ""]  # fmt: skip
     ranked = plan.directory / f"{RANKING}.md"
     if ranked.exists():
-        lines += ["## Final runs", "", ranked.read_text().strip(), ""]
+        lines += [f"## Final runs at {plan.budget}: every column", "", ranked.read_text().strip(), ""]
     return "\n".join(lines) + "\n"

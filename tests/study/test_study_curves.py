@@ -35,17 +35,17 @@ def fake_run(path: Path, objective: str, accuracies: list[float], curves: bool =
 def plan_of(directory: Path) -> StudyPlan:
     space = {"optimizer.lr": "tag(log, interval(0.0001, 0.01))"}
     return StudyPlan(["clm", "mlm"], [0, 1], directory, ["downstream.score_every=10"], ["1e12flops"], "2.5e11flops",
-                     {"clm": 40, "mlm": 40}, "last", space, 2, "random", 0)  # fmt: skip
+                     {"clm": 40, "mlm": 40}, "last", space, 2, "random", 0, recipes=[], tasks=["pairs"])  # fmt: skip
 
 
 def test_the_study_draws_each_objectives_curves_and_links_them(tmp_path: Path) -> None:
     runs = tmp_path / "study" / "runs"
     finals = {
         "clm": [
-            read_final(fake_run(runs / f"clm-seed{s}", "clm", [0.5, 0.625, 0.75]), "clm", s, "1e12flops")
+            read_final(fake_run(runs / f"clm-seed{s}", "clm", [0.5, 0.625, 0.75]), "clm", s, "1e12flops", ["pairs"])
             for s in (0, 1)
         ],
-        "mlm": [read_final(fake_run(runs / "mlm-seed0", "mlm", [0.5, 0.625]), "mlm", 0, "1e12flops")],
+        "mlm": [read_final(fake_run(runs / "mlm-seed0", "mlm", [0.5, 0.625]), "mlm", 0, "1e12flops", ["pairs"])],
     }
     points = curve_points(runs / "mlm-seed0")
     assert [(p["step"], p["flops"], p["accuracy"], p["accuracy_low"]) for p in points["pairs"]] == [
@@ -58,6 +58,9 @@ def test_the_study_draws_each_objectives_curves_and_links_them(tmp_path: Path) -
         assert drawn == [("C0", [1e9, 2e9, 3e9], [0.5, 0.625, 0.75]), ("C0", [1e9, 2e9, 3e9], [0.5, 0.625, 0.75]),
                          ("C1", [1e9, 2e9], [0.5, 0.625])]  # fmt: skip
         assert [t.get_text() for t in by_step.get_legend().get_texts()] == ["clm", "mlm", "chance"]
+        fig.canvas.draw()  # the legend sits above the panels, hiding no curve and no axis
+        legend = by_step.get_legend().get_window_extent()
+        assert not any(legend.overlaps(ax.get_window_extent()) for ax in fig.axes)
     finally:
         plt.close(fig)
 
@@ -68,9 +71,8 @@ def test_the_study_draws_each_objectives_curves_and_links_them(tmp_path: Path) -
 
 def test_runs_without_curve_points_draw_no_curves(tmp_path: Path) -> None:
     runs = tmp_path / "study" / "runs"
-    finals = {
-        "clm": [read_final(fake_run(runs / "clm-seed0", "clm", [0.5, 0.625], curves=False), "clm", 0, "1e12flops")]
-    }
+    run = fake_run(runs / "clm-seed0", "clm", [0.5, 0.625], curves=False)
+    finals = {"clm": [read_final(run, "clm", 0, "1e12flops", ["pairs"])]}
     assert draw_curves(finals) is None
     write_study(plan_of(tmp_path / "study"), {}, finals)
     assert not (tmp_path / "study" / CURVES_PNG).exists()
