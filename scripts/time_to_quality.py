@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import resource
 import statistics
@@ -37,6 +36,8 @@ from typing import NoReturn
 
 from rich.console import Console
 from rich.table import Table
+
+from lmpt.train.metrics import bits_per_byte
 
 CORPUS = Path(__file__).resolve().parents[1] / "lmpt" / "corpora" / "tinyshakespeare.txt"
 TRAIN_SHARE = 0.9
@@ -91,7 +92,7 @@ def run_recipe(overrides: list[str], data: list[str], held: Path, run_dir: Path)
         "heldout_tokens": scored["text_tokens"],
         "scored_tokens": scored["scored_tokens"],
         "heldout_loss": scored["loss"],
-        "bpb": scored["nats"] / math.log(2) / held.stat().st_size,
+        "bpb": bits_per_byte(scored["nats"], held.stat().st_size),  # over the file's every byte, newlines included
         "bpb_sentences": scored["bits_per_byte"],
     }
 

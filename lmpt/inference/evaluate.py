@@ -21,6 +21,7 @@ from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Text, score_decoder, score_encoder, score_encoder_decoder
 from lmpt.rundir.trained import RUN_ARGUMENT, Trained
 from lmpt.tokenizer.base import Tokenizer
+from lmpt.train.metrics import bits_per_byte
 
 PROG = "lmpt-eval"
 SUMMARY = (
@@ -133,7 +134,7 @@ def evaluate_text(trained: Trained, o: EvalOptions) -> dict:
         "loss": loss,
         "perplexity": math.exp(loss),
         "accuracy": score.correct / max(score.tokens, 1),
-        "bits_per_byte": score.nats / math.log(2) / score.bytes if score.bytes else float("nan"),
+        "bits_per_byte": bits_per_byte(score.nats, score.bytes),
         **({"pseudo_perplexity": math.exp(loss)} if o.method == "pll" else {}),
     }
 

@@ -4,21 +4,49 @@ tqdm on request, and a summary table at the end."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Column, Table
 
 from lmpt.console import console, is_main_process
 
+if TYPE_CHECKING:
+    from lmpt.config.budget import Budget
+    from lmpt.train.budget import RunLength
+
 _SHOWN = ("loss", "ppl", "acc", "nsp_acc", "lr", "grad_norm", "tokens_per_s", "mfu", "peak_memory_mb")
+_SCALES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+
+
+def format_rate(value: float) -> str:
+    """A rate with two significant digits (three from 100 up) and a k / M / G / T suffix: 9.5, 10, 950, 1.6k, 16k,
+    160k, 1.6M. A slow run's 10 tokens/s reads as 10, never as 0.0k."""
+    i = next((i for i, (scale, _) in enumerate(_SCALES) if abs(value) >= scale), len(_SCALES) - 1)
+    while True:
+        scale, suffix = _SCALES[i]
+        text = f"{value / scale:.1f}"
+        if abs(float(text)) >= 10:
+            text = f"{value / scale:.0f}"
+        if abs(float(text)) >= 1000 and i > 0:  # 999.7 rounds to 1000: the next scale's 1k
+            i -= 1
+            continue
+        return text.removesuffix(".0") + suffix
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as the console's ETA shows them: 0m07s, 12m30s, 2h05m."""
+    whole = max(0, int(seconds))
+    if whole >= 3600:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 60}m{whole % 60:02d}s"
 
 
 def _fmt(name: str, value: Any) -> str:
     if name == "lr":
         return f"lr {value:.2e}"
     if name == "tokens_per_s":
-        return f"{value / 1000:.1f}k tok/s"
+        return f"{format_rate(value)} tok/s"
     if name == "grad_norm":
         return f"gnorm {value:.2f}"
     if name == "mfu":
@@ -41,23 +69,45 @@ def format_eval(record: dict) -> str:
 
 
 class Display:
-    """Plain lines: one per logged step and per evaluation (the mode for non-terminals)."""
+    """Plain lines: one per logged step and per evaluation (the mode for non-terminals). `length`: the run's length,
+    whose budget (if any) the ETA follows."""
 
-    def __init__(self, max_steps: int) -> None:
+    def __init__(self, max_steps: int, length: RunLength | None = None) -> None:
         self.max_steps = max_steps
+        self.length = length
         self.started = time.perf_counter()
         self.first_step: int | None = None
+        self.spent_at_start = 0.0
+
+    @property
+    def budget(self) -> Budget | None:
+        """The run's trainer.budget, or None."""
+        return None if self.length is None else self.length.budget
+
+    def eta_seconds(self, step: int) -> float | None:
+        """Seconds left: with a time budget, the training time it has left (the run stops when it is spent, whatever
+        the step count); with a token or FLOP budget, its unspent share at the rate this launch spends it; else the
+        steps left at this launch's mean time per step. None until there is a rate to go by."""
+        budget = self.budget
+        if budget is not None and budget.unit == "minutes":
+            return max(0.0, 60 * budget.amount - self.length.work.seconds)
+        if self.first_step is None or step <= self.first_step:
+            return None
+        elapsed = time.perf_counter() - self.started
+        if budget is not None:
+            spent = self.length.spent_fraction()
+            done = spent - self.spent_at_start
+            return elapsed * max(0.0, 1.0 - spent) / done if done > 0 else None
+        return elapsed / (step - self.first_step) * (self.max_steps - step)
 
     def eta(self, step: int) -> str:
-        if self.first_step is None or step <= self.first_step:
-            return "?"
-        per_step = (time.perf_counter() - self.started) / (step - self.first_step)
-        seconds = int(per_step * (self.max_steps - step))
-        return f"{seconds // 60}m{seconds % 60:02d}s"
+        seconds = self.eta_seconds(step)
+        return "?" if seconds is None else format_duration(seconds)
 
     def start(self, step: int) -> None:
         self.first_step = step
         self.started = time.perf_counter()
+        self.spent_at_start = self.length.spent_fraction() if self.budget is not None else 0.0
 
     def log(self, step: int, record: dict) -> None:
         console.print(f"step {step:>6}/{self.max_steps} | {format_record(record)} | eta {self.eta(step)}")
@@ -83,17 +133,17 @@ TRAINING, EVALUATING = "[bold]train", "[bold cyan]evaluating"
 class RichDisplay(Display):
     """A live progress bar with the latest metrics, saying when the run evaluates; evaluations print above it."""
 
-    def __init__(self, max_steps: int) -> None:
-        super().__init__(max_steps)
+    def __init__(self, max_steps: int, length: RunLength | None = None) -> None:
+        super().__init__(max_steps, length)
         self.progress = Progress(
             TextColumn("{task.description}", table_column=Column(no_wrap=True, min_width=len("evaluating"))),
             BarColumn(),
             MofNCompleteColumn(),
-            TimeRemainingColumn(),
+            TextColumn("eta {task.fields[eta]}"),  # the display's own ETA: rich's would ignore a budget
             TextColumn("{task.fields[metrics]}"),
             console=console,
         )
-        self.task = self.progress.add_task(TRAINING, total=max_steps, metrics="")
+        self.task = self.progress.add_task(TRAINING, total=max_steps, metrics="", eta="?")
         self.metrics = ""
 
     def start(self, step: int) -> None:
@@ -113,15 +163,15 @@ class RichDisplay(Display):
         self.progress.console.print(f"[bold cyan]eval[/] step {step:>6} | {format_eval(record)}")
 
     def advance(self, step: int) -> None:
-        self.progress.update(self.task, completed=step, description=TRAINING, metrics=self.metrics)
+        self.progress.update(self.task, completed=step, description=TRAINING, metrics=self.metrics, eta=self.eta(step))
 
     def close(self) -> None:
         self.progress.stop()
 
 
 class TqdmDisplay(Display):
-    def __init__(self, max_steps: int) -> None:
-        super().__init__(max_steps)
+    def __init__(self, max_steps: int, length: RunLength | None = None) -> None:
+        super().__init__(max_steps, length)
         from tqdm import tqdm
 
         self.bar = tqdm(total=max_steps, dynamic_ncols=True)
@@ -132,7 +182,8 @@ class TqdmDisplay(Display):
         self.bar.refresh()
 
     def log(self, step: int, record: dict) -> None:
-        self.bar.set_postfix_str(format_record(record), refresh=False)
+        eta = f" | eta {self.eta(step)}" if self.budget is not None else ""  # tqdm's own ETA counts steps
+        self.bar.set_postfix_str(format_record(record) + eta, refresh=False)
 
     def evaluating(self, step: int, what: str = "validation loss") -> None:
         self.bar.set_description(f"evaluating {what}")
@@ -160,12 +211,13 @@ class SilentDisplay(Display):
         pass
 
 
-def make_display(mode: str, max_steps: int) -> Display:
+def make_display(mode: str, max_steps: int, length: RunLength | None = None) -> Display:
+    """The display `trainer.progress` names (auto: rich on a terminal, else plain lines); silent off rank 0."""
     if not is_main_process():
-        return SilentDisplay(max_steps)
+        return SilentDisplay(max_steps, length)
     if mode == "auto":
         mode = "rich" if console.is_terminal else "plain"
-    return {"rich": RichDisplay, "tqdm": TqdmDisplay, "plain": Display}[mode](max_steps)
+    return {"rich": RichDisplay, "tqdm": TqdmDisplay, "plain": Display}[mode](max_steps, length)
 
 
 def summary_table(rows: dict[str, str]) -> Table:

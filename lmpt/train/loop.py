@@ -20,6 +20,7 @@ from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
 from lmpt.rng import derive_seed
 from lmpt.rundir.checkpoint import CheckpointStore, load_parts, load_sharded_into, save_sharded
+from lmpt.tokenizer.base import piece_bytes
 from lmpt.train.best import BestKeeper
 from lmpt.train.budget import RunLength
 from lmpt.train.curves import CurveScorer, curve_due, take_curve_point
@@ -29,7 +30,7 @@ from lmpt.train.efficiency import peak_flops, peak_memory_mb
 from lmpt.train.evaluation import Evaluator
 from lmpt.train.finite import refuse_nonfinite_weights
 from lmpt.train.loggers import open_sinks
-from lmpt.train.metrics import MetricsLog, RunningStats, perplexity
+from lmpt.train.metrics import MetricsLog, RunningStats, held_out_sizes, perplexity, with_bits_per_byte
 from lmpt.train.precision import Precision
 from lmpt.train.preemption import PreemptionFlag
 from lmpt.train.state import LoopState
@@ -68,7 +69,8 @@ class TrainLoop:
         self.length = length or RunLength(self.t.max_steps)
         self.work = self.length.work  # restored in place on resume
         self.state, self.preemption, self.stats = LoopState(), PreemptionFlag(), RunningStats()
-        self.interval_start, self.interval_started = Work(), time.perf_counter()
+        self.interval_start, self.interval_started = Work(), time.perf_counter()  # both set again as `run` starts
+        self.wall_before, self.launch_started = 0.0, time.perf_counter()  # earlier launches' wall, this one's start
         self.peak_flops, self.peak_source = peak_flops(self.device, precision.dtype or torch.float32)
         self.evaluate = Evaluator(model, self.forward, objective, precision, self.ctx)
         self.best = best  # None: no RUN/best (the run never evaluates before its end, or trainer.keep_best=false)
@@ -102,6 +104,7 @@ class TrainLoop:
                 "world_size": self.ctx.world_size,
                 "tokens_seen": self.work.tokens,
                 "work": self.work.state_dict(),
+                "wall_seconds": self.wall_seconds(),
                 **self.state.checkpoint_fields(),
                 "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict(),
@@ -157,6 +160,8 @@ class TrainLoop:
             torch.cuda.set_rng_state(mine["rng"]["cuda"].cpu(), self.device)
         self.stats.load_state_dict(mine["running_stats"], self.device)
         self.work.load_state_dict(trainer.get("work", {"tokens": trainer["tokens_seen"]}))
+        # an older checkpoint has no wall time: its training seconds are the least it took
+        self.wall_before = float(trainer.get("wall_seconds", self.work.seconds))
         self.state = LoopState.from_checkpoint(trainer, self.state.wandb_id)
 
     # -- steps ------------------------------------------------------------------------------------
@@ -207,6 +212,12 @@ class TrainLoop:
         self.state.step += 1
         return grad_norm
 
+    def wall_seconds(self) -> float:
+        """The run's wall time over every launch: each launch's training loop from its start to its end (data waits,
+        evaluations, curve points and checkpoints included), earlier launches as of the checkpoint this launch
+        resumed from. Never less than `work.seconds`, the training steps' own time, which it contains."""
+        return self.wall_before + (time.perf_counter() - self.launch_started)
+
     def log_record(self, grad_norm: torch.Tensor) -> dict:
         now = time.perf_counter()
         elapsed = max(now - self.interval_started, 1e-9)
@@ -219,6 +230,7 @@ class TrainLoop:
         record.update(
             lr=self.scheduler.get_last_lr()[0],
             grad_norm=float(grad_norm),
+            interval_s=elapsed,  # the seconds the rates below are over: since the last log or this launch's start
             tokens_per_s=(work.tokens - start.tokens) / elapsed,
             loss_tokens_per_s=(work.loss_tokens - start.loss_tokens) / elapsed,
             # per device: global work over all devices' peak; the head counted on loss-bearing positions only
@@ -250,7 +262,9 @@ class TrainLoop:
         steps = iter(loader)  # a DataLoader draws its base seed from the global RNG: keep dropout's stream intact
         torch.set_rng_state(rng)
         self.display.start(self.state.step)
-        self.interval_started = last_save = time.perf_counter()
+        self.launch_started = self.interval_started = last_save = time.perf_counter()
+        self.interval_start = replace(self.work)  # the first interval counts this launch's work, not the resumed run's
+        val_sizes = held_out_sizes(val_batches, piece_bytes(self.objective.tokenizer))
         run_dir, main = self.metrics.path.parent, self.ctx.is_main
         self.sinks = open_sinks(t, self.record, run_dir, self.state.wandb_id, self.state.step) if main else []
         try:
@@ -269,7 +283,9 @@ class TrainLoop:
                         self.display.log(step, record)
                     if (t.eval_every and step % t.eval_every == 0) or last:
                         self.display.evaluating(step)
-                        self.state.last_val = self.evaluate(val_batches, fixed_batches)
+                        self.state.last_val = with_bits_per_byte(
+                            self.evaluate(val_batches, fixed_batches), val_sizes, self.objective.perplexity_of
+                        )
                         self.emit({"step": step, **self.work.record(), **self.state.last_val})
                         self.display.evaluation(step, self.state.last_val)
                         if self.best is not None:  # before the checkpoint of this step, which records the best

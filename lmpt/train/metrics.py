@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from lmpt.batch import IGNORE, Batch
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Stats
@@ -64,6 +65,38 @@ class RunningStats:
 
 def perplexity(loss: float) -> float:
     return math.exp(loss) if loss < 700 else math.inf
+
+
+def bits_per_byte(nats: float, n_bytes: int) -> float:
+    """Bits per UTF-8 byte of text whose scored tokens cost `nats` in all and spell `n_bytes` bytes: nats / (ln 2 x
+    bytes), a measure no tokenizer biases (NaN without a byte). A run's validation, lmpt-eval and
+    scripts/time_to_quality.py all compute it here."""
+    return nats / (math.log(2) * n_bytes) if n_bytes > 0 else math.nan
+
+
+def held_out_sizes(batches: dict[str, list[Batch]], piece_sizes: torch.Tensor) -> dict[str, tuple[int, int]]:
+    """(scored tokens, the UTF-8 bytes they spell) of each source's held-out batches: the positions that carry loss
+    (labels not IGNORE), each counted at its piece's byte length (lmpt.tokenizer.base.piece_bytes: reserved tokens
+    such as eos spell none). Read from the batches on the host, once a run."""
+    sizes = {}
+    for name, source_batches in batches.items():
+        targets = [b.labels[b.labels != IGNORE].cpu() for b in source_batches]
+        sizes[name] = (sum(t.numel() for t in targets), sum(int(piece_sizes[t].sum()) for t in targets))
+    return sizes
+
+
+def with_bits_per_byte(record: dict, sizes: dict[str, tuple[int, int]], loss_name: str) -> dict:
+    """An evaluation `record` (lmpt.train.evaluation) with val_bpb, the bits per byte of the held-out windows:
+    val_LOSS (nats per scored token) x their scored tokens / (ln 2 x their bytes), over every source and, when the
+    run mixes several, per source (val_bpb/NAME). `loss_name`: the objective's token loss (perplexity_of)."""
+    out = dict(record)
+    tokens, n_bytes = (sum(size[i] for size in sizes.values()) for i in (0, 1))
+    if f"val_{loss_name}" in record:
+        out["val_bpb"] = bits_per_byte(record[f"val_{loss_name}"] * tokens, n_bytes)
+    for name, (source_tokens, source_bytes) in sizes.items():
+        if name and f"val_{loss_name}/{name}" in record:
+            out[f"val_bpb/{name}"] = bits_per_byte(record[f"val_{loss_name}/{name}"] * source_tokens, source_bytes)
+    return out
 
 
 def strict_json(record: dict) -> str:

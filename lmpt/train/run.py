@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+import math
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,14 +41,23 @@ class TrainResult:
     run_path: Path | None
     step: int
     wall_s: float
-    """This launch's training, from its first step to its last."""
+    """The run's wall time over every launch: each launch's training loop from start to end, evaluations and
+    checkpoints included (lmpt.train.loop.TrainLoop.wall_seconds; earlier launches' carried by the checkpoint)."""
     val_loss: float
     device: str
     """The device type trained on (downstream scoring uses the same)."""
     train_s: float = 0.0
-    """The run's training seconds over every launch (the checkpoint carries them: lmpt.train.work.Work.seconds)."""
+    """The run's training seconds over every launch: its optimizer steps alone, data waits included (the checkpoint
+    carries them: lmpt.train.work.Work.seconds). Part of wall_s, so never more than it."""
     epochs: float | None = None
     """The passes over the training text the run's length makes (lmpt.train.epochs), recorded in status.json."""
+    val_bpb: float = float("nan")
+    """Bits per byte of the held-out windows at the last evaluation (lmpt.train.metrics.with_bits_per_byte)."""
+
+
+def finite_or_none(value: float) -> float | None:
+    """`value`, or None (JSON null) where it is NaN or infinite: status.json stays strict JSON."""
+    return value if math.isfinite(value) else None
 
 
 def run_training(
@@ -104,7 +113,8 @@ def run_training(
     loop = TrainLoop(
         t, spec.record, model, objective, optimizer, scheduler, precision,
         run.checkpoint_store(t.keep_last), MetricsLog(run.path / rundir.METRICS_FILE),
-        make_display(t.progress, length.max_steps), forward=forward, ctx=ctx, length=length, best=best, curves=curves,
+        make_display(t.progress, length.max_steps, length), forward=forward, ctx=ctx, length=length, best=best,
+        curves=curves,
     )  # fmt: skip
     if ctx.is_main:
         loop.store.remove_leftovers()
@@ -133,7 +143,6 @@ def run_training(
         info(f"budget: {length.budget.describe()}, about {length.max_steps:,} steps")
 
     objective.plan_run(length.max_steps)  # before the loader's workers copy it: schedules read step / max_steps
-    started = time.perf_counter()
     steps = stream.StepBatches(windows.train, objective, t.seed, ctx.rank, t.grad_accum, loop.state.step,
                                length.loader_steps)  # fmt: skip
     with rundir.failure_recorded(run.path if ctx.is_main else None, lambda: loop.state.step):
@@ -142,21 +151,21 @@ def run_training(
             stream.validation_batches(windows.val, objective, t.seed, windows.n_val),
             stream.yardstick_batches(windows.val, objective, windows.n_val),
         )
-    wall = time.perf_counter() - started
+    wall = loop.wall_seconds()
     final_state = full_model_state(model, t.strategy) if status == "completed" else None  # collective
-    val_loss = float(loop.state.last_val.get("val_loss", float("nan")))
+    val_loss, val_bpb = (float(loop.state.last_val.get(key, float("nan"))) for key in ("val_loss", "val_bpb"))
     train_s = round(loop.work.seconds, 3)
     result = TrainResult(status, run.path, loop.state.step, round(wall, 3), val_loss, device.type, train_s,
-                         round(exposure.epochs(), 4))  # fmt: skip
+                         round(exposure.epochs(), 4), val_bpb)  # fmt: skip
     if not ctx.is_main:
         if status == "preempted":
             ctx.leave()  # rank 0 hands over to the scheduler without a closing barrier: so do the others
         return result
     if status == "preempted":
-        stop_for_requeue(loop.preemption, run.path, loop.state.step, result.wall_s, ctx.world_size)
+        stop_for_requeue(loop.preemption, run.path, loop.state.step, result.wall_s, ctx.world_size, train_s=train_s)
     with rundir.failure_recorded(run.path, lambda: loop.state.step):  # "completed" is never written without it
         rundir.save_final_model(run.path, final_state, objective.arch, model_vocab)
-    print_summary(loop, run.path, wall, model)
+    print_summary(loop, run.path, result.wall_s, model)
     if objective.arch == "decoder" and t.sample_tokens > 0:
         if t.strategy == "fsdp":  # rank 0 alone cannot run a sharded model: sample from the consolidated one
             model = objective.build_model(spec.model, model_vocab)
@@ -167,8 +176,9 @@ def run_training(
 
 def complete_run(result: TrainResult, downstream_s: float = 0.0) -> None:
     """The last word of a completed run (after its downstream scores, which took `downstream_s`): status.json says
-    so, with this launch's wall_s, the training seconds of every launch (train_s), the scoring time, and the epochs
-    over the training text."""
+    so, with the run's wall_s and train_s over every launch (train_s <= wall_s: see TrainResult), the scoring time,
+    the epochs over the training text, and the last evaluation's val_loss and val_bpb (held-out bits per byte)."""
     times = {"wall_s": result.wall_s, "train_s": result.train_s, "downstream_s": round(downstream_s, 3)}
-    rundir.write_status(result.run_path, result.status, step=result.step, epochs=result.epochs, **times)
+    held_out = {"val_loss": finite_or_none(result.val_loss), "val_bpb": finite_or_none(result.val_bpb)}
+    rundir.write_status(result.run_path, result.status, step=result.step, epochs=result.epochs, **times, **held_out)
     console.print(f"run directory: [bold]{result.run_path}[/]")

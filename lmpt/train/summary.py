@@ -17,6 +17,7 @@ from lmpt.train.loop import TrainLoop
 
 
 def print_summary(loop: TrainLoop, run_path: Path, wall: float, model: Any) -> None:
+    """The run summary table; `wall`: the run's wall time over every launch (lmpt.train.run.TrainResult.wall_s)."""
     records = [r for r in loop.metrics.records() if "loss" in r]
     first, last = (records[0], records[-1]) if records else ({}, {})
     val = loop.state.last_val
@@ -30,9 +31,10 @@ def print_summary(loop: TrainLoop, run_path: Path, wall: float, model: Any) -> N
             if "val_fixed_loss" in val
             else {}
         ),
+        **({"val bits per byte": f"{val['val_bpb']:.4f} (held-out windows)"} if "val_bpb" in val else {}),
         "tokens seen / loss-bearing": f"{loop.work.tokens:,} / {loop.work.loss_tokens:,}",
         "training FLOPs": f"{loop.work.flops:.3e}",
-        "wall time": f"{wall:.1f}s",
+        "wall time / training": f"{wall:.1f}s / {loop.work.seconds:.1f}s",
         "run directory": str(run_path),
     }
     console.print(summary_table(rows))
