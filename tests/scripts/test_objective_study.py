@@ -1,6 +1,8 @@
-"""scripts/objective_study.py: the worked study's tables come from a study's records (BLiMP per field and on
-equal-length pairs; the fine-tuned figure beside its scratch control, gain interval, floor and searched recipes; the
-epochs), written between the document's markers with the discussion around them kept."""
+"""scripts/objective_study.py: the worked study's tables come from a study's records (BLiMP on equal-length pairs;
+the fine-tuned figure beside its scratch control, gain interval and floor; the epochs), written a handful of columns
+each between the document's markers with the discussion around them kept; every figure (study_full.md, BLiMP per
+field, the searched fine-tuning recipes) goes to docs/objective_study_full.md, which the document links. No machine
+path reaches either."""
 
 from __future__ import annotations
 
@@ -62,15 +64,59 @@ def test_the_tables_come_from_the_records_and_only_the_generated_part_changes(sc
     }}  # fmt: skip
     study_dir.mkdir()
     (study_dir / "study.json").write_text(json.dumps(study))
-    (study_dir / "study.md").write_text("# Study study\n\nplan line\n\n![curves](curves.png)\n")
+    (study_dir / "study.md").write_text("# Study study\n\nplan line\n\n![curves](curves.png)\n\n"
+                                        "Every figure: [study_full.md](study_full.md).\n")  # fmt: skip
+    (study_dir / "study_full.md").write_text("# Study study: every figure\n\nThe full tables behind [study.md]"
+                                             "(study.md).\n\n## Objectives: every figure\n\n| wide |\n\n"
+                                             "![ranking.png](ranking.png)\n")  # fmt: skip
     (study_dir / script.WALL).write_text(json.dumps({"wall_s": 3600.0, "command": "lmpt-study study.dir=x"}))
     script.write_doc(study_dir)
     text = script.DOC.read_text()
     assert text.startswith("# Title\n\nintro\n\n") and text.endswith("## What it shows\n\nkept\n")
     assert "old tables" not in text and "1.00 h of wall time" in text and "lmpt-study study.dir=x" in text
     assert "![curves](objective_study_curves.png)" in text and "plan line" in text
-    assert "| clm | 0.550 ± 0.000 | [0.530, 0.570] [0.530, 0.570] | 0.540 ± 0.000 | 0.560 ± 0.000 |" in text
+    full = script.full_doc().read_text()  # the per-field BLiMP table and the fine-tuning recipes live there now
+    assert "| clm | 0.550 ± 0.000 | [0.530, 0.570] [0.530, 0.570] | 0.540 ± 0.000 | 0.560 ± 0.000 |" in full
     assert "| mlm | 0.600 ± 0.000 | 0.550 ± 0.000 | 0.050 ± 0.000 | [+0.010, +0.050] [+0.010, +0.050] |" in text
     assert "[-0.070, -0.030] n.s." not in text and "[-0.070, -0.030]" in text  # significant (below 0)
-    assert "lr 0.01 mean / lr 0.03 first" in text
+    assert "lr 0.01 mean / lr 0.03 first" in full
     assert "| clm | 1e13flops | optimizer.lr=0.0378 | 540 | 2.88 | 4.050 ± 0.071 |" in text
+
+
+def _columns(markdown: str) -> list[int]:
+    """The number of columns of each table row."""
+    return [len(line.split(" | ")) for line in markdown.splitlines() if line.startswith("| ")]
+
+
+def test_the_document_fits_a_page_links_every_figure_and_shows_no_machine_path(script, tmp_path: Path) -> None:
+    study_dir = tmp_path / "somewhere" / "objective-study"
+    runs = tmp_path / "runs"
+    study = {"plan": {"budgets": ["1e13flops"]}, "objectives": {
+        "clm": {"search": {"chosen_recipe": {"optimizer.lr": "0.037861878865426045"}},
+                "finals": [_final(runs, "clm", s, 0.55, 0.45, 0.50, -0.07) for s in (0, 1)]}}}  # fmt: skip
+    study_dir.mkdir(parents=True)
+    (study_dir / "study.json").write_text(json.dumps(study))
+    (study_dir / "study.md").write_text("# Study x\n\nEvery figure: [study_full.md](study_full.md).\n")
+    (study_dir / "study_full.md").write_text("# Study x: every figure\n\nThe full tables behind [study.md](study.md)"
+                                             ".\n\n## Objectives: every figure\n")  # fmt: skip
+    (study_dir / script.WALL).write_text(json.dumps({"wall_s": 60.0, "command": f"lmpt-study study.dir={study_dir}"}))
+    script.write_doc(study_dir)
+    text, full = script.DOC.read_text(), script.full_doc().read_text()
+    assert script.full_doc().name == "objective_study_full.md"
+    assert "Figures from the default study (conf/study.yaml) `lmpt-study study.dir=objective-study`" in text
+    assert str(tmp_path) not in text and str(tmp_path) not in full
+    assert "Every figure: [objective_study_full.md](objective_study_full.md)." in text and "[study_full" not in text
+    assert "[objective_study.md](objective_study.md)" in full and "## BLiMP (fast subset) per field" in full
+    assert max(_columns(text)) <= 7 and max(_columns(full)) > 7  # a handful in the document, every one beside it
+    assert "optimizer.lr=0.0379" in text and "0.0378618" not in text
+
+
+def test_a_study_without_its_full_tables_is_refused_and_nothing_is_written(script, tmp_path: Path) -> None:
+    study_dir = tmp_path / "study"
+    study_dir.mkdir()
+    (study_dir / "study.json").write_text(json.dumps({"plan": {"budgets": ["1e13flops"]}, "objectives": {}}))
+    (study_dir / "study.md").write_text("# Study study\n")
+    before = script.DOC.read_text()
+    with pytest.raises(SystemExit, match="study_full.md is missing: run the study's command again"):
+        script.write_doc(study_dir)
+    assert script.DOC.read_text() == before and not script.full_doc().exists()
