@@ -1,18 +1,25 @@
 """The `lmpt-eval` command: a trained run scored on text (`data=`, lmpt.inference.evaluate) or on a
-multiple-choice or minimal-pair task zero-shot (`task=`, lmpt.downstream.zero_shot)."""
+multiple-choice or minimal-pair task zero-shot (`task=`, lmpt.downstream.zero_shot). A task's result is kept as a hand
+run's record, RUN/downstream/hand/NAME-TIME.json (lmpt.downstream.record), beside the run's own records and never
+over them."""
 
 from __future__ import annotations
 
 import json
 
+from rich.markup import escape
+
 from lmpt.config.choices import CONTROLS
 from lmpt.config.command_options import parse_command, require, run_command
+from lmpt.console import console
 from lmpt.downstream.choice_tasks import task_name
 from lmpt.downstream.multiple_choice import CHOICE_PLL
+from lmpt.downstream.record import hand_record_path, write_record
 from lmpt.downstream.zero_shot import read_zero_shot, render_zero_shot
 from lmpt.downstream.zero_shot_control import score_zero_shot
+from lmpt.errors import LmptError
 from lmpt.inference.evaluate import POSITIONALS, PROG, SUMMARY, EvalOptions, evaluate_text, render
-from lmpt.rundir.trained import load_trained, require_token_head
+from lmpt.rundir.trained import load_trained, locate_weights, require_token_head
 
 
 def evaluate(argv: list[str]) -> None:
@@ -28,12 +35,27 @@ def evaluate(argv: list[str]) -> None:
         require(o.batch_size >= 1, f"batch_size={o.batch_size} must be at least 1")
         scored = score_zero_shot(trained, task, o.batch_size, o.json, o.control, o.within_word, o.choice_pll)
         result = {"task": task_name(o.task), **scored}
+        kept = _keep_hand_record(run, result)
     else:
         result = evaluate_text(trained, o)
     if o.json:
         print(json.dumps(result))
     else:
         (render_zero_shot if task is not None else render)(result)
+        if task is not None:
+            console.print(f"record {escape(kept)}")
+
+
+def _keep_hand_record(run: str, result: dict) -> str:
+    """`result` kept as a hand run's record beside the run's own (lmpt.downstream.record.hand_record_path); where it
+    went, or why it was not kept (a name that cannot be a file, a run directory that cannot be written): scoring a
+    task never fails for want of a record."""
+    try:
+        path = hand_record_path(locate_weights(run).run_dir, result["task"])
+        write_record(path, {**result, "record": str(path)})
+    except (LmptError, OSError) as exc:
+        return f"not kept: {exc}"
+    return f"{path} (a hand run: the run's own records in RUN/downstream/ are left as they are)"
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ from lmpt.downstream.gain import paired_gain
 from lmpt.downstream.labelled_task import LabelledTask, Task, encode_task, read_labelled, task_name
 from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.recipe_search import SEARCH, check_recipe_settings, check_search_size, parse_lr, recipe_space
-from lmpt.downstream.record import record_path, write_record
+from lmpt.downstream.record import hand_record_path, write_record
 from lmpt.downstream.scores import mean_and_std
 from lmpt.downstream.shared_control import control_key, read_control, store_control
 from lmpt.downstream.tuning import Tuned, tune, tuning_work
@@ -94,7 +94,8 @@ def finetune(trained: Trained, o: FinetuneOptions) -> dict:
     if o.control == SCRATCH:
         scratch = scratch_model(trained)
         key = control_key(scratch, task, o, space, precision.name, trained.tokenizer.special, trained.arch)
-        shared = read_control(key)  # the same control fine-tuned for another run (another objective, budget)
+        shape = {p: (o.seeds, len(s)) for p, s in (("", task.dev), ("test_", task.test)) if s is not None}
+        shared = read_control(key, shape, o.json)  # the same control fine-tuned for another run (objective, budget)
         if shared is None:
             bodies[SCRATCH] = scratch
         floor = bag_of_words_floor(task.examples, task.classes)  # cheap, and any failure comes before training
@@ -108,11 +109,9 @@ def finetune(trained: Trained, o: FinetuneOptions) -> dict:
         }
     result = _figures(trained, o, task, seq_len, precision.name, tuned["pretrained"])
     if floor is not None and key is not None:
-        if shared is None:
-            store_control(key, tuned[SCRATCH])
-        control = shared or tuned[SCRATCH]
+        control, entry = shared or (tuned[SCRATCH], store_control(key, tuned[SCRATCH]))
         result |= _control_figures(tuned["pretrained"], control, floor, int(trained.config.trainer.seed))
-        result[SCRATCH] |= {"key": key, "shared": shared is not None}
+        result[SCRATCH] |= {"key": key, "shared": shared is not None, "entry_digest": entry}
     return result
 
 
@@ -177,12 +176,13 @@ def logged_figures(result: dict) -> dict[str, float]:
 
 
 def finetune_run(run: str | Path, o: FinetuneOptions) -> dict:
-    """Load RUN (a run directory or checkpoint), fine-tune it (`finetune`) and keep the figures in
-    RUN/downstream/TASK.json (the run directory a checkpoint belongs to); the dict, with `record` its path."""
+    """Load RUN (a run directory or checkpoint), fine-tune it (`finetune`) and keep the figures as a hand run's
+    record, RUN/downstream/hand/TASK-TIME.json (the run directory a checkpoint belongs to; never the run's own
+    RUN/downstream/TASK.json); the dict, with `record` its path."""
     check_settings(o)
     run_dir = locate_weights(run).run_dir
     named_by = None if o.task else f"data.train={o.data.train}"
-    path = record_path(run_dir, task_name(o), named_by)  # a bad task name is refused before any work
+    path = hand_record_path(run_dir, task_name(o), named_by)  # a bad task name is refused before any work
     result = finetune(load_trained(run, o.device), o)
     write_record(path, {**result, "record": str(path)})
     return {**result, "record": str(path)}

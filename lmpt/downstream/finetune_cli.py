@@ -1,8 +1,9 @@
 """`lmpt-finetune RUN data.train=... data.dev=... [data.test=...]` or `lmpt-finetune RUN task=bundled:NAME`: fine-tune
 a pre-trained run on a labelled task (lmpt.downstream.finetune), print the figures as tables under a title that says
-the mode and what it trains (or one JSON object with json=true) and keep them in RUN/downstream/TASK.json: the run's
+the mode and what it trains (or one JSON object with json=true) and keep them as a hand run's record: the run's
 model per seed, the recipe its search chose, and with control=scratch the model against its scratch control, the
-bag-of-words floor and the majority class, with the gain and its interval."""
+bag-of-words floor and the majority class, with the gain and its interval. The record of a hand run goes beside the
+run's own records, in RUN/downstream/hand/TASK-TIME.json (lmpt.downstream.record), never over them."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ SUMMARY = (
     "Matthews correlation on dev and test as mean ± sample std over seeds, with the per-seed figures. The learning "
     "rate (and an encoder's pooling) is searched on a slice of the training split; the same architecture freshly "
     "initialised is fine-tuned beside it as a control, with a bag-of-words floor and the gain's paired 95% interval. "
-    "The record is kept in RUN/downstream/TASK.json."
+    "The record is kept beside the run's own, in RUN/downstream/hand/TASK-TIME.json (never over "
+    "RUN/downstream/TASK.json, the run's own scoring's)."
 )
 POSITIONALS = [RUN_ARGUMENT]
 
@@ -60,7 +62,7 @@ def render(result: dict) -> None:
     console.print(
         f"classes {result['classes']} · dev majority-class accuracy {result['majority_accuracy']:.4f} · "
         f"{result['train_examples']:,} train / {result['dev_examples']:,} dev examples · {result['precision']} · "
-        f"record {result['record']}"
+        f"record {result['record']} (a hand run: the run's own records in RUN/downstream/ are left as they are)"
     )
     if "search" in result:
         console.print(describe_search("pre-trained", result))

@@ -4,7 +4,9 @@ code. Two runs whose controls agree on all of them (clm and gpt-bert at one seed
 fine-tune the same control bit for bit, so the first stores it and the others read it back: the cache directory's
 controls/KEY.json ($LMPT_CACHE_DIR or ~/.cache/lmpt, as tokenizers), KEY a digest of every input and of lmpt's own
 source, so a change to any of them, the code included, makes a new entry instead of reusing a stale one. An entry is
-whole or absent (lmpt.safe_files.write_atomically); one that cannot be read is fine-tuned again."""
+whole or absent (lmpt.safe_files.write_atomically) and carries a digest of its own content
+(lmpt.downstream.control_entry); one changed since it was stored, malformed or unreadable is named in one line and
+fine-tuned again, and the record names the digest of the entry its figures came from."""
 
 from __future__ import annotations
 
@@ -12,17 +14,19 @@ import dataclasses
 import functools
 import hashlib
 import json
+import sys
 from pathlib import Path
 
-import numpy as np
 import torch
+from rich.markup import escape
 
+from lmpt.console import warn
+from lmpt.downstream.control_entry import DIGEST, EntryProblem, Shape, decode_entry, encode_entry
 from lmpt.downstream.labelled_task import Task
 from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.recipe_search import RecipeSpace
-from lmpt.downstream.significance import decode_outcomes, encode_outcomes
-from lmpt.downstream.training import SeedRuns
 from lmpt.downstream.tuning import Tuned
+from lmpt.errors import LmptError
 from lmpt.model import LanguageModel
 from lmpt.safe_files import write_atomically
 from lmpt.tokenizer.special import SpecialTokens
@@ -73,47 +77,43 @@ def control_key(
     return digest.hexdigest()[:32]
 
 
-def _as_json(tuned: Tuned) -> dict:
-    runs = tuned.runs
-    correct = {split: [encode_outcomes(row) for row in rows.numpy()] for split, rows in runs.correct.items()}
-    return {"lr": tuned.lr, "pooling": tuned.pooling, "steps": tuned.steps, "search": tuned.search,
-            "runs": {"per_seed": runs.per_seed, "correct": correct, "examples": runs.examples,
-                     "seconds": runs.seconds}}  # fmt: skip
-
-
-def _from_json(entry: dict) -> Tuned:
-    runs = entry["runs"]
-    correct = {}
-    for split, rows in runs["correct"].items():
-        decoded = [decode_outcomes(row) for row in rows]
-        if not decoded or any(row is None for row in decoded):
-            raise ValueError("a control entry without its per-item outcomes")
-        correct[split] = torch.from_numpy(np.stack(decoded))
-    seed_runs = SeedRuns(runs["per_seed"], correct, int(runs["examples"]), float(runs["seconds"]))
-    return Tuned(float(entry["lr"]), str(entry["pooling"]), int(entry["steps"]), seed_runs, entry["search"])
-
-
 def controls_dir() -> Path:
     from lmpt.data.cache import default_cache_root
 
     return default_cache_root(None) / CONTROLS_DIR
 
 
-def read_control(key: str) -> Tuned | None:
-    """The control stored under `key`, or None (none stored, or an entry that cannot be read)."""
+def read_control(key: str, shape: Shape, hidden: bool = False) -> tuple[Tuned, str] | None:
+    """The control stored under `key` and its content digest, or None: none stored, or an entry that cannot be
+    trusted (its content changed since it was stored, or malformed for a task of `shape`), which one line names
+    before the control is fine-tuned again (and the entry replaced): a console warning, or with `hidden` (json=true:
+    stdout holds the JSON alone) a line on stderr."""
+    path = controls_dir() / f"{key}.json"
     try:
-        return _from_json(json.loads((controls_dir() / f"{key}.json").read_text()))
-    except (OSError, ValueError, KeyError, TypeError):
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None  # none stored (or unreadable as a file): the control is fine-tuned, nothing more to say
+    try:
+        return decode_entry(json.loads(text), shape)
+    except (ValueError, RecursionError) as exc:  # EntryProblem is a ValueError, as is JSON that does not parse
+        reason = str(exc) if isinstance(exc, EntryProblem) else "is not JSON"
+        said = f"the shared control {path} {reason}: fine-tuning the control again in its place"
+        if hidden:
+            print(f"lmpt: warning: {said}", file=sys.stderr)
+        else:
+            warn(escape(said))
         return None
 
 
-def store_control(key: str, tuned: Tuned) -> None:
-    """Keep `tuned` under `key` for the next run with the same control (a cache that cannot be written is skipped:
-    the control is then fine-tuned again next time, nothing more)."""
+def store_control(key: str, tuned: Tuned) -> str | None:
+    """Keep `tuned` under `key` for the next run with the same control; the digest of its content, or None when the
+    cache cannot be written (the control is then fine-tuned again next time, nothing more)."""
     path = controls_dir() / f"{key}.json"
     try:
+        entry = encode_entry(tuned)
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(_as_json(tuned), allow_nan=False)
-        write_atomically(path, lambda tmp: tmp.write_text(text))
-    except (OSError, ValueError):
-        return
+        text = json.dumps(entry, allow_nan=False)
+        write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    except (OSError, ValueError, LmptError):
+        return None
+    return str(entry[DIGEST])

@@ -98,7 +98,7 @@ def test_every_architecture_fine_tunes_and_keeps_a_record(runs, task, arch: str,
         assert out[f"{key}_mean"] == pytest.approx(sum(values) / 2)
         assert out[f"{key}_std"] == pytest.approx(abs(values[0] - values[1]) / 2**0.5)  # sample std, ddof=1
         assert all(-1 <= v <= 1 for v in values) and (key.endswith("mcc") or all(v >= 0 for v in values))
-    assert json.loads((runs[arch] / "downstream" / "source.json").read_text()) == out
+    assert json.loads(Path(out["record"]).read_text()) == out  # a hand run's record, beside the run's own
 
 
 def test_pair_task_and_other_poolings(runs, task, tmp_path: Path, capsys) -> None:
@@ -169,6 +169,7 @@ def test_unseen_dev_label_empty_dev_missing_file_and_bad_keys(runs, task, tmp_pa
         assert message in refused(argv, capsys, monkeypatch), override
     assert "needs data.train=..., data.dev=..." in refused([str(run)], capsys, monkeypatch)
     assert not (run / "downstream" / "never.json").exists()
+    assert not list((run / "downstream" / "hand").glob("never-*"))  # nor a hand record
 
 
 def test_the_console_script_refuses_in_one_line_and_writes_nothing(runs, task, tmp_path) -> None:
@@ -180,6 +181,7 @@ def test_the_console_script_refuses_in_one_line_and_writes_nothing(runs, task, t
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
     assert "has only one class ('yes' in field 'label')" in done.stderr
     assert not (runs["encoder"] / "downstream" / "cli.json").exists()
+    assert not list((runs["encoder"] / "downstream" / "hand").glob("cli-*"))  # nor a hand record
 
 
 @pytest.mark.soak

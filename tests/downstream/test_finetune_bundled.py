@@ -64,7 +64,8 @@ def _bundled_is_scored(run: Path, folder: Path, capsys: pytest.CaptureFixture) -
     expected = (_lines(folder / "train.jsonl"), _lines(folder / "dev.jsonl"), _lines(folder / "test.jsonl"))
     assert (out["train_examples"], out["dev_examples"], out["test_examples"]) == expected
     assert 0 <= out["accuracy_mean"] <= 1 and 0 <= out["test_accuracy_mean"] <= 1
-    record = json.loads((run / "downstream" / "shakespeare-order.json").read_text())
+    record = json.loads(Path(out["record"]).read_text())  # a hand run's record, beside the run's own
+    assert Path(out["record"]).parent == run / "downstream" / "hand"
     assert record["accuracy_mean"] == out["accuracy_mean"] and record["train_examples"] == expected[0]
     assert shown.out.count("\n") == 1 and shown.err == ""  # json=true: the JSON alone
 
@@ -102,3 +103,4 @@ def test_a_bad_bundled_name_or_missing_files_is_one_line(run, argv, said, capsys
     err = refused([str(run), *argv], capsys, monkeypatch)
     assert all(part in err for part in said), err
     assert not (run / "downstream" / "nope.json").exists()
+    assert not list((run / "downstream" / "hand").glob("nope-*"))  # nor a hand record

@@ -104,7 +104,7 @@ def test_control_scratch_reports_both_figures_the_gain_and_the_bag_of_words_row(
         assert low <= gain["gain"] <= high and gain["significant"] == (low > 0 or high < 0)
         assert (gain["seeds"], gain["items"], gain["level"]) == (2, 40, 0.95)
         assert 0 <= bow[figure] <= 1
-    assert json.loads((run / "downstream" / "control.json").read_text()) == out
+    assert json.loads(Path(out["record"]).read_text()) == out  # a hand run's record (test_hand_records.py)
     assert logged_figures(out)["accuracy_gain"] == gains["accuracy"]["gain"]
     assert logged_figures(out)["bow_accuracy"] == bow["accuracy"]
 
@@ -231,3 +231,74 @@ def test_one_control_is_fine_tuned_once_and_shared_by_every_run_that_has_it(run,
     assert not third["scratch"]["shared"] and third["gain"] == first["gain"] and len(trained_bodies) == 3
     other = _json([*argv[:-2], "lr=3e-3", "pooling=first"], capsys)
     assert not other["scratch"]["shared"] and other["scratch"]["key"] != first["scratch"]["key"]
+
+
+def _stored(run: Path, argv: list[str], capsys: pytest.CaptureFixture) -> tuple[dict, Path]:
+    """A fine-tuning whose control is stored in a cache of its own; (its JSON, the entry's file)."""
+    from lmpt.downstream import shared_control
+
+    first = _json(argv, capsys)
+    return first, shared_control.controls_dir() / f"{first['scratch']['key']}.json"
+
+
+def _rewrite(entry: Path, change, digest: bool) -> None:
+    """The entry with `change` applied to its control; `digest`: its digest recomputed (a forger who knows how)."""
+    from lmpt.downstream.control_entry import content_digest
+
+    data = json.loads(entry.read_text())
+    change(data["control"])
+    if digest:
+        data["digest"] = content_digest(data["control"])
+    entry.write_text(json.dumps(data))
+
+
+def _flip_to_wrong(control: dict) -> None:
+    """The tampering that turned a nil gain into a significant one: every seed's accuracy 0, every item wrong."""
+    for row in control["runs"]["per_seed"]:
+        row["accuracy"] = row["test_accuracy"] = 0.0
+    control["runs"]["correct"] = {k: ["0" * len(r) for r in rows] for k, rows in control["runs"]["correct"].items()}
+
+
+def _too_short(control: dict) -> None:
+    control["runs"]["correct"][""] = [r[:-1] for r in control["runs"]["correct"][""]]
+
+
+def _figure_as_text(control: dict) -> None:
+    control["runs"]["per_seed"][0]["accuracy"] = str(control["runs"]["per_seed"][0]["accuracy"])
+
+
+def _steps_as_text(control: dict) -> None:
+    control["steps"] = str(control["steps"])
+
+
+@pytest.mark.parametrize(
+    ("change", "digest", "said"),
+    [
+        (_flip_to_wrong, False, "does not match its digest (changed after it was stored)"),
+        (_too_short, True, "has per-item outcomes [39, 39] for dev, where 2 string(s) of 40 '0'/'1' were stored"),
+        (_figure_as_text, True, "has runs.per_seed[0].accuracy = '"),
+        (_steps_as_text, True, "has steps = '"),
+    ],
+    ids=["tampered", "outcomes-too-short", "figure-as-string", "steps-as-string"],
+)
+def test_a_tampered_or_malformed_cached_control_is_named_in_one_line_and_trained_again(
+    run, task, change, digest: bool, said: str, capsys, monkeypatch
+) -> None:
+    """The entry carries a digest of its own content, checked on reading, and every field is checked against the
+    task: a changed or malformed entry is never trusted nor a traceback; one line names it, the control is
+    fine-tuned again (the same figures as at first) and the entry replaced."""
+    monkeypatch.setenv("LMPT_CACHE_DIR", str(run.parent / f"cache-{change.__name__}"))
+    argv = [str(run), *_data(task), *FAST, "lr=1e-3", "pooling=first"]
+    first, entry = _stored(run, argv, capsys)
+    assert first["scratch"]["entry_digest"] == json.loads(entry.read_text())["digest"]
+    _rewrite(entry, change, digest)
+
+    finetune_command([*argv, "json=true"])
+    shown = capsys.readouterr()
+    again = json.loads(shown.out)  # stdout: the JSON alone
+    (line,) = shown.err.splitlines()
+    assert line.startswith(f"lmpt: warning: the shared control {entry} ") and said in line, line
+    assert line.endswith("fine-tuning the control again in its place")
+    assert not again["scratch"]["shared"] and again["gain"] == first["gain"]  # never the tampered figures
+    assert json.loads(entry.read_text())["digest"] == again["scratch"]["entry_digest"]  # replaced by a sound one
+    assert _json(argv, capsys)["scratch"]["shared"]  # and read back next time
