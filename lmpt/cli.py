@@ -4,7 +4,6 @@ Every user error (a config typo, a bad value, a missing path) ends as one line o
 
 from __future__ import annotations
 
-import time
 from functools import partial
 
 from omegaconf import DictConfig
@@ -37,11 +36,10 @@ def train(cfg: DictConfig) -> float:
         fits = partial(check_downstream_fits, spec.downstream, spec.model.max_seq_len)  # once the tokenizer exists
         result = run_training(spec, session, quality, curve_scorer(spec.downstream, spec.config), check=fits)
         if result.status == "completed" and session.is_main:
-            scoring = time.perf_counter()
             with stoppable_scoring(result, session.ctx.world_size) as progress:  # a stop signal: exit for requeue
                 with failure_recorded(result.run_path, lambda: result.step):
                     score_downstream(spec.downstream, result.run_path, result.step, result.device, progress)
-                complete_run(result, time.perf_counter() - scoring)
+                complete_run(result, progress.seconds())  # every launch's scoring, an interrupted one's too
     return result.val_loss
 
 

@@ -1,14 +1,24 @@
-"""A stop signal while the downstream tasks are scored after training. The final model and its checkpoint are
-written by then, and scoring keeps nothing worth a checkpoint but the tasks already recorded, so the signal stops
-the scoring at once (lmpt.train.preemption.PreemptionFlag with `stops`) and the run leaves as a graceful stop in
-training does: status.json says preempted, in phase `scoring`, naming the tasks recorded; the resume command is
-printed; the exit code is 75. That command (`lmpt trainer.resume=RUN`, or the original one) finds the run trained
-to its last step, trains nothing, keeps the tasks recorded in RUN/downstream/ and scores the others."""
+"""A stop while the downstream tasks are scored after training. The final model and its checkpoint are written by
+then, and scoring keeps nothing worth a checkpoint but the tasks already recorded:
+
+- Before the first task, status.json says `scoring` (written atomically), so a run killed while scoring (`kill -9`,
+  a lost node) reads as unfinished, never as completed without its figures.
+- After each task, RUN/scoring.json (the scoring's ledger, also atomic) names the step scored, the tasks recorded in
+  RUN/downstream/ and the seconds spent scoring over every launch so far.
+- A stop signal stops the scoring at once (lmpt.train.preemption.PreemptionFlag with `stops`) and the run leaves as
+  a graceful stop in training does: status.json says preempted, in phase `scoring`, naming the tasks recorded; the
+  resume command is printed; the exit code is 75.
+
+The same command (`lmpt trainer.resume=RUN`, or the original one), after a signal or a `kill -9`, finds the run
+trained to its last step, trains nothing, keeps the tasks the ledger names for that step, scores the others, and
+completes the run with `downstream_s` counting every launch's scoring (a killed launch's up to its last recorded
+task); the ledger is then removed."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,24 +26,38 @@ from typing import TYPE_CHECKING
 
 from lmpt.console import info
 from lmpt.downstream.record import record_path, write_record
-from lmpt.rundir.directory import read_status
+from lmpt.rundir.directory import read_status, write_status
+from lmpt.safe_files import write_atomically
 from lmpt.train.preemption import PreemptionFlag, StopRequested, stop_for_requeue
 
 if TYPE_CHECKING:
     from lmpt.train.run import TrainResult
 
 SCORING = "scoring"
-"""status.json's `phase` of a run stopped while its downstream tasks were scored (training had finished)."""
+"""status.json's `phase` of a run stopped while its downstream tasks were scored (training had finished), and its
+`status` while they are being scored."""
+LEDGER = "scoring.json"
+"""RUN/scoring.json: the step a scoring is of, the tasks it recorded, and its seconds over every launch."""
 
 
 @dataclass
 class ScoringProgress:
-    """Which tasks of a run's downstream scoring are recorded in RUN/downstream/TASK.json."""
+    """Which tasks of a run's downstream scoring are recorded in RUN/downstream/TASK.json; with `step`, each one
+    recorded is also written to the scoring's ledger (RUN/scoring.json) with the seconds spent so far."""
 
     kept: frozenset[str] = frozenset()
-    """The tasks a scoring stopped at this same step recorded: read back, not scored again."""
+    """The tasks an interrupted scoring of this same step recorded: read back, not scored again."""
     recorded: list[str] = field(default_factory=list)
     """The tasks recorded so far by this scoring (the kept ones included), in order."""
+    step: int | None = None
+    """The step scored (None: no ledger is kept)."""
+    earlier_s: float = 0.0
+    """Seconds the earlier, interrupted launches of this scoring spent."""
+    started: float = field(default_factory=time.perf_counter)
+
+    def seconds(self) -> float:
+        """Seconds spent scoring over every launch: the earlier ones' and this one's so far."""
+        return self.earlier_s + time.perf_counter() - self.started
 
     def kept_record(self, run_dir: Path, task: str) -> dict | None:
         """The record of `task` when it is kept and its record is still whole and its own (then counted as
@@ -50,24 +74,53 @@ class ScoringProgress:
             info(f"scoring {task} (its record from before the stop is unreadable)")
             return None
         info(f"{task}: kept as scored before the stop ({path})")
-        self.recorded.append(task)
+        self._recorded(run_dir, task)
         return record
 
     def write_record(self, run_dir: Path, task: str, record: dict) -> dict:
         """`record`, the result of scoring `task`, written to RUN/downstream/TASK.json and counted as recorded."""
         write_record(record_path(run_dir, task), record)
-        self.recorded.append(task)
+        self._recorded(run_dir, task)
         return record
+
+    def _recorded(self, run_dir: Path, task: str) -> None:
+        self.recorded.append(task)
+        if self.step is not None:
+            write_ledger(run_dir, self.step, self.recorded, self.seconds())
+
+
+def write_ledger(run_dir: Path, step: int, recorded: list[str], seconds: float) -> None:
+    """RUN/scoring.json, whole or absent: the scoring of `step` recorded `recorded` in `seconds` so far."""
+    text = json.dumps({"step": step, "recorded": recorded, "seconds": round(seconds, 3)}) + "\n"
+    write_atomically(run_dir / LEDGER, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def read_ledger(run_dir: Path, step: int) -> tuple[frozenset[str], float]:
+    """(the tasks recorded, the seconds spent) by an interrupted scoring of `step`, as RUN/scoring.json says; empty
+    and 0 when there is none, it is of another step (the run trained on since: its records are of older weights),
+    or it cannot be read."""
+    try:
+        ledger = json.loads((run_dir / LEDGER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return frozenset(), 0.0
+    if not isinstance(ledger, dict) or ledger.get("step") != step or not isinstance(ledger.get("recorded"), list):
+        return frozenset(), 0.0
+    seconds = ledger.get("seconds")
+    seconds = float(seconds) if isinstance(seconds, int | float) and seconds >= 0 else 0.0
+    return frozenset(t for t in ledger["recorded"] if isinstance(t, str)), seconds
 
 
 def recorded_before(run_dir: Path, step: int) -> frozenset[str]:
-    """The tasks a scoring of `step` that a stop signal ended had recorded (status.json): empty when the run was
-    not stopped while scoring, or stopped at another step (it trained on since: its records are of older weights)."""
+    """The tasks an interrupted scoring of `step` had recorded: the ledger's (`read_ledger`) and, for a run stopped
+    by an lmpt that kept no ledger, those its status.json names when a stop signal ended that scoring. Empty when
+    the run was not interrupted while scoring, or at another step (it trained on since: its records are of older
+    weights)."""
     status = read_status(run_dir)
     recorded = status.get("recorded")
-    if (status.get("status"), status.get("phase"), status.get("step")) != ("preempted", SCORING, step):
-        return frozenset()
-    return frozenset(t for t in recorded if isinstance(t, str)) if isinstance(recorded, list) else frozenset()
+    named = frozenset()
+    if (status.get("status"), status.get("phase"), status.get("step")) == ("preempted", SCORING, step):
+        named = frozenset(t for t in recorded if isinstance(t, str)) if isinstance(recorded, list) else frozenset()
+    return named | read_ledger(run_dir, step)[0]
 
 
 @contextlib.contextmanager
@@ -75,12 +128,17 @@ def stoppable_scoring(result: TrainResult, world_size: int) -> Iterator[ScoringP
     """Rank 0 scores the downstream tasks of the completed `result` (and completes the run) in the body. A stop
     signal ends the body at once: status.json says preempted in phase `scoring` with the tasks recorded, the
     resume command (for `world_size` processes) is printed, and the process exits with EXIT_PREEMPTED."""
-    progress = ScoringProgress(recorded_before(result.run_path, result.step))
+    run_dir, step = result.run_path, result.step
+    progress = ScoringProgress(recorded_before(run_dir, step), step=step, earlier_s=read_ledger(run_dir, step)[1])
+    write_status(run_dir, SCORING, step=step, phase=SCORING, wall_s=result.wall_s, train_s=result.train_s,
+                 recorded=sorted(progress.kept), downstream_s=round(progress.earlier_s, 3))  # fmt: skip
     flag = PreemptionFlag(stops="the downstream scoring")
     try:
         with flag:
             yield progress
+        (run_dir / LEDGER).unlink(missing_ok=True)  # the run completed: nothing of this scoring is left to resume
     except StopRequested:
+        write_ledger(run_dir, step, progress.recorded, progress.seconds())
         done = f"{len(progress.recorded)} task(s) recorded" if progress.recorded else "no task recorded"
         said = f"stopped scoring the downstream tasks ({done}); the run is trained to step {result.step}"
         stop_for_requeue(flag, result.run_path, result.step, result.wall_s, world_size, said, phase=SCORING,

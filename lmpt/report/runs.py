@@ -168,6 +168,8 @@ def _status(path: Path) -> str:
         return f"failed: {status.get('error', 'unknown error')}"
     if state in ("completed", "preempted"):
         return state
+    if state == "scoring":  # killed while scoring its downstream tasks: the same command finishes it
+        return "incomplete"
     return "completed" if any((path / name).exists() for name in FINAL_MODELS) else "incomplete"
 
 

@@ -17,7 +17,7 @@ from runner import SMALL, lmpt_command, lmpt_env, records, run_lmpt
 
 from lmpt.downstream import after_training
 from lmpt.downstream.choice_tasks import tasks_dir
-from lmpt.downstream.preemption import SCORING, ScoringProgress, recorded_before, stoppable_scoring
+from lmpt.downstream.preemption import LEDGER, SCORING, ScoringProgress, recorded_before, stoppable_scoring
 from lmpt.report.runs import find_runs
 from lmpt.train.preemption import EXIT_PREEMPTED
 from lmpt.train.run import TrainResult
@@ -131,3 +131,69 @@ def test_a_record_cut_short_or_not_kept_is_scored_again(tmp_path: Path) -> None:
     progress = ScoringProgress(kept=frozenset({"cloze"}))
     assert progress.kept_record(run, "cloze") is None and progress.recorded == []
     assert ScoringProgress().kept_record(run, "cloze") is None  # not stopped while scoring: nothing is kept
+
+
+def test_a_scoring_cut_off_without_a_word_reads_unfinished_and_resumes_with_its_tasks_and_seconds(
+    tmp_path: Path,
+) -> None:
+    """kill -9 runs no Python: what a killed scoring leaves is what it wrote as it went. status.json says scoring
+    before the first task (lmpt-compare lists the run as incomplete, never completed without its figures); the
+    ledger names each task recorded and the seconds spent; the next launch keeps those tasks and counts those
+    seconds in downstream_s; a completed scoring removes the ledger."""
+    run = tmp_path / "run"
+    run.mkdir()
+    with pytest.raises(RuntimeError), stoppable_scoring(_result(run), world_size=1) as progress:
+        status = json.loads((run / "status.json").read_text())
+        assert (status["status"], status["phase"], status["step"], status["recorded"]) == ("scoring", SCORING, 4, [])
+        progress.write_record(run, "cloze", {"task": "cloze", "accuracy": 0.5})
+        raise RuntimeError("the process is gone here")  # the body never ends: as after kill -9
+    (listed,) = find_runs([run])
+    assert listed.status == "incomplete"
+    ledger = json.loads((run / LEDGER).read_text())
+    assert (ledger["step"], ledger["recorded"]) == (4, ["cloze"]) and ledger["seconds"] >= 0
+    record = (run / "downstream" / "cloze.json").read_bytes()
+
+    ledger["seconds"] = 7.5  # an earlier launch's scoring time, made large enough to see
+    (run / LEDGER).write_text(json.dumps(ledger))
+    assert recorded_before(run, 4) == {"cloze"} and recorded_before(run, 8) == frozenset()
+    with stoppable_scoring(_result(run), world_size=1) as progress:
+        assert progress.kept == {"cloze"} and progress.earlier_s == 7.5
+        status = json.loads((run / "status.json").read_text())
+        assert (status["status"], status["recorded"], status["downstream_s"]) == ("scoring", ["cloze"], 7.5)
+        assert progress.kept_record(run, "cloze") == {"task": "cloze", "accuracy": 0.5}
+        seconds = progress.seconds()
+    assert seconds >= 7.5 and not (run / LEDGER).exists()
+    assert (run / "downstream" / "cloze.json").read_bytes() == record
+
+
+@pytest.mark.soak  # ~40 s: three launches, 2,010 minimal pairs scored one at a time
+def test_kill_9_while_scoring_keeps_the_recorded_tasks_and_the_same_command_finishes_the_run(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    slow = "bundled:blimp-fast"
+    args = [*TINY, f"downstream.choice_tasks=[{_cloze(tmp_path)},{slow}]", "downstream.batch_size=1",
+            f"hydra.run.dir={run}"]  # fmt: skip
+    process = subprocess.Popen(lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("scoring blimp-fast"):
+            break
+    process.kill()
+    process.communicate(timeout=60)
+    status = json.loads((run / "status.json").read_text())
+    assert (status["status"], status["step"]) == ("scoring", 4)
+    (listed,) = find_runs([run])
+    assert listed.status == "incomplete" and listed.downstream == {}
+    cloze = (run / "downstream" / "cloze.json").read_bytes()
+    before = json.loads((run / LEDGER).read_text())
+    assert before["recorded"] == ["cloze"]
+
+    done = run_lmpt(*args, cwd=tmp_path)  # the same command
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "cloze: kept as scored before the stop" in done.stdout and "scoring cloze" not in done.stdout
+    assert (run / "downstream" / "cloze.json").read_bytes() == cloze  # kept, not scored again
+    status = json.loads((run / "status.json").read_text())
+    assert status["status"] == "completed" and status["downstream_s"] >= before["seconds"]
+    assert not (run / LEDGER).exists()
+    (figures,) = _figure_records(run)
+    assert {"downstream/cloze/accuracy", "downstream/blimp-fast/accuracy"} <= set(figures)
