@@ -21,6 +21,12 @@ CACHE_BUILD = ("training a", "tokenising")
 """lmpt.log lines that open a cache build (tokenizer training, tokenising); "token cache ..." closes it."""
 TRAINING = ("step", "evaluation", "checkpoint write")
 """Phases inside the training loop, where a stop signal is handled gracefully."""
+SCORING = "scoring"
+"""The downstream scoring after training, where a stop signal is handled gracefully too (exit 75, status.json
+preempted in phase scoring)."""
+SCORING_LINES = ("scoring ", "downstream (logged")
+"""lmpt.log lines of the scoring: a task started ("scoring NAME"), the figures' table; and a task kept from an
+interrupted scoring ("NAME: kept as scored before the stop")."""
 POLL_S = 0.002
 
 
@@ -34,6 +40,8 @@ class Calibration:
     """The first cache-build line to "token cache"."""
     training: float = 2.0
     """The first step line to the last."""
+    scoring: float = 2.0
+    """The first scoring line to the command's exit."""
 
 
 @dataclass
@@ -90,6 +98,8 @@ class Attempt:
                 self.seen.setdefault("cache", now)
             elif body.startswith("token cache"):
                 self.seen.setdefault("cache done", now)
+            elif body.startswith(SCORING_LINES) or ": kept as scored before the stop" in body:
+                self.seen.setdefault("scoring", now)
             elif (mark := STEP_LINE.match(body)) and not mark.group(1):
                 self.seen.setdefault("step", now)
                 self.seen["last step"] = now
@@ -104,6 +114,8 @@ class Attempt:
         checkpoints = self.run_dir / "checkpoints"
         if set(_staging(checkpoints)) - self.leftovers:
             return "checkpoint write"
+        if "scoring" in self.seen:  # until the run says completed; after that, the run's end ("final save")
+            return "final save" if read_status(self.run_dir).get("status") == "completed" else SCORING
         marks = self.steps()
         if not marks:
             return "cache build" if "cache" in self.seen and "cache done" not in self.seen else "start-up"
@@ -179,6 +191,8 @@ def _deadline(target: str, attempt: Attempt, rng: random.Random, calibration: Ca
         return now if marks and not marks[-1][0] and marks[-1][1] % EVAL_EVERY == 0 else None
     if target == "checkpoint write":
         return now if set(_staging(attempt.run_dir / "checkpoints")) - attempt.leftovers else None
+    if target == SCORING:
+        return seen["scoring"] + rng.uniform(0, 0.9 * calibration.scoring) if "scoring" in seen else None
     if "step" not in seen:  # "step", or a cache build that was already done
         return None
     left = MAX_STEPS - attempt.steps()[-1][1]
@@ -210,17 +224,19 @@ def strike(attempt: Attempt, sig: signal.Signals, torchrun: bool) -> Landing:
         landing.problems.append(f"{len(attempt.orphans)} process(es) outlived the command by 2 minutes")
     if sig == signal.SIGTERM:
         landing.problems += _graceful_problems(attempt, landing, torchrun)
-        landing.graceful = landing.phase in TRAINING and not landing.problems
+        landing.graceful = landing.phase in (*TRAINING, SCORING) and not landing.problems
     return landing
 
 
 def _graceful_problems(attempt: Attempt, landing: Landing, torchrun: bool) -> list[str]:
     """What a SIGTERM inside the training loop failed to do (outside it, lmpt has no handler: it just stops)."""
-    status_file = attempt.run_dir / "status.json"
-    status = json.loads(status_file.read_text()) if status_file.exists() else {}
+    status = read_status(attempt.run_dir)
     if status.get("status") == "completed" and status.get("step") == MAX_STEPS:  # it came as the run ended
-        finished = landing.returncode == (1 if torchrun else 0) and (attempt.run_dir / "model.safetensors").exists()
+        ended = (1 if torchrun else 0, -signal.SIGTERM)  # -15: in the exit, after the run's last word
+        finished = landing.returncode in ended and (attempt.run_dir / "model.safetensors").exists()
         return [] if finished else [f"completed, yet exited {landing.returncode}"]
+    if landing.phase == SCORING:
+        return _scoring_stop_problems(attempt, landing, status, torchrun)
     if landing.phase not in TRAINING:  # torchrun's own handler, once installed, makes it exit 1
         stopped = (-signal.SIGTERM, 1) if torchrun else (-signal.SIGTERM,)
         return [] if landing.returncode in stopped else [f"exit {landing.returncode} ({landing.phase})"]
@@ -232,4 +248,35 @@ def _graceful_problems(attempt: Attempt, landing: Landing, torchrun: bool) -> li
         problems.append(f"status.json names step {status['step']}, the log stops at another")
     elif not (attempt.run_dir / "checkpoints" / f"step_{status['step']:08d}" / "manifest.json").exists():
         problems.append(f"no committed checkpoint of step {status['step']}, where it stopped")
+    return problems
+
+
+def _scoring_stop_problems(attempt: Attempt, landing: Landing, status: dict, torchrun: bool) -> list[str]:
+    """What a SIGTERM during the scoring failed to do: exit 75 with status.json preempted in phase scoring at the
+    last step, naming only tasks whose records are whole."""
+    code = 1 if torchrun else 75
+    problems = [] if landing.returncode == code else [f"SIGTERM in scoring exited {landing.returncode}"]
+    said = (status.get("status"), status.get("phase"), status.get("step"))
+    if said != ("preempted", SCORING, MAX_STEPS):
+        problems.append(f"status.json says {said}, not preempted in scoring at step {MAX_STEPS}")
+    return problems + record_problems(attempt.run_dir, status.get("recorded") or [])
+
+
+def read_status(run_dir: Path) -> dict:
+    """status.json, or {} when there is none (or it is not whole JSON: lmpt writes it atomically, so never)."""
+    try:
+        status = json.loads((run_dir / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return status if isinstance(status, dict) else {}
+
+
+def record_problems(run_dir: Path, tasks: list[str]) -> list[str]:
+    """Those of `tasks` (said to be recorded) whose RUN/downstream/TASK.json is missing or not whole JSON."""
+    problems = []
+    for task in tasks:
+        try:
+            json.loads((run_dir / "downstream" / f"{task}.json").read_text())
+        except (OSError, ValueError):
+            problems.append(f"the record of {task}, said to be recorded, is missing or torn")
     return problems

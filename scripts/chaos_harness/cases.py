@@ -1,5 +1,6 @@
 """The configurations the chaos harness kills: each objective, a mixture, a continued stage and DDP, all tiny so
-that one kill-and-resume cycle costs a few seconds on a CPU."""
+that one kill-and-resume cycle costs a few seconds on a CPU. Each scores two small downstream tasks when training
+ends (a zero-shot cloze and a word-order probe, both beside their untrained control), so kills land in scoring too."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from lmpt.downstream.choice_tasks import tasks_dir
 from lmpt.objectives.registry import OBJECTIVES as registered_objectives
+from lmpt.objectives.registry import objective_class
 
 MAX_STEPS, CKPT_EVERY, EVAL_EVERY = 40, 5, 10
 
@@ -42,10 +45,15 @@ class Case:
     init_from: str | None = None
     """The case whose finished uninterrupted run this stage starts from (model.init_from)."""
 
-    def args(self, source: Path | None = None) -> list[str]:
-        """The overrides of this case; `source`: the run directory model.init_from names."""
+    def args(self, work: Path, source: Path | None = None) -> list[str]:
+        """The overrides of this case, its downstream tasks written under `work`; `source`: the run directory
+        model.init_from names."""
         stage = [f"model.init_from={source}"] if self.init_from else []
-        return [*BASE, *self.overrides, *stage]
+        return [*BASE, *self.overrides, *stage, *downstream_args(work, self.objective)]
+
+    @property
+    def objective(self) -> str:
+        return next(o.split("=", 1)[1] for o in self.overrides if o.startswith("objective="))
 
     def command(self, args: list[str]) -> list[str]:
         """`python -m lmpt ARGS`, or the same under torchrun with this case's number of processes."""
@@ -56,6 +64,30 @@ class Case:
             f"--nproc_per_node={self.processes}",
             *("-m", "lmpt", *args),
         ]
+
+
+SCORING_ITEMS = {"cloze": 24, "train": 80, "dev": 24}
+"""Items of the downstream tasks each run scores when training ends: the first of the bundled shakespeare-cloze and
+shakespeare-order (a second or two of scoring, the control's included)."""
+DOWNSTREAM = ["downstream.seeds=2", "downstream.epochs=1", "downstream.batch_size=4"]
+
+
+def downstream_args(work: Path, objective: str) -> list[str]:
+    """The downstream overrides of a case training `objective`: the two tasks (written under `work/tasks` once); an
+    objective whose model keeps no token head (electra) has no zero-shot task, as lmpt refuses it one."""
+    folder = work / "tasks"
+    cloze, order = folder / "cloze.jsonl", folder / "order"
+    if not (order / "dev.jsonl").exists():
+        order.mkdir(parents=True, exist_ok=True)
+        shipped = tasks_dir()
+        lines = (shipped / "shakespeare-cloze.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        cloze.write_text("".join(lines[: SCORING_ITEMS["cloze"]]), encoding="utf-8")
+        for split in ("train", "dev"):
+            rows = (shipped / "shakespeare-order" / f"{split}.jsonl").read_text(encoding="utf-8").splitlines(True)
+            (order / f"{split}.jsonl").write_text("".join(rows[: SCORING_ITEMS[split]]), encoding="utf-8")
+    cls = objective_class(objective)
+    choice = [] if cls is None or cls.token_head_missing else [f"downstream.choice_tasks=[{cloze}]"]
+    return [*choice, f"downstream.classification_tasks=[{order}]", *DOWNSTREAM]
 
 
 OBJECTIVES = tuple(registered_objectives)

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from chaos_harness.soak import CaseResult
 
-PHASES = ("start-up", "cache build", "step", "evaluation", "checkpoint write", "final save")
+PHASES = ("start-up", "cache build", "step", "evaluation", "checkpoint write", "final save", "scoring")
 COLUMNS = ("case", "kills", "kill -9", "SIGTERM", *PHASES, "graceful", "resumes", "rounds", "sha256", "verdict")
 
 

@@ -1,5 +1,7 @@
 """A case under fire: its uninterrupted (golden) run, then rounds of kill, resume, kill again ... finish, each
-round compared with the golden run bit for bit (logged losses, final weights, token cache)."""
+round compared with the golden run bit for bit (logged losses, final weights, token cache, the downstream records
+and figures). A kill during the scoring must leave status.json saying the run is unfinished, and every task record
+the scoring's ledger names must reach the end of the round untouched (kept, not scored again)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-from chaos_harness.attempt import POLL_S, Attempt, Calibration, Landing, aim, strike
+from chaos_harness.attempt import (
+    POLL_S,
+    SCORING,
+    Attempt,
+    Calibration,
+    Landing,
+    aim,
+    read_status,
+    record_problems,
+    strike,
+)
 from chaos_harness.cases import Case
 
 _TESTS = Path(__file__).resolve().parents[2] / "tests"
@@ -81,11 +93,12 @@ def golden(case: Case, work: Path, source: Path | None) -> tuple[Path, Calibrati
     folder = work / case.name
     folder.mkdir(parents=True, exist_ok=True)
     run_dir = folder / "golden"
-    args = [*case.args(source), f"hydra.run.dir={run_dir}"]
+    args = [*case.args(work, source), f"hydra.run.dir={run_dir}"]
     environment = env(LMPT_CACHE_DIR=str(folder / "golden-cache"))
     attempt = Attempt(case.command(args), run_dir, environment, folder / "golden.out")
     while attempt.poll():
         time.sleep(POLL_S)
+    ended = time.monotonic()
     code = attempt.finish()
     if code != 0:
         raise SystemExit(f"{case.name}: the uninterrupted run failed (exit {code}), see {folder / 'golden.out'}")
@@ -95,10 +108,11 @@ def golden(case: Case, work: Path, source: Path | None) -> tuple[Path, Calibrati
         startup=seen["step"] - seen["launch"] - cache,
         cache_build=cache or 1.0,
         training=seen["last step"] - seen["step"],
+        scoring=ended - seen.get("scoring", ended) or 1.0,
     )
 
 
-AIMS = {"start-up": 2, "cache build": 0, "step": 4, "evaluation": 2, "checkpoint write": 2}
+AIMS = {"start-up": 2, "cache build": 0, "step": 4, "evaluation": 2, "checkpoint write": 2, SCORING: 2}
 """The phases a kill can be aimed at, and how often each is picked once the token cache is built."""
 
 
@@ -139,9 +153,10 @@ def soak(
         environment = env(LMPT_CACHE_DIR=str(work / case.name / "round-1" / "cache"))
         folder.mkdir(parents=True)
         cache_built, latest, round_kills = result.rounds > 1, None, 0
+        kept: dict[str, bytes] = {}  # task -> its record as a scoring kill left it: it must end the round untouched
         for n in range(KILLS_PER_ROUND + 1):
             resume = latest is not None and rng.random() < 0.5  # `lmpt trainer.resume=RUN` or the same command
-            args = [f"trainer.resume={run_dir}"] if resume else [*case.args(source), f"hydra.run.dir={run_dir}"]
+            args = [f"trainer.resume={run_dir}"] if resume else [*case.args(work, source), f"hydra.run.dir={run_dir}"]
             attempt = Attempt(case.command(args), run_dir, environment, folder / f"attempt-{n}.out")
             striking = round_kills < KILLS_PER_ROUND and len(result.kills) < kills
             cache_kills = sum(k["phase"] == "cache build" for k in result.kills)
@@ -163,6 +178,8 @@ def soak(
                 if landing.returncode != 0:
                     result.problems.append(f"round {result.rounds}: the finishing run exited {landing.returncode}")
                 break
+            if landing.phase == SCORING:
+                landing.problems += _scoring_kill_problems(run_dir, kept)
             round_kills += 1
             result.kills.append({"round": result.rounds, "attempt": n, **vars(landing)})
             console.print(
@@ -170,20 +187,81 @@ def soak(
                 + "".join(f" [bold red]{p}[/]" for p in landing.problems)
             )
             result.problems += [f"round {result.rounds}, kill {n} ({landing.phase}): {p}" for p in landing.problems]
-            if (run_dir / "model.safetensors").exists():  # a SIGTERM in the last step: the run still completed
+            if read_status(run_dir).get("status") == "completed":  # a signal as the run ended: it still completed
                 break
         cache = work / case.name / "round-1" / "cache"
         compared = _compare(reference, run_dir, work / case.name / "golden-cache", cache, result)
+        rewritten = [task for task, data in kept.items() if _bytes(run_dir / "downstream" / f"{task}.json") != data]
+        compared += [f"round {result.rounds}: the record of {t}, kept by a killed scoring, changed" for t in rewritten]
         result.problems += compared
         verdict = "; ".join(compared) or "identical to the uninterrupted run"
         console.print(f"{case.name} round {result.rounds}: {verdict}")
     return result
 
 
+def _bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
+
+
+def _scoring_kill_problems(run_dir: Path, kept: dict[str, bytes]) -> list[str]:
+    """A kill during the scoring must leave status.json saying the run is unfinished (scoring, or preempted in
+    phase scoring) and every task the scoring's ledger (RUN/scoring.json) names whole on disk; those records are
+    remembered in `kept`, to be found untouched when the round ends."""
+    status = read_status(run_dir)
+    if status.get("status") == "completed":
+        return []
+    problems = []
+    if status.get("status") not in (SCORING, "preempted") or status.get("phase") != SCORING:
+        problems.append(f"killed while scoring, status.json says {status.get('status')!r}, not scoring")
+    ledger = _json(run_dir / "scoring.json")
+    recorded = [t for t in ledger.get("recorded", []) if isinstance(t, str)]
+    problems += record_problems(run_dir, recorded)
+    for task in recorded:
+        kept.setdefault(task, _bytes(run_dir / "downstream" / f"{task}.json") or b"")
+    return problems
+
+
+def _json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+VOLATILE = ("examples_per_s", "seconds", "shared", "entry_digest", "key")
+"""Record keys that say how long a scoring took, whether its control was read back from the cache, or which cache
+entry it is (a digest of lmpt's source too, which changes under a checkout being edited), not what it scored: left
+out of the comparison with the golden run."""
+
+
+def _scored(run_dir: Path) -> dict:
+    """Task -> its record (without VOLATILE keys, the run directory's path as RUN), and the logged figures."""
+
+    def strip(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value.replace(str(run_dir), "RUN") if isinstance(value, str) else value
+
+    records = {p.stem: strip(_json(p)) for p in sorted((run_dir / "downstream").glob("*.json"))}
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines() if (run_dir / "metrics.jsonl").exists() else []
+    logged = [r for r in map(json.loads, lines) if any(k.startswith("downstream/") for k in r)]
+    return {"records": records, "logged": logged}
+
+
 def _compare(reference: Path, run_dir: Path, reference_cache: Path, cache: Path, result: CaseResult) -> list[str]:
-    if not (run_dir / "model.safetensors").exists():
+    if not (run_dir / "model.safetensors").exists() or read_status(run_dir).get("status") != "completed":
         return [f"round {result.rounds} never finished"]
     problems = []
+    golden_scored, scored = _scored(reference), _scored(run_dir)
+    if scored["records"] != golden_scored["records"]:
+        problems.append(f"round {result.rounds}: the downstream records differ from the uninterrupted run's")
+    if scored["logged"] != golden_scored["logged"] or len(scored["logged"]) != 1:
+        problems.append(f"round {result.rounds}: the logged downstream figures differ (or are logged more than once)")
+    if (run_dir / "scoring.json").exists():
+        problems.append(f"round {result.rounds}: the completed run kept its scoring ledger")
     try:
         assert_same(reference, run_dir, f"round {result.rounds}")
     except AssertionError as exc:

@@ -15,7 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 from chaos_harness.report import PHASES  # noqa: E402
-from chaos_harness.soak import CaseResult, _compare  # noqa: E402
+from chaos_harness.soak import CaseResult, _compare, _scoring_kill_problems  # noqa: E402
 
 
 def chaos(tmp_path: Path, *args: str, timeout: float = 900) -> tuple[subprocess.CompletedProcess, dict]:
@@ -62,3 +62,28 @@ def test_every_case_survives_a_few_kills(tmp_path: Path) -> None:
         "clm", "mlm", "nsp", "span", "prefix", "ul2-mixture", "electra", "mtp", "fim", "mixture", "init_from",
         "ddp"]  # fmt: skip
     assert all(c["verdict"] == "identical" for c in report["cases"]), [c["problems"] for c in report["cases"]]
+
+
+def test_a_kill_in_scoring_must_leave_an_unfinished_status_and_whole_records(tmp_path: Path) -> None:
+    """The harness's check after a kill in the scoring: what lmpt before the scoring status left (no status.json)
+    is a problem, as is a ledger naming a torn record; a sound one is remembered, to be found untouched later."""
+    run = tmp_path / "run"
+    (run / "downstream").mkdir(parents=True)
+    assert any("not scoring" in p for p in _scoring_kill_problems(run, {}))  # kill -9 left no status.json
+    (run / "status.json").write_text(json.dumps({"status": "scoring", "phase": "scoring", "step": 40}))
+    (run / "scoring.json").write_text(json.dumps({"step": 40, "recorded": ["cloze", "order"], "seconds": 1.0}))
+    (run / "downstream" / "cloze.json").write_text('{"task": "cloze"}')
+    (run / "downstream" / "order.json").write_text('{"task": "or')
+    kept: dict[str, bytes] = {}
+    assert _scoring_kill_problems(run, kept) == ["the record of order, said to be recorded, is missing or torn"]
+    assert kept["cloze"] == b'{"task": "cloze"}'
+
+
+@pytest.mark.soak
+def test_kills_aimed_at_scoring_lose_no_record(tmp_path: Path) -> None:
+    """kill -9 and SIGTERM during the downstream scoring of two objectives (a decoder and electra, which has no
+    zero-shot task): every round ends with the golden run's records and figures, the records kept untouched."""
+    _, report = chaos(tmp_path, *("--kills", "6", "--cases", "clm,electra", "--phases", "scoring", "--seed", "5"),
+                      timeout=1800)  # fmt: skip
+    assert all(c["verdict"] == "identical" for c in report["cases"]), [c["problems"] for c in report["cases"]]
+    assert sum(c["phases"].get("scoring", 0) for c in report["cases"]) >= 3
