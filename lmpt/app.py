@@ -4,11 +4,13 @@ unfinished jobs set its exit code."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -123,13 +125,33 @@ def sweep_value(result: object) -> float | None:
     return float(result) if isinstance(result, (int, float)) and math.isfinite(result) else None
 
 
+@contextlib.contextmanager
+def _environment_value(name: str, value: str | None) -> Iterator[None]:
+    """`name` set to `value` (unset for None) in this process's environment for the body, then as it was. The
+    task runs with the user's own HYDRA_FULL_ERROR: the runs a study launches report their errors in one line, as
+    they do alone, while Hydra around the task still hands every exception to run_hydra_app."""
+    before = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False) -> None:
     """Run `task` as a Hydra app over lmpt's conf/, reporting user errors as one line with exit 2.
     `continue_runs`: the command line may name a run to resume (`lmpt` itself)."""
     register_schemas()
     register_objective_schemas()  # the objective group's schemas live beside the objectives
     register_resolvers()
-    wants_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    users_setting = os.environ.get("HYDRA_FULL_ERROR")
+    wants_traceback = users_setting == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let exceptions reach us instead of Hydra's multi-line report
 
     def report(exc: BaseException) -> NoReturn:
@@ -144,7 +166,8 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
         if sweeping:
             info(f"[bold]{escape(job_header(HydraConfig.get()))}[/]")
         try:
-            return sweep_value(task(cfg)) if sweeping else task(cfg)
+            with _environment_value("HYDRA_FULL_ERROR", users_setting):  # what the task's own child processes see
+                return sweep_value(task(cfg)) if sweeping else task(cfg)
         except USER_ERRORS as exc:  # reported here: a failed Hydra job would add its own stderr lines
             if not sweeping:
                 report(exc)

@@ -8,8 +8,10 @@ caches: no run directory."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -57,15 +59,30 @@ def parse_part(text: str) -> tuple[int, int] | str:
     return int(index), int(count)
 
 
+class Stopped(BaseException):
+    """SIGTERM ended the preparation (a BaseException: no `except Exception` on the way swallows it)."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise Stopped
+
+
 def main() -> None:
-    """Take prepare.shard=i/N off the command line (it is no setting of the run), then run Hydra."""
+    """Take prepare.shard=i/N off the command line (it is no setting of the run), then run Hydra; SIGTERM ends it in
+    one line (what it finished is kept: the same command resumes)."""
     global _part
     for arg in [a for a in sys.argv[1:] if a.startswith(f"{SHARD_KEY}=")]:
         sys.argv.remove(arg)
         _part = parse_part(arg.split("=", 1)[1])
     multirun = [a for a in sys.argv[1:] if a in MULTIRUN_FLAGS]  # before the overrides: argparse wants them together
     sys.argv[1:] = [*multirun, *NO_RUN_DIRECTORY, *[a for a in sys.argv[1:] if a not in MULTIRUN_FLAGS]]
-    run_hydra_app(prepare)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        run_hydra_app(prepare)
+    except Stopped:
+        print("lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)",
+              file=sys.stderr)  # fmt: skip
+        sys.exit(128 + signal.SIGTERM)  # 143: the conventional status of a process ended by SIGTERM
 
 
 if __name__ == "__main__":

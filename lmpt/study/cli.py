@@ -3,7 +3,9 @@ that compares objectives fairly. It checks the whole study first (bad input: one
 then per objective searches the learning rate on a share of the largest budget (lmpt.study.search), then trains every
 objective at its chosen recipe at each budget for every seed with the downstream tasks scored
 (lmpt.study.finals), each as a subprocess of the real `lmpt`, one at a time, and writes study.json and study.md
-(lmpt.study.record). The same command resumes a killed study: finished trials and completed runs are reused."""
+(lmpt.study.record). The same command resumes a killed study: finished trials and completed runs are reused, an
+interrupted one continues from its checkpoint. The study directory is held by one study at a time (lmpt.study.launch),
+and a stop signal stops the running run with a checkpoint, then the study, in one line."""
 
 from __future__ import annotations
 
@@ -15,24 +17,48 @@ from omegaconf import DictConfig
 from lmpt.app import exit_process, run_hydra_app
 from lmpt.console import console
 from lmpt.errors import LmptError
+from lmpt.train.preemption import EXIT_PREEMPTED
 
 # as lmpt-prepare: the study app itself claims no run directory (its runs get their own, under study.dir)
 NO_RUN_DIRECTORY = ["hydra.run.dir=.", "hydra.output_subdir=null"]
+EXIT_INTERRUPTED = 130
+
+
+def refuse_hydra_keys(argv: list[str]) -> str | None:
+    """Why the command line may not carry `argv`'s Hydra settings (a run or sweep directory, a launcher, -m), or
+    None: the study launches its runs itself, into study.dir."""
+    for arg in argv:
+        key = arg.split("=", 1)[0].lstrip("+~")
+        if key in ("-m", "--multirun"):
+            return f"{arg}: lmpt-study runs its trials and final runs itself; drop {arg}"
+        if key.startswith(("hydra.", "hydra/")):
+            return (f"{arg}: lmpt-study launches its runs itself, each into its own directory under study.dir; "
+                    "drop it (give study.dir=DIR for where the study writes)")  # fmt: skip
+    return None
 
 
 def study(cfg: DictConfig) -> int:
     """Plan (check) the study, run what it still lacks, and write its record; returns the exit code: 0 when every
     final run completed, 1 otherwise."""
     from lmpt.study.finals import run_final
+    from lmpt.study.launch import StudyStopped, lock_study, stop_left_run, stop_on_signals
     from lmpt.study.plan import plan_study
     from lmpt.study.record import refuse_another_study, write_study
-    from lmpt.study.search import run_search
+    from lmpt.study.search import refuse_sweep_layout, run_search
 
-    plan = plan_study(cfg, list(HydraConfig.get().overrides.task))  # LmptError here: bad input, exit 2
+    stop_on_signals()
+    try:
+        plan = plan_study(cfg, list(HydraConfig.get().overrides.task))  # LmptError here: bad input, exit 2
+    except StudyStopped as exc:
+        print(f"lmpt-study: stopped by {exc.signal.name} while planning; nothing was written", file=sys.stderr)
+        return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
+    refuse_sweep_layout(plan)
     refuse_another_study(plan)
     plan.directory.mkdir(parents=True, exist_ok=True)
+    lock_study(plan.directory)
     searches, finals = {}, {}
     try:
+        stop_left_run(plan.directory)
         for name in plan.objectives:
             searches[name] = run_search(plan, name)
             write_study(plan, searches, finals)
@@ -44,6 +70,11 @@ def study(cfg: DictConfig) -> int:
         write_study(plan, searches, finals)
         print(f"lmpt-study: error: {exc}", file=sys.stderr)
         return 1
+    except StudyStopped as exc:  # the running run saved a checkpoint and ended first (lmpt.study.launch.run_lmpt)
+        write_study(plan, searches, finals)
+        print(f"lmpt-study: stopped by {exc.signal.name}; run the same command to resume the study (finished runs "
+              "are kept, the stopped one continues from its checkpoint)", file=sys.stderr)  # fmt: skip
+        return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
     path = write_study(plan, searches, finals)
     unfinished = [f"{f.objective} seed {f.seed} ({f.status})" for fs in finals.values() for f in fs
                   if f.status != "completed"]  # fmt: skip
@@ -60,6 +91,10 @@ def main() -> None:
     from lmpt.study.schema import register_study_schema
 
     register_study_schema()
+    refusal = refuse_hydra_keys(sys.argv[1:])
+    if refusal is not None:  # before Hydra, which would make the directory it names
+        print(f"lmpt: error: {refusal}", file=sys.stderr)
+        exit_process(2)
     sys.argv[1:1] = NO_RUN_DIRECTORY
     code = 0
 

@@ -5,19 +5,16 @@ continues it from its newest checkpoint (lmpt resumes a run directory given agai
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from lmpt.console import console
-from lmpt.downstream.figures import CHOICE_FIGURES, CLASSIFICATION_FIGURES, CONTROL_FIGURES
-from lmpt.errors import LmptError
+from lmpt.downstream.figures import CHOICE_FIGURES, CLASSIFICATION_FIGURES, CONTROL_FIGURES, metric_key
 from lmpt.report.runs import read_run, read_status
+from lmpt.report.significance import task_record
+from lmpt.study.launch import refuse_another_run, run_lmpt
 from lmpt.study.plan import StudyPlan, at_budget
 
 TASK_FIGURES = (*CHOICE_FIGURES, *CLASSIFICATION_FIGURES, *CONTROL_FIGURES, "n")
@@ -69,30 +66,14 @@ def run_final(plan: StudyPlan, budget: str, objective: str, seed: int, recipe: d
     recorded."""
     path = final_dir(plan, budget, objective, seed)
     command = final_command(plan, budget, objective, seed, recipe)
-    _refuse_another_run(path, command)
+    refuse_another_run(path, command)
     name = f"final {objective} seed {seed} at {budget}"
-    if read_status(path).get("status") == "completed":
+    if read_status(path).get("status") != "completed":
+        console.print(f"{name}: {' '.join(f'{k}={v}' for k, v in recipe.items())} into {path}")
+        run_lmpt(plan.directory, path, command)
+    else:
         console.print(f"{name}: completed, reused")
-        return read_final(path, objective, seed, budget)
-    console.print(f"{name}: {' '.join(f'{k}={v}' for k, v in recipe.items())} into {path}")
-    result = subprocess.run(command)
-    if result.returncode in (130, -2):  # Ctrl-C: stop the study; the same command resumes it
-        raise KeyboardInterrupt(f"{name} interrupted")
-    return read_final(path, objective, seed, budget)
-
-
-def _refuse_another_run(path: Path, command: list[str]) -> None:
-    """A final run directory launched with other run keys (another study's, or a search that chose another recipe
-    since) is not reused: the study says so before training anything."""
-    overrides_file = path / ".hydra" / "overrides.yaml"
-    if not overrides_file.exists():
-        return
-    given = set(command[3:-1])  # the run keys: the command less `python -m lmpt` and hydra.run.dir
-    saved = {str(o) for o in OmegaConf.load(overrides_file)}
-    if saved != given:
-        differ = sorted(saved ^ given)[:4]
-        raise LmptError(f"{path} was launched with other run keys ({', '.join(differ)} differ): it is another "
-                        "study's run; pick another study.dir or move it away")  # fmt: skip
+    return read_final(path, objective, seed, budget, plan.tasks)
 
 
 def _epochs(path: Path) -> float | None:
@@ -102,21 +83,22 @@ def _epochs(path: Path) -> float | None:
     return float(epochs) if isinstance(epochs, int | float) else None
 
 
-def _task_records(path: Path) -> dict[str, dict[str, Any]]:
-    tasks = {}
-    for record in sorted((path / "downstream").glob("*.json")):
-        try:
-            whole = json.loads(record.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(whole, dict):
-            tasks[record.stem] = {k: v for k, v in whole.items() if k in TASK_FIGURES}
-    return tasks
+def _task_records(path: Path, tasks: list[str]) -> dict[str, dict[str, Any]]:
+    """The headline figures of each of `tasks` the run recorded (RUN/downstream/TASK.json)."""
+    found = {}
+    for task in tasks:
+        record = task_record(path, task)
+        if record is not None:
+            found[task] = {k: v for k, v in record.items() if k in TASK_FIGURES}
+    return found
 
 
-def read_final(path: Path, objective: str, seed: int, budget: str) -> FinalRun:
-    """A final run's status, final val_loss, downstream figures and epochs, from its directory."""
+def read_final(path: Path, objective: str, seed: int, budget: str, tasks: list[str]) -> FinalRun:
+    """A final run's status, final val_loss, downstream figures and epochs, from its directory: of the downstream
+    tasks, only the study's own `tasks` (a task scored by hand on the run since is none of the study's)."""
     run = read_run(path)
     status = str(read_status(path).get("status", "incomplete"))
-    return FinalRun(objective, seed, budget, path, status, run.val_loss, run.step, run.flops, dict(run.downstream),
-                    _task_records(path), _epochs(path))  # fmt: skip
+    own = {key for task in tasks for key in run.downstream if key.startswith(metric_key(task, ""))}
+    figures = {key: value for key, value in run.downstream.items() if key in own}
+    return FinalRun(objective, seed, budget, path, status, run.val_loss, run.step, run.flops, figures,
+                    _task_records(path, tasks), _epochs(path))  # fmt: skip

@@ -20,7 +20,16 @@ from typing import Any
 import numpy as np
 
 from lmpt.config.budget import parse_budget
-from lmpt.downstream.figures import ACCURACY, EQUAL_LENGTH_ACCURACY, GAIN, SCRATCH
+from lmpt.downstream.figures import (
+    ACCURACY,
+    ACCURACY_GAIN,
+    ACCURACY_MEAN,
+    EQUAL_LENGTH_ACCURACY,
+    GAIN,
+    SCRATCH,
+    SCRATCH_ACCURACY,
+    metric_key,
+)
 from lmpt.downstream.gain import paired_gain
 from lmpt.downstream.intervals import LEVEL, seed_interval
 from lmpt.downstream.minimal_pairs import EQUAL_LENGTH_PAIRS
@@ -30,8 +39,17 @@ from lmpt.study.finals import FinalRun
 
 FIGURES = (ACCURACY, EQUAL_LENGTH_ACCURACY)
 """The figures whose gain the study pools: accuracy, and on minimal pairs accuracy on the pairs of equal length."""
-GainTable = dict[str, dict[str, dict[str, dict[str, "PooledGain"]]]]
-"""budget -> objective -> task -> figure -> the pooled gain."""
+
+
+class GainTable(dict[str, dict[str, dict[str, dict[str, "PooledGain"]]]]):
+    """budget -> objective -> task -> figure -> the pooled gain; `flagged`: a sentence for each record left out
+    because it does not match its run's log."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.flagged: list[str] = []
+
+
 FIGURE_WORDS = {ACCURACY: "accuracy", EQUAL_LENGTH_ACCURACY: "pairs of equal token length"}
 
 
@@ -58,10 +76,45 @@ class PooledGain:
         return f"{self.gain:+.3f} [{self.low:+.3f}, {self.high:+.3f}]{mark}"
 
 
-def _record(run: FinalRun, task: str) -> dict | None:
-    """The run's record of `task` when it holds gains over a control."""
+def _record(run: FinalRun, task: str, flagged: list[str] | None = None) -> dict | None:
+    """The run's record of `task` when it holds gains over a control and agrees with the figures the run logged
+    (metrics.jsonl); a record that does not is left out, with a sentence naming it in `flagged`."""
     record = task_record(run.path, task)
-    return record if record is not None and isinstance(record.get(GAIN), dict) else None
+    if record is None or not isinstance(record.get(GAIN), dict):
+        return None
+    mismatch = _mismatch(run, task, record)
+    if mismatch:
+        if flagged is not None:
+            flagged.append(f"{run.path / 'downstream' / f'{task}.json'} does not match its run's log ({mismatch}): "
+                           "its gain is left out of the study's.")  # fmt: skip
+        return None
+    return record
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _mismatch(run: FinalRun, task: str, record: dict) -> str:
+    """What in `record` differs from the figures `run` logged for `task` (each compared where both hold it), or "".
+    The figures pooled are the record's per-item outcomes (zero-shot) or gains (fine-tuned): they must be the ones
+    the run's own scoring logged."""
+    gain = record[GAIN].get(ACCURACY)
+    zero_shot = items_key(ACCURACY) in record
+    held = {ACCURACY_GAIN: _number(gain.get("gain")) if isinstance(gain, dict) else None}
+    if zero_shot:
+        correct = decode_outcomes(record.get(items_key(ACCURACY)))
+        control = decode_outcomes(record.get(SCRATCH, {}).get(items_key(ACCURACY)))
+        held[ACCURACY] = float(correct.mean()) if correct is not None and correct.size else None
+        held[SCRATCH_ACCURACY] = float(control.mean()) if control is not None and control.size else None
+    else:
+        held[ACCURACY_MEAN] = _number(record.get(ACCURACY_MEAN))
+    for figure, value in held.items():
+        logged = run.downstream.get(metric_key(task, figure))
+        if logged is not None and (value is None or not math.isclose(value, logged, abs_tol=1e-9)):
+            shown = "none" if value is None else f"{value:.4f}"
+            return f"{figure} {shown} where metrics.jsonl logged {logged:.4f}"
+    return ""
 
 
 def _zero_shot(records: list[dict], figure: str) -> PooledGain | None:
@@ -103,10 +156,10 @@ def _fine_tuned(records: list[dict]) -> PooledGain | None:
     return PooledGain(float(np.mean(gains)), *interval, len(gains), "t over pre-training seeds")
 
 
-def pooled_gains(runs: list[FinalRun], task: str) -> dict[str, PooledGain]:
+def pooled_gains(runs: list[FinalRun], task: str, flagged: list[str] | None = None) -> dict[str, PooledGain]:
     """By figure, the completed `runs`' (one objective, one budget) gain over their controls on `task`; empty when a
-    run has no control on record."""
-    records = [_record(r, task) for r in runs if r.status == "completed"]
+    run has no control on record, or a record that does not match its run's log (said in `flagged`)."""
+    records = [_record(r, task, flagged) for r in runs if r.status == "completed"]
     if not records or any(r is None for r in records):
         return {}
     found = [r for r in records if r is not None]
@@ -118,14 +171,15 @@ def pooled_gains(runs: list[FinalRun], task: str) -> dict[str, PooledGain]:
 
 
 def study_gains(budgets: list[str], objectives: list[str], finals: dict[str, list[FinalRun]]) -> GainTable:
-    """budget -> objective -> task -> figure -> its pooled gain, for every task the runs recorded."""
-    table: GainTable = {}
+    """budget -> objective -> task -> figure -> its pooled gain, for every task the runs recorded (the study's own:
+    lmpt.study.finals reads no other), each record checked against its run's log."""
+    table = GainTable()
     for budget in budgets:
         for name in objectives:
             runs = [f for f in finals.get(name, []) if f.budget == budget and f.status == "completed"]
             tasks = sorted({t for f in runs for t in f.tasks})
             for task in tasks:
-                gains = pooled_gains(runs, task)
+                gains = pooled_gains(runs, task, table.flagged)
                 if gains:
                     table.setdefault(budget, {}).setdefault(name, {})[task] = gains
     return table
@@ -173,8 +227,27 @@ def verdict(table: GainTable, task: str, figure: str = ACCURACY) -> str:
         return (f"{head} ({name}: {measured}), and the gain does not grow with the budget: this task will not "
                 "measure pre-training on this data by a larger budget alone.")  # fmt: skip
     at = 10 ** ((half - intercept) / slope)
-    return (f"{head} ({name}: {measured}). Extrapolated, a straight line in log budget through these points, the "
-            f"gain would clear its ±{half:.3f} interval at about {at:.1e}{_unit(budgets[0])}.")  # fmt: skip
+    unit = _unit(budgets[0])
+    caveat = _how_uncertain(x, known, half, unit)
+    return (f"{head} ({name}: {measured}). {caveat} Extrapolated, a straight line in log budget through these points, "
+            f"the gain would clear its ±{half:.3f} interval at about {at:.1e}{unit}.")  # fmt: skip
+
+
+def _how_uncertain(x: np.ndarray, known: list[tuple[str, PooledGain]], half: float, unit: str) -> str:
+    """How far the extrapolated budget can be trusted: the line's slope with its 95% range, weighting each point by
+    its interval (its half-width read as 1.96 standard errors), and the budgets that range puts the crossing at."""
+    y = np.array([g.gain for _, g in known])
+    weight = 1 / np.array([max((g.high - g.low) / 2 / 1.96, 1e-12) for _, g in known]) ** 2
+    xw, yw = np.average(x, weights=weight), np.average(y, weights=weight)
+    spread = float(np.sum(weight * (x - xw) ** 2))
+    slope = float(np.sum(weight * (x - xw) * (y - yw)) / spread)
+    low, high = slope - 1.96 / math.sqrt(spread), slope + 1.96 / math.sqrt(spread)
+    text = f"Uncertain: the gains' 95% intervals allow a slope of {low:+.3f} to {high:+.3f} a decade of budget"
+    crossings = sorted(10 ** (xw + (half - yw) / b) for b in (low, high) if b > 0)
+    if low <= 0:
+        near = f" (nearest {crossings[0]:.1e}{unit})" if crossings else ""
+        return f"{text}, which holds 0: the gain may never clear its interval by budget alone{near}."
+    return f"{text}, which puts that budget anywhere from {crossings[0]:.1e} to {crossings[-1]:.1e}{unit}."
 
 
 def _best(
@@ -198,6 +271,8 @@ def task_figures(table: GainTable) -> list[tuple[str, str]]:
 
 
 def gain_verdicts(table: GainTable) -> dict[str, str]:
-    """`verdict` of every task's accuracy, and of its equal-length pairs where it has them (`TASK/FIGURE`)."""
+    """`verdict` of every task's accuracy, and of its equal-length pairs where it has them (`TASK/FIGURE`), then a
+    sentence for each record left out (`mismatch/N`)."""
     sentences = {f"{task}/{figure}": verdict(table, task, figure) for task, figure in task_figures(table)}
+    sentences |= {f"mismatch/{i}": s for i, s in enumerate(getattr(table, "flagged", []))}
     return {key: sentence for key, sentence in sentences.items() if sentence}

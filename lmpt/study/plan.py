@@ -5,6 +5,7 @@ exit 2) raised before anything is written."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from omegaconf import DictConfig
 
 from lmpt.config.budget import Budget, parse_budget
 from lmpt.errors import LmptError
+from lmpt.study.space import draw_recipes, read_space
 
 DEFAULT_SPACES = {
     "muon": {
@@ -23,7 +25,7 @@ DEFAULT_SPACES = {
     "adamw": {"optimizer.lr": "tag(log, interval(0.0001, 0.01))"},
     "adafactor": {"optimizer.lr": "tag(log, interval(0.0001, 0.01))"},
 }
-"""The search space by optimizer (study.space empty): Hydra optuna sweeper expressions, log-uniform."""
+"""The search space by optimizer (study.space empty): Hydra sweep expressions (lmpt.study.space), log-uniform."""
 
 STUDY_SETS = ("objective", "trainer.seed", "trainer.max_steps", "trainer.resume", "trainer.dry_run")
 """Run keys the study sets itself for each run: the command line may not give them."""
@@ -50,6 +52,10 @@ class StudyPlan:
     trials: int
     sampler: str
     search_seed: int
+    recipes: list[dict[str, str]]
+    """Every trial's recipe, drawn before any runs from search_seed over space: the same for every objective."""
+    tasks: list[str]
+    """The downstream tasks every final run scores, by record name (RUN/downstream/TASK.json): the study's own."""
 
     @property
     def budget(self) -> str:
@@ -68,6 +74,8 @@ class StudyPlan:
             "trials_per_objective": self.trials,
             "sampler": self.sampler,
             "search_seed": self.search_seed,
+            "search_recipes": self.recipes,
+            "tasks": self.tasks,
             "run_overrides": self.run_overrides,
         }
 
@@ -120,8 +128,12 @@ def _check_study_keys(study: Any) -> None:
         raise LmptError(f"study.trials={study.trials} must be at least 1")
     if not 0 < study.search_fraction <= 1:
         raise LmptError(f"study.search_fraction={study.search_fraction} must be in (0, 1]")
-    if study.sampler not in ("random", "tpe"):
-        raise LmptError(f"study.sampler={study.sampler} must be random or tpe")
+    if study.sampler == "tpe":
+        raise LmptError("study.sampler=tpe draws each trial from the trials finished before it, so a resumed or "
+                        "parallel search, and each objective, would try other recipes: use study.sampler=random "
+                        "(every trial's recipe drawn before any runs)")  # fmt: skip
+    if study.sampler != "random":
+        raise LmptError(f"study.sampler={study.sampler} must be random")
 
 
 def _known_objectives() -> list[str]:
@@ -165,6 +177,10 @@ def final_budgets(study: Any, run: DictConfig, overrides: list[str]) -> list[tup
         if budget is None:
             raise LmptError(f"study.budgets: {value} is no budget: give e.g. 1e12flops")
         parsed.append((value, budget))
+    if any(b.unit == "minutes" for _, b in parsed):
+        raise LmptError(f"lmpt-study compares objectives at equal compute, and a budget in minutes "
+                        f"({', '.join(values)}) buys each objective what its speed on this machine allows: give FLOPs "
+                        "(e.g. 1e12flops) or tokens")  # fmt: skip
     if len({b.unit for _, b in parsed}) > 1:
         raise LmptError(f"study.budgets mixes units ({', '.join(values)}): give every budget in one unit")
     if len({b.amount for _, b in parsed}) < len(parsed):
@@ -184,13 +200,18 @@ def planned_steps(cfg: DictConfig, given: set[str]) -> int:
     return length.max_steps
 
 
-def _check_objective(name: str, overrides: list[str], search_budget: str, min_steps: int) -> int:
-    """Compose the search trial of objective `name`, check it and its downstream tasks as lmpt would; returns the
-    steps it is expected to take."""
+def _check_objective(
+    name: str, overrides: list[str], search_budget: str, min_steps: int, recipes: list[dict[str, str]]
+) -> int:
+    """Compose the search trials of objective `name` (each recipe: a searched key must exist and take its values),
+    check the first and its downstream tasks as lmpt would; returns the steps a trial is expected to take."""
     from lmpt.downstream.after_training import check_downstream
     from lmpt.objectives.registry import objective_class
 
     run = search_overrides(overrides, name, search_budget)
+    for recipe in recipes[1:]:
+        compose(config_name="config", overrides=[*run, *(f"{k}={v}" for k, v in recipe.items())])
+    run += [f"{k}={v}" for k, v in recipes[0].items()]
     cfg = compose(config_name="config", overrides=run)
     try:
         check_downstream(cfg.downstream, objective_class(name), cfg.data.seq_len, cfg.model.max_seq_len)
@@ -206,20 +227,48 @@ def _check_objective(name: str, overrides: list[str], search_budget: str, min_st
     return steps
 
 
+def search_space(study: Any, optimizer: str) -> dict[str, str]:
+    """study.space (key -> expression), or the optimizer's default space when it is empty; each expression checked
+    (lmpt.study.space)."""
+    given = study.space if study.space is not None else {}
+    if not isinstance(given, Mapping) or not all(isinstance(v, str | int | float) for v in given.values()):
+        raise LmptError(f"study.space={given} must map each searched key to a range, e.g. "
+                        "study.space={optimizer.lr:'tag(log, interval(0.001, 0.1))'}")  # fmt: skip
+    space = {str(k): str(v) for k, v in given.items()} or DEFAULT_SPACES.get(optimizer, {})
+    if not space:
+        raise LmptError(f"optimizer={optimizer} has no default search space: give study.space")
+    try:
+        read_space(space)
+    except ValueError as exc:
+        raise LmptError(str(exc)) from None
+    return space
+
+
+def task_names(downstream: Any) -> list[str]:
+    """The record names (RUN/downstream/TASK.json) of the tasks a run with this `downstream` section scores."""
+    from lmpt.downstream.after_training import classification_task
+    from lmpt.downstream.choice_tasks import task_name
+
+    names = [task_name(str(t)) for t in downstream.choice_tasks]
+    for i, task in enumerate(downstream.classification_tasks):
+        names.append(classification_task(str(task), f"downstream.classification_tasks[{i}]").name)
+    return names
+
+
 def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
     """Check the study the composed `cfg` and the command line's `overrides` describe; LmptError on bad input."""
     study = cfg.study
     _check_study_keys(study)
     run_overrides = run_keys(study, overrides)
     run = compose(config_name="config", overrides=run_overrides)  # what every run composes, but its objective
-    space = dict(study.space) or DEFAULT_SPACES.get(str(run.optimizer.name), {})
-    if not space:
-        raise LmptError(f"optimizer={run.optimizer.name} has no default search space: give study.space")
+    space = search_space(study, str(run.optimizer.name))
     _check_overrides(run_overrides, space)
     budgets = final_budgets(study, run, overrides)
     search_budget = fraction_of(budgets[-1][1], study.search_fraction)
     objectives = [str(o) for o in study.objectives]
-    steps = {name: _check_objective(name, run_overrides, search_budget, study.min_search_steps) for name in objectives}
+    recipes = draw_recipes(read_space(space), int(study.trials), int(study.search_seed))
+    steps = {name: _check_objective(name, run_overrides, search_budget, study.min_search_steps, recipes)
+             for name in objectives}  # fmt: skip
     return StudyPlan(
         objectives=objectives,
         seeds=[int(s) for s in study.seeds],
@@ -233,4 +282,6 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
         trials=int(study.trials),
         sampler=str(study.sampler),
         search_seed=int(study.search_seed),
+        recipes=recipes,
+        tasks=task_names(run.downstream),
     )

@@ -4,10 +4,11 @@ study, the `study.*` keys say what the study compares and how it searches."""
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from lmpt.config.schema import LmptConfig
 
@@ -39,14 +40,16 @@ class StudyConfig:
     min_search_steps: int = 10
     """The fewest optimizer steps a search trial may take; a smaller search budget is refused before any work."""
     sampler: str = "random"
-    """The optuna sampler of the search (hydra/sweeper/sampler): random (every objective tries the same recipes)
-    or tpe."""
+    """How the trials' recipes are drawn: random, every trial's recipe drawn before any runs (the same recipes for
+    every objective, whatever order the trials finish in). tpe, which picks each trial from those finished before it,
+    is refused."""
     search_seed: int = 0
-    """Seed of the search's sampler (the same for every objective)."""
-    space: dict[str, str] = field(default_factory=dict)
-    """The search space, key -> Hydra optuna sweeper expression; empty = by optimizer: muon searches optimizer.lr
-    in [5e-3, 0.2] and optimizer.adamw_lr in [2e-3, 0.1], adamw and adafactor optimizer.lr in [1e-4, 1e-2]
-    (log-uniform each)."""
+    """Seed of the recipes' draw (the same for every objective)."""
+    space: Any = None
+    """The search space, {KEY: EXPRESSION} in Hydra's sweep syntax: interval(LOW, HIGH), tag(log, interval(LOW,
+    HIGH)) or choice(A, B, ...); empty = by optimizer: muon searches optimizer.lr in [5e-3, 0.2] and
+    optimizer.adamw_lr in [2e-3, 0.1], adamw and adafactor optimizer.lr in [1e-4, 1e-2] (log-uniform each). Typed
+    Any, so `study.space={...}` sets it without a `+` (a typed dict under Hydra's struct mode takes no new key)."""
 
 
 @dataclass
@@ -54,12 +57,20 @@ class StudyAppConfig(LmptConfig):
     study: StudyConfig = field(default_factory=StudyConfig)
 
 
-def study_keys() -> str:
-    """`lmpt-study --help`'s list of the study keys and their defaults."""
+def study_keys(*, _root_: DictConfig) -> str:
+    """`lmpt-study --help`'s list of the study keys and the values the study runs with: conf/study.yaml's, with the
+    command line's (`_root_`: the composed config the help is rendered from)."""
+    study = _root_.study
     lines = []
     for f in fields(StudyConfig):
-        default = f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
-        lines.append(f"  study.{f.name} [{default}]")
+        value = study.get(f.name)
+        if isinstance(value, ListConfig):
+            shown = f"[{','.join(map(str, value))}]"
+        elif isinstance(value, DictConfig):
+            shown = "{" + ",".join(f"{k}:'{v}'" for k, v in value.items()) + "}"
+        else:
+            shown = "{}  (empty: the optimizer's default space)" if f.name == "space" and value is None else str(value)
+        lines.append(f"  study.{f.name}={shown}")
     return "\n".join(lines)
 
 

@@ -1,28 +1,29 @@
-"""The learning-rate search of one objective: an `lmpt -m hydra/sweeper=optuna` sweep (hydra-optuna-sweeper) of
-study.trials trials at the search's share of the budget, each trial an ordinary run directory minimising its own
-final validation loss. A killed search resumes: the trials that finished (completed, or failed on their own: a
-diverged learning rate) are kept, and a new launch of the sweep runs only the missing ones, its sampler seeded
-past the trials already drawn. The chosen recipe is the completed trial with the lowest val_loss."""
+"""The learning-rate search of one objective: study.trials trials at the search's share of the budget, their recipes
+fixed before any runs (lmpt.study.space: the same recipes for every objective), each trial an ordinary `lmpt` run
+directory (STUDY/search/OBJECTIVE/trial-K) minimising its own final validation loss. A killed search resumes trial by
+trial: a finished trial (completed, or failed on its own: a diverged learning rate) is kept, any other is launched
+again with the same command, which continues it from its newest checkpoint. The chosen recipe is the completed trial
+with the lowest val_loss (the first of equals)."""
 
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.report.runs import read_run, read_status
-from lmpt.study.plan import StudyPlan, override_key, search_overrides
+from lmpt.study.launch import refuse_another_run, run_lmpt
+from lmpt.study.plan import StudyPlan, search_overrides
 
 FINISHED = ("completed", "failed")
 """Trial endings that count: a failed trial (a non-finite loss at a learning rate too high) is a result too."""
-LAUNCH_PREFIX = "launch-"
+TRIAL_PREFIX = "trial-"
+SWEEP_LAUNCHES = "launch-*"
+"""search/OBJECTIVE/launch-K: the layout of a study whose searches ran as optuna sweeps (an earlier lmpt-study)."""
 
 
 @dataclass
@@ -31,7 +32,7 @@ class Trial:
 
     path: Path
     recipe: dict[str, str]
-    """The searched keys and the values the sampler drew (as the trial's overrides give them)."""
+    """The searched keys and the values drawn for this trial."""
     status: str
     val_loss: float | None
     steps: int | None
@@ -43,7 +44,7 @@ class Trial:
 
 @dataclass
 class Search:
-    """An objective's search: its trials (every launch's, in order) and the recipe it chose."""
+    """An objective's search: its trials, in the order drawn, and the recipe it chose."""
 
     objective: str
     trials: list[Trial] = field(default_factory=list)
@@ -71,65 +72,68 @@ def search_dir(plan: StudyPlan, objective: str) -> Path:
     return plan.directory / "search" / objective
 
 
+def trial_dir(plan: StudyPlan, objective: str, index: int) -> Path:
+    return search_dir(plan, objective) / f"{TRIAL_PREFIX}{index}"
+
+
+def refuse_sweep_layout(plan: StudyPlan) -> None:
+    """A study directory whose searches ran as optuna sweeps (search/OBJECTIVE/launch-K, an earlier lmpt-study) is
+    refused in one line: its trials were drawn one launch at a time and cannot resume as fixed recipes."""
+    found = sorted((plan.directory / "search").glob(f"*/{SWEEP_LAUNCHES}"))
+    if found:
+        raise LmptError(
+            f"{plan.directory} holds a study made by an earlier lmpt-study, whose searches ran as optuna sweeps "
+            f"({found[0].relative_to(plan.directory)}): pick another study.dir or move it away (lmpt-compare still "
+            "reads its runs)"
+        )
+
+
+def read_trial(path: Path, recipe: dict[str, str]) -> Trial:
+    """The trial of `recipe` as its run directory `path` records it (incomplete when it has no status)."""
+    status = str(read_status(path).get("status", "incomplete"))
+    run = read_run(path)
+    return Trial(path, recipe, status, run.val_loss if status == "completed" else None, run.step)
+
+
 def read_search(plan: StudyPlan, objective: str) -> Search:
-    """Every trial under the objective's search directory, launch by launch, job by job."""
-    search = Search(objective)
-    root = search_dir(plan, objective)
-    launches = sorted(root.glob(f"{LAUNCH_PREFIX}*"), key=lambda p: int(p.name[len(LAUNCH_PREFIX) :]))
-    for launch in launches:
-        jobs = sorted((p for p in launch.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
-        for job in jobs:
-            search.trials.append(_read_trial(job, plan.space))
-    return search
+    """Every trial of the objective's search as its directory records it now."""
+    trials = [read_trial(trial_dir(plan, objective, k), recipe) for k, recipe in enumerate(plan.recipes)]
+    return Search(objective, trials)
 
 
-def _read_trial(job: Path, space: dict[str, str]) -> Trial:
-    overrides_file = job / ".hydra" / "overrides.yaml"
-    overrides = [str(o) for o in OmegaConf.load(overrides_file)] if overrides_file.exists() else []
-    recipe = {override_key(o): o.split("=", 1)[1] for o in overrides if override_key(o) in space}
-    run = read_run(job)
-    status = str(read_status(job).get("status", "incomplete"))
-    val_loss = run.val_loss if status == "completed" else None
-    return Trial(job, recipe, status, val_loss, run.step)
-
-
-def sweep_command(plan: StudyPlan, objective: str, launch: Path, trials: int, sampler_seed: int) -> list[str]:
-    """The `lmpt -m` command of one launch of the search: optuna over the search space, `trials` trials, no
-    downstream scoring, neither at the end nor during training (the search ranks by the objective's own validation
-    loss)."""
+def trial_command(plan: StudyPlan, objective: str, index: int) -> list[str]:
+    """The `lmpt` command of a trial: the command line's run keys at the search's budget, the first seed, the trial's
+    recipe, no downstream scoring, neither at the end nor during training (the search ranks by the objective's own
+    validation loss)."""
     return [
-        sys.executable, "-m", "lmpt", "-m",
-        *search_overrides(plan.run_overrides, objective, plan.search_budget),
+        sys.executable, "-m", "lmpt", *search_overrides(plan.run_overrides, objective, plan.search_budget),
         f"trainer.seed={plan.seeds[0]}",
         "downstream.choice_tasks=[]", "downstream.classification_tasks=[]", "downstream.score_every=0",
-        "hydra/sweeper=optuna", f"hydra/sweeper/sampler={plan.sampler}",
-        f"hydra.sweeper.sampler.seed={sampler_seed}", f"hydra.sweeper.n_trials={trials}",
-        "hydra.sweeper.direction=minimize",
-        *[f"{key}={expression}" for key, expression in plan.space.items()],
-        f"hydra.sweep.dir={launch}",
+        *[f"{key}={value}" for key, value in plan.recipes[index].items()],
+        f"hydra.run.dir={trial_dir(plan, objective, index)}",
     ]  # fmt: skip
 
 
 def run_search(plan: StudyPlan, objective: str) -> Search:
-    """Run the trials the objective's search still lacks (none when it is done); returns the whole search."""
+    """Run (or continue) every trial of the objective's search that has not finished; returns the whole search."""
     search = read_search(plan, objective)
-    missing = plan.trials - len(search.finished)
-    if missing <= 0:
-        console.print(f"search {objective}: {len(search.finished)} trials done, reused")
+    if len(search.finished) == plan.trials:
+        console.print(f"search {objective}: {plan.trials} trials done, reused")
         return search
-    root = search_dir(plan, objective)
-    launch = root / f"{LAUNCH_PREFIX}{len(list(root.glob(f'{LAUNCH_PREFIX}*')))}"
-    # the sampler seeded past the trials already drawn: a resumed random search does not redraw them
-    seed = plan.search_seed + len(search.trials)
-    console.print(f"search {objective}: {missing} trial(s) at trainer.budget={plan.search_budget} into {launch}")
-    result = subprocess.run(sweep_command(plan, objective, launch, missing, seed))
-    if result.returncode in (130, -2):  # Ctrl-C: stop the study; the same command resumes it
-        raise KeyboardInterrupt(f"search {objective} interrupted")
-    search = read_search(plan, objective)
-    if len(search.finished) < plan.trials:  # every objective gets the same number of trials
-        raise LmptError(f"search {objective}: {len(search.finished)} of {plan.trials} trials finished (the sweep "
-                        f"exited with {result.returncode}; see {launch}): run the same command to resume")  # fmt: skip
+    for k, trial in enumerate(search.trials):
+        command = trial_command(plan, objective, k)
+        refuse_another_run(trial.path, command)
+        if trial.status in FINISHED:
+            continue
+        recipe = " ".join(f"{key}={value}" for key, value in trial.recipe.items())
+        console.print(f"search {objective} trial {k + 1}/{plan.trials} at trainer.budget={plan.search_budget}: "
+                      f"{recipe} into {trial.path}")  # fmt: skip
+        code = run_lmpt(plan.directory, trial.path, command)
+        search.trials[k] = read_trial(trial.path, trial.recipe)
+        if search.trials[k].status not in FINISHED:  # every objective gets the same trials
+            raise LmptError(f"search {objective}: trial {k} did not finish (lmpt exited with {code}; see "
+                            f"{trial.path}): run the same command to resume it")  # fmt: skip
     if search.chosen() is None:
-        raise LmptError(f"search {objective}: no trial completed with a finite val_loss (see {root}): "
-                        "widen study.space or raise the budget")  # fmt: skip
+        raise LmptError(f"search {objective}: no trial completed with a finite val_loss (see "
+                        f"{search_dir(plan, objective)}): widen study.space or raise the budget")  # fmt: skip
     return search
