@@ -255,6 +255,12 @@ def _compare(reference: Path, run_dir: Path, reference_cache: Path, cache: Path,
     if not (run_dir / "model.safetensors").exists() or read_status(run_dir).get("status") != "completed":
         return [f"round {result.rounds} never finished"]
     problems = []
+    try:
+        assert_same(reference, run_dir, f"round {result.rounds}")
+    except AssertionError as exc:
+        problems.append(str(exc))
+    if cache_files(cache) != cache_files(reference_cache):
+        problems.append(f"round {result.rounds}: the token cache built under kills differs from a clean build")
     golden_scored, scored = _scored(reference), _scored(run_dir)
     if scored["records"] != golden_scored["records"]:
         problems.append(f"round {result.rounds}: the downstream records differ from the uninterrupted run's")
@@ -262,11 +268,5 @@ def _compare(reference: Path, run_dir: Path, reference_cache: Path, cache: Path,
         problems.append(f"round {result.rounds}: the logged downstream figures differ (or are logged more than once)")
     if (run_dir / "scoring.json").exists():
         problems.append(f"round {result.rounds}: the completed run kept its scoring ledger")
-    try:
-        assert_same(reference, run_dir, f"round {result.rounds}")
-    except AssertionError as exc:
-        problems.append(str(exc))
-    if cache_files(cache) != cache_files(reference_cache):
-        problems.append(f"round {result.rounds}: the token cache built under kills differs from a clean build")
     result.same_sha256 &= _sha256(reference / "model.safetensors") == _sha256(run_dir / "model.safetensors")
     return problems
