@@ -5,10 +5,13 @@ names them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.markup import escape
 from rich.table import Table
 
-from lmpt.downstream.figures import CHANCE, MAJORITY_ACCURACY, SCRATCH_ACCURACY_MEAN, task_figure
+from lmpt.downstream.figures import CHANCE, MAJORITY_ACCURACY, task_figure
+from lmpt.report.control_gain import control_key
 from lmpt.report.ranking import Ranking
 from lmpt.report.runs import RunSummary
 from lmpt.report.significance import Significance, with_interval
@@ -19,20 +22,22 @@ KEPT = ("run", "objective", "status", "step", "val_loss", "wall_s")
 
 
 def _context(runs: list[RunSummary], key: str) -> list[Column]:
-    """The ranked task's chance level (zero-shot) or majority-class accuracy and untrained (scratch) control
-    (fine-tuned), each when any run logged it."""
+    """The ranked task's chance level (zero-shot) or majority-class accuracy (fine-tuned), and the untrained
+    (scratch) control's figure (either), each when any run logged it."""
     task = key.rsplit("/", 1)[0]
     shown = []
-    for figure, title in ((CHANCE, "chance"), (MAJORITY_ACCURACY, "majority"), (SCRATCH_ACCURACY_MEAN, "scratch")):
-        found = f"{task}/{figure}"
+    for found, title in ((f"{task}/{CHANCE}", "chance"), (f"{task}/{MAJORITY_ACCURACY}", "majority"),
+                         (control_key(key), "scratch")):  # fmt: skip
         if any(found in r.downstream for r in runs):
             value = lambda r, found=found: r.downstream.get(found)
             shown.append(Column(title, value, lambda v: "" if v is None else f"{v:.3f}", numeric=True))
     return shown
 
 
-def console_columns(runs: list[RunSummary], ranking: Ranking, significance: Significance | None) -> list[Column]:
-    """The console's columns, in order."""
+def console_columns(
+    runs: list[RunSummary], ranking: Ranking, significance: Significance | None, extra: Sequence[Column] = ()
+) -> list[Column]:
+    """The console's columns, in order: `extra` (a pooled table's seeds and spread) after the ranked figure."""
     full = {c.title: c for c in columns(runs)}
     ranked = [r for r in runs if ranking.value(r) is not None]
     rank = {id(r): i for i, r in enumerate(ranked, start=1)}
@@ -42,21 +47,28 @@ def console_columns(runs: list[RunSummary], ranking: Ranking, significance: Sign
         figure = task_figure(ranking.key)
         interval = significance.interval if significance is not None else lambda r: None
         title = f"{figure} [95%]" if significance is not None else figure
-        shown.append(Column(title, lambda r: with_interval(ranking.value(r), interval(r), 3 if significance else 4),
-                            numeric=True))  # fmt: skip
+        digits = 3 if ranking.higher_is_better else 4  # losses of close settings differ in the third decimal
+        shown.append(Column(title, lambda r: with_interval(ranking.value(r), interval(r), digits), numeric=True))
+    shown += extra
     if significance is not None:
         gaps = significance.gaps
         shown.append(Column("vs next", lambda r: gaps[id(r)].mark if id(r) in gaps else ""))
-        shown += _context(runs, ranking.key or "")
+        if any(significance.contradiction(r) for r in runs):
+            shown.append(Column("record", significance.contradiction))
+        shown += _context(runs, ranking.key) if ranking.higher_is_better and ranking.key else []
     shown += [full[t] for t in KEPT[4:] if t != (ranking.key and task_figure(ranking.key))]
     return shown
 
 
 def console_table(
-    runs: list[RunSummary], ranking: Ranking, significance: Significance | None, title: str | None = None
+    runs: list[RunSummary],
+    ranking: Ranking,
+    significance: Significance | None,
+    title: str | None = None,
+    extra: Sequence[Column] = (),
 ) -> tuple[Table, list[str]]:
     """The rich table, and the titles of the full table's columns it leaves out (in the files)."""
-    shown = console_columns(runs, ranking, significance)
+    shown = console_columns(runs, ranking, significance, extra)
     table = Table(title=title)
     for col in shown:
         table.add_column(col.title, justify="right" if col.numeric else "left", overflow="fold")

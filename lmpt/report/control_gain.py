@@ -8,10 +8,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lmpt.downstream.figures import GAIN, METRIC_PREFIX, task_figure
+from lmpt.downstream.figures import GAIN, METRIC_PREFIX, SCRATCH, task_figure
 from lmpt.report.ranking import Ranking
 from lmpt.report.runs import RunSummary
 from lmpt.report.significance import task_record
+from lmpt.report.table import Column
 
 MEAN_SUFFIX = "_mean"  # a fine-tuned figure: the mean over seeds (lmpt.downstream.figures.mean_of)
 
@@ -23,6 +24,8 @@ class ControlGain:
     gain: float
     low: float
     high: float
+    control: float | None = None
+    """The control's own figure, as the record holds it."""
 
     @property
     def within_noise(self) -> bool:
@@ -52,7 +55,37 @@ def control_gain(run: RunSummary, key: str) -> ControlGain | None:
         return None
     if logged is not None and (pretrained is None or not math.isclose(pretrained, logged)):
         return None
-    return ControlGain(gain, low, high)
+    return ControlGain(gain, low, high, _number(entry.get(SCRATCH)))
+
+
+def control_key(key: str) -> str:
+    """`downstream/TASK/scratch_FIGURE`: the key the scratch control's figure is logged under beside the ranked
+    `downstream/TASK/FIGURE` (scratch_accuracy zero-shot, scratch_accuracy_mean fine-tuned)."""
+    task, figure = key.rsplit("/", 1)
+    return f"{task}/{SCRATCH}_{figure}"
+
+
+def control_columns(runs: list[RunSummary], ranking: Ranking) -> list[Column]:
+    """The CSV and Markdown columns of the ranked figure's from-scratch control: its figure and the run's gain over it
+    with the gain's 95% interval, from the run's record (the logged control figure where the record has none); none
+    when no ranked run had a control."""
+    if ranking.key is None or not ranking.key.startswith(METRIC_PREFIX):
+        return []
+    key, figure = ranking.key, task_figure(ranking.key)
+    gains = {id(r): control_gain(r, key) for r in runs if ranking.value(r) is not None}
+    logged = control_key(key)
+    if not any(gains.values()) and not any(logged in r.downstream for r in runs):
+        return []
+    control = lambda r: r.downstream.get(logged, g.control if (g := gains.get(id(r))) else None)
+    part = lambda name: lambda r: getattr(g, name) if (g := gains.get(id(r))) else None
+    digits = lambda v: "" if v is None else f"{v:.4f}"
+    signed = lambda v: "" if v is None else f"{v:+.4f}"
+    return [
+        Column(f"{figure}_control", control, digits, numeric=True),
+        Column(f"{figure}_gain", part("gain"), signed, numeric=True),
+        Column(f"{figure}_gain_low", part("low"), signed, numeric=True),
+        Column(f"{figure}_gain_high", part("high"), signed, numeric=True),
+    ]
 
 
 def within_noise_sentence(ranked: list[RunSummary], ranking: Ranking) -> str:

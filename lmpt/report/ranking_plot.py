@@ -17,15 +17,17 @@ matplotlib.use("Agg")  # files only: no display, no GUI toolkit
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from lmpt.downstream.figures import CHANCE, MAJORITY_ACCURACY, SCRATCH_ACCURACY_MEAN, task_figure  # noqa: E402
+from lmpt.downstream.figures import CHANCE, MAJORITY_ACCURACY, task_figure  # noqa: E402
 from lmpt.downstream.intervals import LEVEL  # noqa: E402
+from lmpt.report.control_gain import control_key  # noqa: E402
 from lmpt.report.ranking import Ranking  # noqa: E402
 from lmpt.report.runs import RunSummary  # noqa: E402
 from lmpt.report.significance import Significance  # noqa: E402
 from lmpt.report.table import run_labels  # noqa: E402
 
-REFERENCES = ((CHANCE, "chance"), (MAJORITY_ACCURACY, "majority class"), (SCRATCH_ACCURACY_MEAN, "scratch control"))
-"""The task's figures drawn beside the ranked one when the runs logged them: (figure, legend name)."""
+REFERENCES = ((CHANCE, "chance"), (MAJORITY_ACCURACY, "majority class"))
+"""The task's figures drawn beside the ranked one when the runs logged them: (figure, legend name); the untrained
+control's figure of the ranked one (control_key: zero-shot or fine-tuned) is drawn after them."""
 LABEL_WIDTH = 48  # characters of a run's name per line on the chart's axis
 
 
@@ -56,19 +58,25 @@ class RankingChart:
     intervals: list[tuple[float, float] | None]
     """The 95% interval of each run's figure; None where its record holds none."""
     references: list[Reference]
+    higher_is_better: bool = True
+    """False for a loss (a setting's mean over seeds)."""
 
 
 def ranking_chart(runs: list[RunSummary], ranking: Ranking, significance: Significance | None) -> RankingChart | None:
-    """The chart of `runs` (ranked best first) by `ranking`'s downstream figure; None unless such a figure ranks."""
+    """The chart of `runs` (ranked best first) by `ranking`'s downstream figure, or by a loss pooled over seeds
+    (lmpt.report.seed_pool); None unless such a figure ranks (`significance` holds the intervals)."""
     if significance is None or ranking.key is None:
         return None
     names = dict(zip((id(r) for r in runs), run_labels(runs)[0], strict=True))
     ranked = [r for r in runs if ranking.value(r) is not None]
     task = ranking.key.rsplit("/", 1)[0]
+    shown = [(f"{task}/{figure}", name) for figure, name in REFERENCES]
+    if ranking.higher_is_better:  # a downstream figure: its untrained control beside it
+        shown.append((control_key(ranking.key), "scratch control"))
     references = [
-        Reference(name, [r.downstream.get(f"{task}/{figure}") for r in ranked])
-        for figure, name in REFERENCES
-        if any(f"{task}/{figure}" in r.downstream for r in ranked)
+        Reference(name, [r.downstream.get(key) for r in ranked])
+        for key, name in shown
+        if any(key in r.downstream for r in ranked)
     ]
     return RankingChart(
         task_figure(ranking.key),
@@ -76,6 +84,7 @@ def ranking_chart(runs: list[RunSummary], ranking: Ranking, significance: Signif
         [float(ranking.value(r)) for r in ranked],  # type: ignore[arg-type]
         [significance.interval(r) for r in ranked],
         references,
+        ranking.higher_is_better,
     )
 
 
@@ -102,7 +111,7 @@ def draw_ranking(chart: RankingChart, title: str) -> Figure:
             ax.plot([ref.values[i] for i in marked], marked, "|", markersize=14, mew=2, color=f"C{k}", label=ref.name)
     ax.set_yticks(rows, [textwrap.fill(label, LABEL_WIDTH) for label in chart.labels], fontsize="small")
     ax.set_ylim(n - 0.5, -0.5)  # the best run on top
-    ax.set_xlabel(f"{chart.figure} (higher is better)")
+    ax.set_xlabel(f"{chart.figure} ({'higher' if chart.higher_is_better else 'lower'} is better)")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize="small", loc="best")
     ax.set_title(textwrap.fill(title, 110), fontsize="small")

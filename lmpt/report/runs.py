@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
+from rich.markup import escape
 
+from lmpt.console import warn
 from lmpt.downstream.figures import METRIC_PREFIX
 from lmpt.errors import LmptError
 from lmpt.safe_files import UnsafeFile, load_yaml
@@ -66,6 +68,15 @@ class RunSummary:
     """step -> (cumulative FLOPs, cumulative loss-bearing tokens), from the records that carry them."""
     downstream: dict[str, float] = field(default_factory=dict)
     """The latest `downstream/TASK/FIGURE` values (the downstream config group's tasks, scored when training ends)."""
+    seed: int | None = None
+    """trainer.seed, from config.yaml (None when it does not say)."""
+    members: list[RunSummary] = field(default_factory=list)
+    """A setting's runs over several seeds pooled into this one row (lmpt.report.seed_pool); empty for one run."""
+
+    @property
+    def seeds(self) -> list[int | None]:
+        """The seeds this row stands for: its members', or its own."""
+        return [m.seed for m in self.members] if self.members else [self.seed]
 
 
 def is_run_dir(path: Path) -> bool:
@@ -85,10 +96,16 @@ def find_runs(paths: list[Path | str]) -> list[RunSummary]:
             raise LmptError(f"{path} does not exist: name a run directory or a directory that holds runs")
         found.extend(_run_dirs_under(path))
     unique = list(dict.fromkeys(p.resolve() for p in found))
+    names = ", ".join(str(p) for p in paths)
     if not unique:
-        names = ", ".join(str(p) for p in paths)
         raise LmptError(f"no run directories (with {METRICS_FILE}, {CONFIG_FILE} or {HYDRA_DIR}/) under {names}")
-    return [read_run(p) for p in unique]
+    runs = [read_run(p) for p in unique]
+    if all(r.step is None for r in runs) and any(_step_records(p / METRICS_FILE) for p in unique):
+        raise LmptError(
+            f"nothing readable under {names}: every record of {METRICS_FILE} was of the wrong type "
+            "(each file is named above); fix or move those records"
+        )
+    return runs
 
 
 def _run_dirs_under(path: Path) -> list[Path]:
@@ -110,7 +127,10 @@ def read_run(path: Path) -> RunSummary:
     loss_speeds = [r["loss_tokens_per_s"] for r in train if r.get("loss_tokens_per_s") is not None]
     counted = [r for r in records if isinstance(r.get("flops"), int | float) and "loss_tokens" in r]
     overrides = _overrides(path)
-    objective = _objective_config(path)
+    config = _load_yaml(path / CONFIG_FILE)
+    config = config if isinstance(config, dict) else {}
+    objective = _section(config, "objective")
+    seed = _section(config, "trainer").get("seed")
     eval_mask_prob = objective.get("eval_mask_prob")
     return RunSummary(
         path=path,
@@ -135,21 +155,55 @@ def read_run(path: Path) -> RunSummary:
         compute_at={r["step"]: (r["flops"], r["loss_tokens"]) for r in counted},
         train_curve=[(r["step"], r["loss"]) for r in train if r["loss"] is not None],
         downstream={k: v for r in records for k, v in r.items() if k.startswith(DOWNSTREAM) and v is not None},
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
     )
 
 
-def read_records(path: Path) -> list[dict]:
-    """metrics.jsonl's records; a line cut short by a killed run is skipped."""
-    if not path.exists():
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def wrong_type(record: dict) -> str:
+    """Why `record` is not one lmpt writes (an integer step, every other value a number or null), or ""."""
+    if not isinstance(record["step"], int) or isinstance(record["step"], bool):
+        return f'"step" is {json.dumps(record["step"])}, not a whole number'
+    for key, value in record.items():
+        if value is not None and not _is_number(value):
+            return f"{json.dumps(key)} is {json.dumps(value)[:40]}, not a number"
+    return ""
+
+
+def _step_records(path: Path) -> list[tuple[int, dict]]:
+    """(line number, object) of every line of the file that parses as a JSON object with a step; a line cut short
+    by a killed run is skipped."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
         return []
-    records = []
-    for line in path.read_text().splitlines():
+    found = []
+    for number, line in enumerate(lines, 1):
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
             continue
         if isinstance(record, dict) and "step" in record:
+            found.append((number, record))
+    return found
+
+
+def read_records(path: Path) -> list[dict]:
+    """metrics.jsonl's records; a line cut short by a killed run is skipped, and a record of the wrong type (a figure
+    that is not a number) is skipped with one warning naming the file."""
+    records, skipped = [], []
+    for number, record in _step_records(path):
+        problem = wrong_type(record)
+        if problem:
+            skipped.append(f"line {number}: {problem}")
+        else:
             records.append(record)
+    if skipped:  # a report reads on past a hand-edited or foreign record: the rest of the run still counts
+        many = f"{len(skipped)} records" if len(skipped) > 1 else "a record"
+        warn(escape(f"{path}: skipped {many} of the wrong type ({skipped[0]})"))
     return records
 
 
@@ -189,11 +243,10 @@ def _overrides(path: Path) -> list[str]:
     return [str(o) for o in overrides] if isinstance(overrides, list) else []
 
 
-def _objective_config(path: Path) -> dict:
-    """The run's objective section (empty when config.yaml is missing or unreadable)."""
-    config = _load_yaml(path / CONFIG_FILE)
-    objective = config.get("objective") if isinstance(config, dict) else None
-    return objective if isinstance(objective, dict) else {}
+def _section(config: dict, name: str) -> dict:
+    """A section of the run's config.yaml (empty when it is missing or not a mapping)."""
+    section = config.get(name)
+    return section if isinstance(section, dict) else {}
 
 
 def _seconds(value: object) -> float | None:

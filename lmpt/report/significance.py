@@ -17,7 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from rich.markup import escape
 
+from lmpt.console import warn
 from lmpt.downstream.figures import ACCURACY, METRIC_PREFIX, task_figure
 from lmpt.downstream.intervals import LEVEL, bootstrap_interval, seed_interval
 from lmpt.downstream.record import DOWNSTREAM_DIR
@@ -49,7 +51,10 @@ class Evidence:
     """Per item, right (True) or wrong: zero-shot."""
     digest: str | None = None
     seeds: np.ndarray | None = None
-    """The figure per fine-tuning seed."""
+    """The figure per seed: of fine-tuning (a downstream figure), or of pre-training (a setting's pooled loss)."""
+    contradiction: str = ""
+    """Why the record cannot vouch for the logged figure (it holds another value, or is of the wrong type); "" when
+    it can."""
 
 
 @dataclass(frozen=True)
@@ -119,13 +124,25 @@ class Significance:
             sentence += f" {significant} of {len(tested)} tested gaps between neighbours are significant."
         return sentence
 
+    def contradiction(self, run: RunSummary) -> str:
+        """Why the run's record cannot vouch for its logged figure, or ""."""
+        found = self.evidence.get(id(run))
+        return "" if found is None else found.contradiction
 
-def legend(column: str) -> str:
-    """What the gap column (`column`) says."""
+
+def legend(column: str, pooled: bool = False) -> str:
+    """What the gap column (`column`) says: of a downstream figure, or (`pooled`) of a loss pooled over seeds."""
+    if pooled:
+        return (
+            f"{column}: the setting against the one ranked next, Holm-corrected p of Welch's t-test over their seeds; "
+            f"{SIGNIFICANT} differs at 95%, {NOT_DISTINGUISHABLE} not distinguishable, {UNTESTED} untested (fewer "
+            "than two seeds)."
+        )
     return (
         f"{column}: the run against the one ranked next, Holm-corrected p of McNemar's exact test over the same items "
         f"(zero-shot) or Welch's t-test over seeds (fine-tuned); {SIGNIFICANT} differs at 95%, {NOT_DISTINGUISHABLE} "
-        f"not distinguishable, {UNTESTED} untested (no per-item or per-seed results)."
+        f"not distinguishable, {UNTESTED} untested (no per-item or per-seed results, or a record that does not match "
+        "the log)."
     )
 
 
@@ -142,37 +159,68 @@ def task_record(run_dir: Path, task: str) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
+MISMATCH = "record does not match the log"
+MALFORMED = "record of the wrong type"
+
+
+def _seed_figures(per_seed: object, figure: str) -> list[float | None] | None:
+    """The figure of each fine-tuning seed in the record's per_seed list; None when the list holds anything but
+    seed records."""
+    if not isinstance(per_seed, list) or not all(isinstance(s, dict) for s in per_seed):
+        return None
+    return [_number(s.get(figure)) for s in per_seed]
+
+
 def read_evidence(run: RunSummary, key: str) -> Evidence | None:
     """The interval and per-item or per-seed results of `key` (`downstream/TASK/FIGURE`) in the run's record; None
-    when there is no record, or it no longer holds the logged figure."""
+    when there is no record of it, and an Evidence holding only its `contradiction` when the record holds another
+    value than the log or is of the wrong type (each said in one warning naming the file)."""
     task, figure = task_figure(key).rsplit("/", 1)
     record, logged = task_record(run.path, task), run.downstream.get(key)
     if record is None:
         return None
+    path = run.path / DOWNSTREAM_DIR / f"{task}.json"
     if figure.endswith("_mean"):  # fine-tuned: the figure per seed
-        per_seed = record.get("per_seed")
-        seeds = [_number(s.get(figure.removesuffix("_mean"))) for s in per_seed] if isinstance(per_seed, list) else []
-        if not seeds or None in seeds or (logged is not None and not math.isclose(statistics.fmean(seeds), logged)):
+        seeds = _seed_figures(record.get("per_seed"), figure.removesuffix("_mean"))
+        if seeds is None or None in seeds:
+            return _contradicted(path, MALFORMED, f"per_seed holds no {figure.removesuffix('_mean')} per seed")
+        if not seeds:
             return None
-        interval = seed_interval(seeds)
+        mean = statistics.fmean(seeds)  # type: ignore[arg-type]
+        if logged is not None and not math.isclose(mean, logged):
+            return _contradicted(path, MISMATCH, f"its seeds' mean is {mean:.4f}, metrics.jsonl logged {logged:.4f}")
+        interval = seed_interval(seeds)  # type: ignore[arg-type]
         return Evidence(*(interval or (None, None)), seeds=np.asarray(seeds, dtype=np.float64))
     value = _number(record.get(figure))
-    if value is None or (logged is not None and not math.isclose(value, logged)):
-        return None
+    if value is None:
+        wrong = record.get(figure) is not None
+        return _contradicted(path, MALFORMED, f"{figure} is not a number") if wrong else None
+    if logged is not None and not math.isclose(value, logged):
+        return _contradicted(path, MISMATCH, f"it holds {figure} {value:.4f}, metrics.jsonl logged {logged:.4f}")
     items = decode_outcomes(record.get(items_key(figure)))
     if items is not None and not math.isclose(float(items.mean()), value):
         items = None
     low, high = _number(record.get(low_key(figure))), _number(record.get(high_key(figure)))
-    if low is None and figure == ACCURACY and isinstance(record.get("interval"), list):  # minimal pairs before
-        low, high = map(_number, record["interval"][:2])
+    interval = record.get("interval")
+    if low is None and figure == ACCURACY and isinstance(interval, list) and len(interval) >= 2:  # minimal pairs
+        low, high = map(_number, interval[:2])
     if (low is None or high is None) and items is not None:
         low, high = bootstrap_interval(items.astype(np.float64))
     digest = record.get(ITEMS_DIGEST)
     return Evidence(low, high, items, digest if isinstance(digest, str) else None)
 
 
+def _contradicted(path: Path, what: str, detail: str) -> Evidence:
+    """Evidence that only says why the record cannot vouch for the figure, said once on the console."""
+    warn(escape(f"{path}: {what} ({detail}): its figure is shown untested, without an interval"))
+    return Evidence(contradiction=what)
+
+
 def gap_between(upper: Evidence | None, lower: Evidence | None) -> Gap:
     """The raw p of the upper run against the lower (not yet corrected), or why there is none."""
+    flagged = [e.contradiction for e in (upper, lower) if e is not None and e.contradiction]
+    if flagged:
+        return Gap(reason=f"a {flagged[0]}")
     if upper is not None and lower is not None:
         if upper.items is not None and lower.items is not None:
             if upper.items.size != lower.items.size or (upper.digest and lower.digest and upper.digest != lower.digest):
@@ -190,11 +238,16 @@ def neighbour_significance(ranked: list[RunSummary], ranking: Ranking) -> Signif
         return None
     order = [r for r in ranked if ranking.value(r) is not None]
     evidence = {id(r): e for r in order if (e := read_evidence(r, ranking.key)) is not None}
+    return tested_gaps(ranking.key, order, evidence)
+
+
+def tested_gaps(key: str, order: list[RunSummary], evidence: dict[int, Evidence]) -> Significance:
+    """Each of `order` (ranked best first) against the next, from their `evidence`, Holm-corrected as one family."""
     raw = {id(a): gap_between(evidence.get(id(a)), evidence.get(id(b))) for a, b in zip(order, order[1:], strict=False)}
     tested = [i for i, gap in raw.items() if gap.p is not None]
     adjusted = dict(zip(tested, holm([raw[i].p for i in tested]), strict=True))  # type: ignore[misc]
     gaps = {i: replace(gap, adjusted=adjusted.get(i)) for i, gap in raw.items()}
-    return Significance(ranking.key, evidence, gaps, [id(r) for r in order])
+    return Significance(key, evidence, gaps, [id(r) for r in order])
 
 
 def significance_columns(significance: Significance | None) -> list[Column]:
@@ -205,12 +258,15 @@ def significance_columns(significance: Significance | None) -> list[Column]:
     digits = lambda v: "" if v is None else f"{v:.4f}"
     p_value = lambda v: "" if v is None else f"{v:.2g}"
     bound = lambda r, side: (significance.interval(r) or (None, None))[side]
+    contradicted = any(e.contradiction for e in significance.evidence.values())
+    flagged = [Column("record", significance.contradiction)] if contradicted else []
     return [
         Column(f"{figure}_low", lambda r: bound(r, 0), digits, numeric=True),
         Column(f"{figure}_high", lambda r: bound(r, 1), digits, numeric=True),
         Column("vs_next", lambda r: g.mark if (g := gap(id(r))) else None, lambda v: v or ""),
         Column("vs_next_test", lambda r: g.test if (g := gap(id(r))) else None, lambda v: v or ""),
         Column("vs_next_holm_p", lambda r: g.adjusted if (g := gap(id(r))) else None, p_value, numeric=True),
+        *flagged,
     ]
 
 

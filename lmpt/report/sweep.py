@@ -59,39 +59,49 @@ def write_report(
     a downstream figure with its 95% interval, each gap to the next run tested, whether the top runs can be told
     apart, and whether any run's gain over its from-scratch control is), and write it whole as CSV and Markdown,
     with the validation-loss chart (against steps, FLOPs and loss-bearing tokens) and, ranked by a downstream
-    figure, its chart with the intervals, beside them. `ranking` orders them when the caller decides (a study ranks
-    by its own rule); by default choose_ranking does."""
+    figure, its chart with the intervals, beside them. A loss-ranked table pools each setting's seeds into one row
+    with its interval and tests each gap (lmpt.report.seed_pool), or says that it rests on one seed. `ranking`
+    orders them when the caller decides (a study ranks by its own rule); by default choose_ranking does."""
     from lmpt.report.console_table import console_table
-    from lmpt.report.control_gain import within_noise_sentence
+    from lmpt.report.control_gain import control_columns, within_noise_sentence
     from lmpt.report.plot import plot_val_curves  # matplotlib only once there is something to draw
     from lmpt.report.ranking_plot import plot_ranking, ranking_chart
+    from lmpt.report.seed_pool import one_seed_caveat, pool_seeds, seed_columns
     from lmpt.report.significance import legend, neighbour_significance, significance_columns
     from lmpt.report.table import run_labels, write_csv, write_markdown
 
     runs, ranking = rank_runs(runs, ranking)
-    significance = neighbour_significance(runs, ranking)
+    pool = pool_seeds(runs, ranking)
+    if pool is not None:  # a setting over several seeds is one row: its mean, spread and interval
+        runs, ranking, significance = pool.rows, pool.ranking, pool.significance
+    else:
+        significance = neighbour_significance(runs, ranking)
+    seeds = seed_columns(pool) if pool is not None else []
     verdict = significance.verdict() if significance is not None else ""
     noise = within_noise_sentence(runs, ranking)
-    table, left_out = console_table(runs, ranking, significance, title=f"{title}: {ranking.header}")
+    caveat = one_seed_caveat(runs, ranking) if pool is None else ""
+    table, left_out = console_table(runs, ranking, significance, title=f"{title}: {ranking.header}", extra=seeds)
     print_whole(table)
-    for line in (verdict, noise):
+    for line in (verdict, noise, caveat):
         if line:
             console.print(escape(line))
     if significance is not None and significance.gaps:
-        console.print(escape(legend("vs next")))
+        console.print(escape(legend("vs next", pooled=pool is not None)))
     common = run_labels(runs)[1]
     if common:
         console.print(f"all runs: {escape(' '.join(common))}")
     if left_out:
         console.print(f"more columns in {files.csv.name} and {files.markdown.name}: {escape(', '.join(left_out))}")
-    extra = significance_columns(significance)
-    note = f"{verdict} {legend('`vs_next`')}" if significance is not None and significance.gaps else ""
+    extra = [*seeds, *significance_columns(significance), *control_columns(runs, ranking)]
+    gaps = significance is not None and significance.gaps
+    note = f"{verdict} {legend('`vs_next`', pooled=pool is not None)}" if gaps else caveat
     chart = ranking_chart(runs, ranking, significance)
     plots = [files.ranked] * (chart is not None) + [files.curves]
+    pooled = " (each setting: the mean over its seeds)" if pool is not None else ""
     try:
         write_csv(runs, files.csv, extra)
         write_markdown(runs, files.markdown, ranking.header, extra, note.strip(), [noise], [p.name for p in plots])
-        plot_val_curves(runs, files.curves, log_y=log_y, title=f"validation loss: {title}", ranking=ranking)
+        plot_val_curves(runs, files.curves, log_y=log_y, title=f"validation loss{pooled}: {title}", ranking=ranking)
         if chart is not None:
             plot_ranking(chart, files.ranked, f"{title}: {ranking.header}")
     except OSError as exc:
@@ -110,7 +120,8 @@ def summarize_sweep(sweep_dir: Path | str) -> list[RunSummary]:
     downstream figure) ranking.png, in job order."""
     sweep_dir = Path(sweep_dir)
     runs = find_runs([sweep_dir])
-    write_report(runs, summary_files(sweep_dir), str(sweep_dir))
+    jobs = f"{len(runs)} job{'s' if len(runs) != 1 else ''}"
+    write_report(runs, summary_files(sweep_dir), f"sweep of {jobs}")  # no machine path: a title travels in docs
     return runs
 
 

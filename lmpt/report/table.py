@@ -119,14 +119,16 @@ def runs_table(runs: list[RunSummary], title: str | None = None) -> Table:
 
 
 def write_csv(runs: list[RunSummary], path: Path, extra: Sequence[Column] = ()) -> None:
-    """The table's columns at full precision (times in seconds), plus every run's full overrides and path."""
+    """The table's columns at full precision (times in seconds), plus every run's full overrides and path (a row
+    pooled over seeds: each seed's run directory)."""
     cols = columns(runs, extra)
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow([c.title for c in cols] + ["overrides", "path"])
         for run in runs:
             values = [c.value(run) for c in cols]
-            writer.writerow(["" if v is None else v for v in values] + [run.name, str(run.path)])
+            paths = [m.path for m in run.members] or [run.path]  # a setting pooled over seeds: each seed's run
+            writer.writerow(["" if v is None else v for v in values] + [run.name, " ".join(map(str, paths))])
 
 
 def write_markdown(

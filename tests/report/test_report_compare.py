@@ -111,3 +111,69 @@ def test_real_sweep_then_compare(tmp_path: Path) -> None:
         assert f'"val_loss": {row["val_loss"]}' in last_eval[-1]
     assert "optimizer.lr=0.003" in result.stdout and "val_acc" in result.stdout
     assert (tmp_path / "report" / "compare_val_loss.png").read_bytes()[:8] == PNG_SIGNATURE
+
+
+def _bad_metrics(path: Path, bad: dict) -> None:
+    """A completed run whose metrics.jsonl holds the record `bad` between two good ones."""
+    make_run(path, [*SHARED, "optimizer.lr=0.001"], [train_record(10, 6.0, 2000.0), bad, eval_record(20, 5.5)],
+             status={"status": "completed"})  # fmt: skip
+
+
+def _bad_task_record(path: Path) -> None:
+    """A fine-tuned run whose record of its task (RUN/downstream/order.json) has per_seed: [1, 2]."""
+    from report_fakes import fine_tuned_run
+
+    fine_tuned_run(path, "clm", [0.70, 0.72])
+    record = path / "downstream" / "order.json"
+    record.write_text(record.read_text().replace('"per_seed": [{', '"per_seed": [1, 2], "was": [{'))
+
+
+def _good_run(path: Path, fine_tuned: bool) -> None:
+    """A run beside the bad one, of the same kind."""
+    from report_fakes import fine_tuned_run
+
+    if fine_tuned:
+        fine_tuned_run(path, "mlm", [0.80, 0.82])
+    else:
+        make_run(path, [*SHARED, "optimizer.lr=0.003"], [eval_record(20, 5.0)], status={"status": "completed"})
+
+
+@pytest.mark.parametrize(
+    ("make_bad", "named", "problem"),
+    [
+        (lambda p: _bad_metrics(p, {"step": 15, "val_loss": "abc"}), "metrics.jsonl", '"val_loss" is "abc"'),
+        (lambda p: _bad_metrics(p, {"step": "abc", "loss": 6.1}), "metrics.jsonl", '"step" is "abc"'),
+        (_bad_task_record, "order.json", "record of the wrong type"),
+    ],
+    ids=["string figure", "string step", "per_seed of numbers"],
+)
+def test_a_record_of_the_wrong_type_is_one_line_naming_its_file_and_the_rest_is_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture, make_bad, named: str, problem: str
+) -> None:
+    make_bad(tmp_path / "runs" / "bad")
+    _good_run(tmp_path / "runs" / "good", fine_tuned=named == "order.json")
+    main([str(tmp_path / "runs"), "--out", str(tmp_path / "report")])  # the old code raised here (a traceback)
+    out = capsys.readouterr().out
+    warnings = [line for line in out.splitlines() if line.startswith("WARNING")]
+    assert len(warnings) == 1 and named in warnings[0] and problem in warnings[0], out
+    assert str(tmp_path / "runs" / "bad") in warnings[0]
+    rows = read_csv(tmp_path / "report" / "compare.csv")
+    assert len(rows) == 2 and {Path(r["path"]).name for r in rows} == {"bad", "good"}
+    if named == "metrics.jsonl":
+        bad = next(r for r in rows if Path(r["path"]).name == "bad")
+        assert bad["val_loss"] == "5.5" and bad["step"] == "20"  # the good records of the run still count
+
+
+def test_nothing_readable_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_run(tmp_path / "run", SHARED, [{"step": "abc", "loss": 6.0}, {"step": 10, "val_loss": "x"}])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["run"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "lmpt-compare: error: nothing readable under run: every record of metrics.jsonl was of the wrong type "
+        "(each file is named above); fix or move those records"
+    ]
+    assert not (tmp_path / "compare.csv").exists()

@@ -3,6 +3,7 @@ summary.md); a sweep whose runs evaluated once draws points, not lines, in val_l
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -127,3 +128,39 @@ def test_runs_evaluated_once_are_points_with_a_note_and_curves_stay_lines(tmp_pa
         assert ONCE_NOTE not in fig.texts[0].get_text()
     finally:
         plt.close(fig)
+
+
+def test_a_zero_shot_ranking_draws_each_runs_control_and_its_csv_carries_the_control_and_gain(
+    tmp_path: Path, charts
+) -> None:
+    """mlm ranks first at 0.512 while its own control scored 0.532: the chart and ranking.csv both say so."""
+    for job, (objective, accuracy, control) in enumerate([("mlm", 0.512, 0.532), ("clm", 0.480, 0.470)]):
+        gain = accuracy - control
+        logged = {"step": 10, "downstream/cloze/accuracy": accuracy, "downstream/cloze/chance": 0.25,
+                  "downstream/cloze/scratch_accuracy": control, "downstream/cloze/accuracy_gain": gain}  # fmt: skip
+        records = [train_record(10, 5.2, 4000.0), eval_record(10, 5.0), logged]
+        path = make_run(tmp_path / str(job), [*SHARED, f"objective={objective}"], records, objective=objective,
+                        status={"status": "completed"})  # fmt: skip
+        entry = {"pretrained": accuracy, "scratch": control, "gain": gain, "interval": [gain - 0.03, gain + 0.03]}
+        interval = {"accuracy_low": accuracy - 0.04, "accuracy_high": accuracy + 0.04}
+        record = {"task": "cloze", "accuracy": accuracy, **interval, "scratch": {"accuracy": control},
+                  "gain": {"accuracy": entry}}  # fmt: skip
+        (path / "downstream").mkdir()
+        (path / "downstream" / "cloze.json").write_text(json.dumps(record))
+    summarize_sweep(tmp_path)
+    (chart,) = charts
+    assert chart.labels == ["objective=mlm", "objective=clm"]
+    references = {r.name: r for r in chart.references}
+    assert references["scratch control"].values == [0.532, 0.470]  # a mark on each run's row
+    fig = draw_ranking(chart, "title")
+    try:
+        marks = {line.get_label(): line for line in fig.axes[0].get_lines()}["scratch control"]
+        assert list(marks.get_xdata()) == [0.532, 0.470] and list(marks.get_ydata()) == [0, 1]
+    finally:
+        plt.close(fig)
+    with open(tmp_path / "summary.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [float(r["cloze/accuracy_control"]) for r in rows] == [0.532, 0.470]
+    assert [float(r["cloze/accuracy_gain"]) for r in rows] == pytest.approx([-0.020, 0.010])
+    assert float(rows[0]["cloze/accuracy_gain_low"]) == pytest.approx(-0.050)
+    assert float(rows[0]["cloze/accuracy_gain_high"]) == pytest.approx(0.010)

@@ -141,3 +141,21 @@ def test_fine_tuned_figures_carry_a_t_interval_and_welch_tests(tmp_path: Path, c
     assert f"0.850 [{lo:.3f}, {hi:.3f}]" in out and "majority" in out and "scratch" in out and "0.660" in out
     assert "The top run is ahead of the second at 95% (Holm-corrected Welch t p=" in out
     assert "1 of 2 tested gaps" in out
+
+
+def test_a_forged_figure_is_flagged_as_contradicted_by_its_record_not_merely_untested(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    zero_shot_run(tmp_path / "runs" / "0", "0.001", outcomes(210))  # 0.70, as its record says
+    zero_shot_run(tmp_path / "runs" / "1", "0.002", outcomes(135), logged=0.95)  # the log says 0.95, its record 0.45
+    compare([tmp_path / "runs"], tmp_path / "report")
+    out = capsys.readouterr().out
+    forged = tmp_path / "runs" / "1" / "downstream" / "cloze.json"
+    (warning,) = [line for line in out.splitlines() if line.startswith("WARNING")]
+    assert f"{forged}: record does not match the log (it holds accuracy 0.4500, metrics.jsonl logged 0.9500)" in warning
+    row = next(line for line in out.splitlines() if "optimizer.lr=0.002" in line)
+    assert "record does not match the log" in row  # on the forged run's own row, not a bare "untested"
+    rows = list(csv.DictReader((tmp_path / "report" / "compare.csv").open()))
+    assert [r["record"] for r in rows] == ["record does not match the log", ""]
+    assert rows[0]["cloze/accuracy_low"] == "" and rows[0]["vs_next"] == "?"
+    assert "The top 2 could not be tested against each other (a record does not match the log)." in out
