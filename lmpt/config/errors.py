@@ -54,10 +54,21 @@ def describe(exc: BaseException) -> str:
     return _first_line(message)
 
 
+PLUGIN_EXTRAS = {
+    "hydra/launcher/joblib": "parallel",
+    "hydra/launcher/submitit_slurm": "slurm",
+    "hydra/launcher/submitit_local": "slurm",
+    "hydra/sweeper/optuna": "optuna",
+}
+"""Hydra plugin configs an lmpt option composes, and the extra of lmpt that installs each plugin."""
+
+
 def _describe_missing_option(message: str) -> str:
-    match = re.search(r"Could not find '([^']+)'", message)
+    match = re.search(r"Could not (?:find|load) '([^']+)'", message)
     wanted = match.group(1) if match else "?"
     group, _, name = wanted.rpartition("/")
+    if wanted in PLUGIN_EXTRAS:  # a Hydra plugin that is not installed: name the extra that brings it
+        return f"{group} '{name}' is a Hydra plugin installed by an extra: pip install 'lmpt[{PLUGIN_EXTRAS[wanted]}]'"
     options = re.findall(r"^\t(\S+)$", message, flags=re.MULTILINE)
     if group and options:
         return f"unknown {group} '{name}': choose one of {', '.join(options)}"

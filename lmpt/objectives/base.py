@@ -24,6 +24,12 @@ Stats = dict[str, tuple[torch.Tensor, torch.Tensor]]
 
 ENCODER_LEGEND = (("[MASK]", "mask"), ("random replacement", "random"), ("selected, kept", "kept"))
 PREFIX_LEGEND = (("prefix (seen whole)", "prefix"), ("suffix (predicted)", "suffix"))
+ATTENTION_BY_ARCH = {
+    "decoder": "causal: each position sees itself and earlier positions",
+    "encoder": "bidirectional: every position sees every position",
+    "encoder-decoder": "encoder: bidirectional over the input; decoder: causal over targets, sees the whole input",
+}
+"""lmpt-preview's line on attention for an objective that adds nothing to its architecture's masks."""
 
 
 class ScoringFrame(NamedTuple):
@@ -164,6 +170,11 @@ class Objective(ABC):
     def inference_state(cls, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The part of the trained weights that inference loads as a plain LanguageModel."""
         return state
+
+    def describe_attention(self) -> str:
+        """lmpt-preview: who attends to whom, in one line. By default what the architecture implies; an objective
+        whose masks differ (prefix, mixtures, segments) says so."""
+        return ATTENTION_BY_ARCH[self.arch]
 
     def preview_settings(self) -> list[str]:
         """lmpt-preview: what the objective's settings amount to at this data.seq_len, after the settings."""

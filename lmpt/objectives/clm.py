@@ -48,7 +48,7 @@ class CausalLM(Objective):
         return self.seq_len + 1
 
     def describe_attention(self) -> str:
-        text = "causal: each position sees itself and earlier positions"
+        text = super().describe_attention()
         if self.cfg.document_attention:
             text += " of its own document (never across the eos between documents)"
         return text

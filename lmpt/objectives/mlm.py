@@ -165,9 +165,6 @@ class MaskedLM(Objective):
     def window_length(self) -> int:
         return self.seq_len
 
-    def describe_attention(self) -> str:
-        return "bidirectional: every position sees every position"
-
     def mask(
         self, tokens: torch.Tensor, gen: torch.Generator, rate: float | None = None,
         eligible: torch.Tensor | None = None,

@@ -114,6 +114,8 @@ def test_a_tenth_objective_composes_with_its_schema_and_builds(toy: type[Objecti
     assert model.max_seq_len >= 16
     assert legend(objective) == [("echo", "mode")]
     assert settings(objective)[-1] == "echoes 25% of each window"
+    # a hook the preview calls is declared on Objective: a new objective inherits its architecture's attention line
+    assert objective.describe_attention() == "causal: each position sees itself and earlier positions"
 
 
 def test_a_tenth_objective_frames_and_exports_through_its_hooks(toy: type[Objective]) -> None:
