@@ -54,6 +54,16 @@ def write_pairs(path: Path, n: int = 20) -> Path:
         (["study.budgets=[1e12flops,2Mtokens]"], "study.budgets mixes units"),
         (["study.budgets=[1e12flops,1e12flops]"], "names a budget twice"),
         (["study.budgets=[1e12flops,lots]"], "study.budgets: trainer.budget=lots is not a budget"),
+        (["trainer.budget=1e12flops", "+study.space={optimizer.lr:bogus}"], "optimizer.lr=bogus is no search range"),
+        (["trainer.budget=1e12flops", "study.space={optimizer.lr:'interval(0.1, 0.01)'}"], "low end above its high"),
+        (["trainer.budget=1e12flops", "study.space={optimizer.lrr:'interval(0.01, 0.1)'}"], "optimizer.lrr"),
+        (["trainer.budget=1e12flops", "study.sampler=tpe"], "study.sampler=tpe draws each trial from the trials"),
+        (["study.budgets=[5min,10min]"], "a budget in minutes (5min, 10min) buys each objective what its speed"),
+        (["trainer.budget=1e12flops", "hydra.run.dir=elsewhere"], "hydra.run.dir=elsewhere: lmpt-study launches"),
+        (["trainer.budget=1e12flops", "--multirun"], "--multirun: lmpt-study runs its trials"),
+        # the documented form of study.space (no '+') composes and passes its checks: refused only for its budget
+        (["trainer.budget=1e6flops", 'study.space={optimizer.lr:"tag(log, interval(0.001, 0.1))"}'],
+         "fewer than study.min_search_steps=10"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, args: list[str], message: str) -> None:
@@ -98,7 +108,7 @@ def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> Non
         assert all(f"{key}={value}" in overrides for key, value in best["recipe"].items())
         curve = [r for r in map(json.loads, _metrics(Path(final["run"])).splitlines()) if "curve/pairs/accuracy" in r]
         assert [r["step"] for r in curve][-1] == final["step"] and all(r["curve/pairs/n"] == 20 for r in curve)
-    assert not any("curve/" in _metrics(trial) for trial in study.glob("search/*/launch-0/[0-9]*"))
+    assert not any("curve/" in _metrics(trial) for trial in study.glob("search/*/trial-*"))
     assert record["ranking"]["key"] == "downstream/pairs/accuracy" and record["ranking"]["budget"] == "6e9flops"
     assert record["plan"]["search_budget"] == "3e+09flops" and record["plan"]["budgets"] == ["3e9flops", "6e9flops"]
     for budget in ("3e9flops", "6e9flops"):  # each run's pairs scored beside its untrained control, pooled
@@ -115,13 +125,13 @@ def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> Non
     assert (study / "runs" / "3e9flops" / "mlm-seed0" / "status.json").exists()
     (mlm / "status.json").unlink()
     (mlm / "model.safetensors").unlink()
-    kept = {run: _metrics(run) for run in [clm, *(study / "search").glob("*/launch-0/[0-9]*")]}
+    kept = {run: _metrics(run) for run in [clm, *(study / "search").glob("*/trial-*")]}
     again = run_study(*TWO_BUDGETS, *CURVES, "downstream.choice_tasks=[pairs.jsonl]", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "search clm: 2 trials done, reused" in again.stdout
     assert "final clm seed 0 at 6e9flops: completed, reused" in again.stdout
     assert all(_metrics(run) == text for run, text in kept.items())  # nothing completed was redone
-    assert not list((study / "search").glob("*/launch-1"))
+    assert sorted(p.name for p in (study / "search" / "clm").iterdir()) == ["trial-0", "trial-1"]
     assert json.loads((mlm / "status.json").read_text())["status"] == "completed"
     assert (mlm / "model.safetensors").exists()
     resumed = json.loads((study / "study.json").read_text())
@@ -131,21 +141,23 @@ def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> Non
 @pytest.mark.soak  # ~50 s: a killed search; the tiny study's resume runs in CI
 def test_a_search_killed_mid_way_runs_only_its_missing_trial(tmp_path: Path) -> None:
     """A study killed during its second trial (no status.json there, no final run yet): the rerun keeps the first
-    trial and launches one more, seeded past the trials already drawn."""
+    trial and continues the second as the same recipe, in the same directory."""
     study_args = [*STUDY, "study.objectives=[clm]", "study.dir=s"]
     first = run_study(*study_args, cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
-    launch = tmp_path / "s" / "search" / "clm" / "launch-0"
-    (launch / "1" / "status.json").unlink()
+    search = tmp_path / "s" / "search" / "clm"
+    drawn = json.loads((tmp_path / "s" / "study.json").read_text())["plan"]["search_recipes"]
+    (search / "trial-1" / "status.json").unlink()
     shutil.rmtree(tmp_path / "s" / "runs")
-    text = _metrics(launch / "0")
+    text = _metrics(search / "trial-0")
     again = run_study(*study_args, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert _metrics(launch / "0") == text
+    assert _metrics(search / "trial-0") == text
     record = json.loads((tmp_path / "s" / "study.json").read_text())
     trials = record["objectives"]["clm"]["search"]["trials"]
-    assert [t["run"] for t in trials] == [str(launch / "0"), str(launch / "1"), str(launch.with_name("launch-1") / "0")]
-    assert [t["status"] for t in trials] == ["completed", "incomplete", "completed"]
+    assert [t["run"] for t in trials] == [str(search / "trial-0"), str(search / "trial-1")]
+    assert [t["status"] for t in trials] == ["completed", "completed"]
+    assert [t["recipe"] for t in trials] == drawn == record["plan"]["search_recipes"]
     assert record["objectives"]["clm"]["finals"][0]["status"] == "completed"
 
 
