@@ -91,7 +91,7 @@ def ranking_chart(runs: list[RunSummary], ranking: Ranking, significance: Signif
 def draw_ranking(chart: RankingChart, title: str) -> Figure:
     """The chart as a matplotlib figure (the caller closes it): the best run on top, the figure along x."""
     n = len(chart.values)
-    fig, ax = plt.subplots(figsize=(10, max(3.0, 1.6 + 0.45 * n)), dpi=110)
+    fig, ax = plt.subplots(figsize=(10, max(3.0, 1.6 + 0.45 * n)), dpi=110, layout="constrained")
     rows = list(range(n))
     shown = [i for i in rows if chart.intervals[i] is not None]
     if shown:
@@ -113,9 +113,9 @@ def draw_ranking(chart: RankingChart, title: str) -> Figure:
     ax.set_ylim(n - 0.5, -0.5)  # the best run on top
     ax.set_xlabel(f"{chart.figure} ({'higher' if chart.higher_is_better else 'lower'} is better)")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize="small", loc="best")
+    handles, names = ax.get_legend_handles_labels()  # below the chart: inside, it could hide an interval
+    fig.legend(handles, names, loc="outside lower center", ncols=min(3, len(names)), fontsize="small")
     ax.set_title(textwrap.fill(title, 110), fontsize="small")
-    fig.tight_layout()
     return fig
 
 
