@@ -56,12 +56,18 @@ def _is_fresh(path: Path) -> bool:
 
 
 def discard_if_fresh(path: Path) -> None:
-    """Remove a directory Hydra made for this launch when the run never started (bad input, resume elsewhere),
-    and the `outputs/YYYY-MM-DD` folder above it if that is left empty."""
-    if _is_fresh(path):
-        shutil.rmtree(path, ignore_errors=True)
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", path.parent.name) and not any(path.parent.iterdir()):
-            path.parent.rmdir()
+    """Remove a directory Hydra made for this launch when the run never started (bad input, a dry run, resume
+    elsewhere), and the folders above it inside the launch directory that are left empty (`outputs/YYYY-MM-DD`,
+    `outputs`)."""
+    if not _is_fresh(path):
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    launch = Path.cwd().resolve()
+    for parent in path.resolve().parents:
+        made_here = launch in parent.parents or re.fullmatch(r"\d{4}-\d{2}-\d{2}", parent.name)
+        if not made_here or any(parent.iterdir()):
+            break
+        parent.rmdir()
 
 
 def locate_run(trainer: Any, hydra_dir: Path, discard: bool = True) -> RunDir:

@@ -1,6 +1,7 @@
 """One training launch's hold on its process group, run directory and GPU: `with training_session(strategy)`
 opens the process group, and however the launch ends it closes the run log and releases the run directory's lock
-and any claimed GPU; a launch refused on bad input leaves no run directory behind."""
+and any claimed GPU; a launch that fails before its run started (bad input, a missing module, Ctrl-C) leaves no run
+directory behind."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
-from lmpt.errors import LmptError
 from lmpt.rundir.directory import discard_if_fresh
 from lmpt.rundir.lock import release_run_dirs
 from lmpt.rundir.log import close_run_log
@@ -40,7 +40,7 @@ def training_session(strategy: str) -> Iterator[Session]:
         yield Session(ctx, hydra_dir)
     except (Exception, KeyboardInterrupt) as exc:
         close_run_log(exc)
-        if isinstance(exc, LmptError) and ctx.is_main and HydraConfig.get().mode != RunMode.MULTIRUN:
+        if ctx.is_main and HydraConfig.get().mode != RunMode.MULTIRUN:
             discard_if_fresh(hydra_dir)  # a sweep keeps the failed job's folder
         raise
     finally:

@@ -20,8 +20,8 @@ def run_dirs(root: Path) -> list[Path]:
 
 
 def nothing_written(root: Path) -> bool:
-    """A refused launch leaves no run directory, not even an empty date folder."""
-    return not (root / "outputs").exists() or not any((root / "outputs").iterdir())
+    """A refused launch leaves no run directory, not even an empty date or outputs folder."""
+    return not (root / "outputs").exists()
 
 
 def test_tiny_run_learns_and_fills_its_run_directory(tmp_path: Path) -> None:
@@ -140,6 +140,21 @@ def test_dry_run_prints_the_plan_and_trains_nothing(tmp_path: Path) -> None:
     assert "d_model: 768" in result.stdout  # the config tree
     assert nothing_written(tmp_path)
     assert "tokenising" not in result.stdout and "training a" not in result.stdout  # no data work
+
+
+def test_a_launch_that_crashes_on_an_import_leaves_no_run_directory(tmp_path: Path) -> None:
+    # a module the run imports is missing (as regex was on a bare install): the crash is no bad input, a traceback,
+    # yet the run directory Hydra made for the launch is taken back
+    missing = tmp_path / "site" / "regex"
+    missing.mkdir(parents=True)
+    (missing / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'regex'\", name='regex')\n")
+    env = {**lmpt_env(), "PYTHONPATH": f"{tmp_path / 'site'}:{lmpt_env().get('PYTHONPATH', '')}"}
+    launch = tmp_path / "launch"
+    launch.mkdir()
+    result = subprocess.run(lmpt_command(*SMALL, "trainer.max_steps=1"), cwd=launch, env=env, capture_output=True,
+                            text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 1 and "No module named 'regex'" in result.stderr
+    assert nothing_written(launch)
 
 
 def test_a_failed_sweep_job_does_not_stop_the_others(tmp_path: Path) -> None:

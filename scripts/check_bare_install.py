@@ -1,0 +1,57 @@
+"""Check an install of lmpt with no extras (what `pip install .` gives a new user): every module of the package
+imports, and every console command lmpt declares starts (`--help`) without a traceback. Run by .ci/run in the
+fresh environment of the README's first command, so a dependency that only an extra brings in is caught there.
+
+Usage: python scripts/check_bare_install.py   (exit 1, naming each failure, when one fails)
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import pkgutil
+import shutil
+import subprocess
+import sys
+import traceback
+
+
+def module_failures() -> list[str]:
+    """Every lmpt module that does not import (a `__main__` runs its command when imported: left out)."""
+    import lmpt
+
+    failures = []
+    for module in pkgutil.walk_packages(lmpt.__path__, "lmpt."):
+        if module.name.endswith(".__main__"):
+            continue
+        try:
+            importlib.import_module(module.name)
+        except Exception:
+            failures.append(f"import {module.name}:\n{traceback.format_exc(limit=3)}")
+    return failures
+
+
+def command_failures() -> list[str]:
+    """Every console command of lmpt's distribution whose `--help` does not exit 0 or prints a traceback."""
+    failures = []
+    for entry in importlib.metadata.distribution("lmpt").entry_points:
+        if entry.group != "console_scripts":
+            continue
+        done = subprocess.run([shutil.which(entry.name) or entry.name, "--help"], capture_output=True, text=True,
+                              timeout=300)  # fmt: skip
+        if done.returncode != 0 or "Traceback" in done.stderr:
+            failures.append(f"{entry.name} --help exited {done.returncode}:\n{done.stderr[-2000:]}")
+    return failures
+
+
+def main() -> None:
+    failures = module_failures() + command_failures()
+    for failure in failures:
+        print(failure, file=sys.stderr)
+    verdict = f"{len(failures)} failure(s)" if failures else "every module imports and every command starts"
+    print(f"bare install: {verdict}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
