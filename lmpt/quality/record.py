@@ -8,17 +8,22 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from lmpt.config.quality_schema import FILTER_STEPS
 from lmpt.console import console
 
+if TYPE_CHECKING:
+    from lmpt.quality.held_out import HeldOutCopies
+
 RECORD_DIR = "prepare"
 RECORD_NAME = "quality.json"
 REMOVED_NAME = "removed.jsonl"
 _SAMPLE_CHARS = 2000
+MOSTLY_REMOVED = 0.1
+"""Below this share of the documents kept, the stage warns: the corpus was mostly copies, or the filters misfit it."""
 
 
 def jsonl_lines(folder: Path) -> Iterator[dict[str, Any]]:
@@ -37,9 +42,12 @@ def _reason(step: str, doc: dict[str, Any]) -> str:
     return str(metadata.get("filter_reason") or ("duplicate" if step in ("exact_dedup", "minhash") else step))
 
 
-def summarise(work: Path, before: dict[str, int], samples: int, settings: dict[str, Any]) -> dict[str, Any]:
+def summarise(
+    work: Path, before: dict[str, int], samples: int, settings: dict[str, Any], copies: HeldOutCopies | None = None
+) -> dict[str, Any]:
     """Count what each step dropped (from removed/STEP/), measure what is kept (kept/), keep up to `samples`
-    dropped documents per (step, reason) in prepare/removed.jsonl; write prepare/quality.json last."""
+    dropped documents per (step, reason) in prepare/removed.jsonl; with `copies` (a deduplicating stage) also the
+    held-out documents and how many of them copy a kept training document; write prepare/quality.json last."""
     out = work / RECORD_DIR
     out.mkdir(parents=True, exist_ok=True)
     counts: Counter[tuple[str, str]] = Counter()
@@ -68,6 +76,8 @@ def summarise(work: Path, before: dict[str, int], samples: int, settings: dict[s
         "removed_bytes": dict(dropped_bytes),
         "seconds": before.get("seconds"),
     }
+    if copies is not None:
+        record |= {"held_out_documents": sum(copies.held_out), "held_out_copies": sum(copies.copies)}
     tmp = out / f".{RECORD_NAME}.tmp"
     tmp.write_text(json.dumps(record, indent=2) + "\n")
     tmp.replace(out / RECORD_NAME)
@@ -87,6 +97,16 @@ def read_record(work: Path) -> dict[str, Any] | None:
         return None
 
 
+def warn_if_mostly_removed(record: dict[str, Any], where: Path) -> None:
+    """One line when the stage kept under MOSTLY_REMOVED of the documents, with the counts."""
+    before, after = record["documents_before"], record["documents_after"]
+    if before and after < MOSTLY_REMOVED * before:
+        console.print(
+            f"[bold yellow]WARNING[/] quality kept {after:,} of {before:,} documents ({after / before:.1%}): the "
+            f"corpus is mostly copies or the filters misfit it; see {where / RECORD_DIR / REMOVED_NAME}"
+        )
+
+
 def show_record(record: dict[str, Any], where: Path) -> None:
     """The final table: documents and bytes removed per step and reason, then the totals."""
     table = Table(title="data quality: what was removed and why", title_justify="left")
@@ -101,3 +121,4 @@ def show_record(record: dict[str, Any], where: Path) -> None:
     mb_before, mb_after = record["bytes_before"] / 1e6, record["bytes_after"] / 1e6
     console.print(f"quality: {record['documents_before']:,} documents ({mb_before:.2f} MB) -> "
                   f"{record['documents_after']:,} ({mb_after:.2f} MB); record: {where / RECORD_DIR}")  # fmt: skip
+    warn_if_mostly_removed(record, where)

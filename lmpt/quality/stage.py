@@ -1,7 +1,9 @@
 """The quality stage between the text sources and the tokenizer: the training documents of every source go
 through datatrove's dedup, filter and decontamination steps once, in a work directory of the cache keyed by the
-corpus and the quality settings; the tokenizer and the token cache then see only the kept documents (validation
-text is left as it is, so runs with and without the stage are scored on the same held-out text).
+corpus and the quality settings; the tokenizer and the token cache then see only the kept documents. Validation
+text is held out before the stage, so runs with and without it are scored on the same held-out documents, except
+that a deduplicating stage leaves out the held-out documents that copy a kept training document (lmpt.quality.
+held_out).
 
 Nothing is read while the token cache for the same corpus and settings exists: the settings and the tasks' n-grams
 are mixed into the corpus fingerprint, and the stage runs only when its documents are first asked for."""
@@ -25,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 from lmpt.config.quality_schema import QualityConfig, check_quality
 from lmpt.console import info
 from lmpt.data.split import Items
-from lmpt.quality.record import RECORD_DIR, read_record, show_record, summarise
+from lmpt.quality.held_out import HeldOutCopies, find_copies, kept_held_out, read_copies, report_copies, write_copies
+from lmpt.quality.record import RECORD_DIR, jsonl_lines, read_record, show_record, summarise, warn_if_mostly_removed
 
 if TYPE_CHECKING:
     from lmpt.quality.decontamination import TaskItems
 
-QUALITY_VERSION = 1  # bump when the stage's output changes for the same settings
+QUALITY_VERSION = 2  # bump when the stage's output changes for the same settings
 _RUN_ONLY = ("workers", "removed_samples")  # not in the key
 LOCK_NAME = ".lock"
 
@@ -66,6 +69,11 @@ class QualityStage:
         self.cfg = cfg
         self.tasks = tasks if cfg.decontaminate else []
 
+    @property
+    def deduplicates(self) -> bool:
+        """Whether the stage removes copies (exact or MinHash): the held-out text then loses its copies too."""
+        return self.cfg.exact_dedup or self.cfg.minhash
+
     def settings(self) -> dict[str, Any]:
         """The settings that decide which documents are kept (the run-only ones left out)."""
         return {k: v for k, v in dataclasses.asdict(self.cfg).items() if k not in _RUN_ONLY}
@@ -91,8 +99,8 @@ class QualityStage:
         """(fingerprint, items) of the corpus after this stage; running it is left to the first read."""
         fingerprint = self.fingerprint(corpus_fingerprint)
         work = self.work = Path(cache_root) / "quality" / fingerprint[:32]
-        ranks = functools.cache(lambda: self.run(work, sources))
-        return fingerprint, [self._kept_items(work, ranks, s, source) for s, source in enumerate(sources)]
+        ran = functools.cache(lambda: self.run(work, sources))
+        return fingerprint, [self._kept_items(work, ran, s, source) for s, source in enumerate(sources)]
 
     def copy_record(self, run_dir: Path) -> None:
         """Copy the record of what was removed (prepare/quality.json, removed.jsonl) into `run_dir`/prepare."""
@@ -100,28 +108,44 @@ class QualityStage:
         if source is not None and (source / RECORD_DIR).is_dir():
             shutil.copytree(source / RECORD_DIR, Path(run_dir) / RECORD_DIR, dirs_exist_ok=True)
 
-    def _kept_items(self, work: Path, ranks: Any, s: int, source: Items) -> Items:
+    def _kept_items(self, work: Path, ran: Any, s: int, source: Items) -> Items:
         def items() -> Iterator[tuple[str, list[str]]]:
-            for rank in ranks()[s]:
+            ranks, copies = ran()
+            for rank in ranks[s]:
                 for doc in jsonl_lines_of(work / "kept" / f"{rank:05d}.jsonl"):
                     lines = [line for line in doc["text"].split("\n") if line.strip()]
                     if lines:
                         yield "train", lines
-            yield from ((split, doc) for split, doc in source() if split == "val")
+            yield from kept_held_out(source, copies)
 
         return items
 
-    def run(self, work: Path, sources: list[Items]) -> list[list[int]]:
-        """Run (or finish, or reuse) the stage in `work`, one process at a time; each source's input ranks."""
+    def run(self, work: Path, sources: list[Items]) -> tuple[list[list[int]], HeldOutCopies | None]:
+        """Run (or finish, or reuse) the stage in `work`, one process at a time: each source's input ranks, and the
+        held-out documents that copy a kept training document (None when the stage does not deduplicate)."""
         with _exclusive(work):
             return self._run(work, sources)
 
-    def _run(self, work: Path, sources: list[Items]) -> list[list[int]]:
+    def _held_out_copies(self, work: Path, sources: list[Items]) -> HeldOutCopies | None:
+        """The held-out copies of kept training documents, looked up once (held_out_copies.json) and reused."""
+        if not self.deduplicates:
+            return None
+        copies = read_copies(work)
+        if copies is None:
+            copies = find_copies((doc["text"] for doc in jsonl_lines(work / "kept")), sources)
+            write_copies(work, copies)
+        return copies
+
+    def _run(self, work: Path, sources: list[Items]) -> tuple[list[list[int]], HeldOutCopies | None]:
         manifest = self._write_input(work, sources)
         record = read_record(work)
         if record is not None:
             info(f"reusing quality-filtered corpus {work} ({record['documents_after']:,} documents kept)")
-            return manifest["ranks"]
+            warn_if_mostly_removed(record, work)
+            copies = self._held_out_copies(work, sources)
+            if copies is not None:
+                report_copies(copies)
+            return manifest["ranks"], copies
         from lmpt.quality.executors import run_stages  # datatrove's executors only when there is work
         from lmpt.quality.pipeline import build_stages
 
@@ -134,10 +158,13 @@ class QualityStage:
              f"{', '.join(s.name for s in stages)} in {work}")  # fmt: skip
         started = time.perf_counter()
         run_stages(stages, work, self.cfg)
+        copies = self._held_out_copies(work, sources)  # before the record, which marks the stage finished
         before = {**manifest, "seconds": round(time.perf_counter() - started, 3)}
-        record = summarise(work, before, self.cfg.removed_samples, self.settings())
+        record = summarise(work, before, self.cfg.removed_samples, self.settings(), copies)
         show_record(record, work)
-        return manifest["ranks"]
+        if copies is not None:
+            report_copies(copies)
+        return manifest["ranks"], copies
 
     def _write_input(self, work: Path, sources: list[Items]) -> dict[str, Any]:
         """Every source's training documents as input/NNNNN.jsonl, `shard_docs` a file (at least one file a
