@@ -1,5 +1,5 @@
-"""Where a job trains: its device and precision, and which GPU a sweep job runs on when several jobs share one
-machine (hydra/launcher=parallel)."""
+"""Where a job trains: its device and precision, its CPU threads (lmpt.train.threads: its slot's, or the cores free
+of other work), and which GPU a sweep job runs on when several jobs share one machine (hydra/launcher=parallel)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from hydra.types import RunMode
 from lmpt.config.schema import TrainerConfig
 from lmpt.train.distributed import Distributed, rank_device
 from lmpt.train.precision import Precision, pick_device, pick_precision
+from lmpt.train.threads import Threads, take_threads
 
 _held: list[IO] = []  # open lock files: the claim lasts as long as the job's process holds them
 
@@ -44,9 +45,11 @@ def sweeping_in_parallel() -> bool:
     return hydra.mode == RunMode.MULTIRUN and "Joblib" in str(hydra.launcher.get("_target_", ""))
 
 
-def place_job(trainer: TrainerConfig, ctx: Distributed) -> tuple[torch.device, Precision]:
+def place_job(trainer: TrainerConfig, ctx: Distributed) -> tuple[torch.device, Precision, Threads]:
     """The device this rank trains on (`trainer.device`; a GPU of its own for each job of a parallel sweep), the
-    precision there, and PyTorch's deterministic mode as `trainer.deterministic` asks."""
+    precision there, the intra-op threads it took (set before anything is measured or built), and PyTorch's
+    deterministic mode as `trainer.deterministic` asks."""
+    threads = take_threads()  # first: the matmul peak and every kernel after it run with the slot's threads
     device = rank_device(pick_device(trainer.device), ctx)
     if device.type == "cuda" and not ctx.enabled and sweeping_in_parallel():
         index = claim_free_gpu()  # jobs running side by side each take a GPU of their own
@@ -55,4 +58,4 @@ def place_job(trainer: TrainerConfig, ctx: Distributed) -> tuple[torch.device, P
             torch.cuda.set_device(device)
     precision = pick_precision(trainer, device)
     torch.use_deterministic_algorithms(trainer.deterministic, warn_only=False)
-    return device, precision
+    return device, precision, threads

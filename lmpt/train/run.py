@@ -73,7 +73,7 @@ def run_training(
     a completed run has its final model and summary written, and its status is left to the caller (after downstream
     scoring); a stopped run exits with the requeue code."""
     t, ctx = spec.trainer, session.ctx
-    device, precision = place_job(t, ctx)
+    device, precision, threads = place_job(t, ctx)
     if t.dry_run:
         if ctx.is_main:
             print_plan(spec, precision)
@@ -129,7 +129,8 @@ def run_training(
     info(
         f"{objective.name} on {'an' if objective.arch[0] == 'e' else 'a'} {objective.arch} "
         f"({model.num_parameters() / 1e6:.2f}M parameters), {precision.name} on {device}"
-        f"{f' x {ctx.world_size} processes' if ctx.enabled else ''}, run directory [bold]{run.path}[/]"
+        f"{f' x {ctx.world_size} processes' if ctx.enabled else ''} with {threads.describe()}"
+        f", run directory [bold]{run.path}[/]"
         + (
             f"; no MFU: {precision.name} is emulated on this CPU"
             if precision.emulated
