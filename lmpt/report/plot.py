@@ -81,6 +81,7 @@ def draw_val_curves(
     axes[0].set_ylabel(ranking.label + (" (log scale)" if log_y and plotted else ""))
     evaluated = [len(ranking.curve(run)) for run in runs if ranking.curve(run)]
     once = [ONCE_NOTE] if evaluated and max(evaluated) == 1 else []
-    shared = [textwrap.fill(" ".join(common), width=160)] if common else []  # a long line would run off the figure
-    fig.suptitle("\n".join([title, ranking.header, *once, *shared]), fontsize="small")
+    shared = [" ".join(common)] if common else []
+    lines = [textwrap.fill(line, width=160) for line in [title, ranking.header, *once, *shared]]  # none runs off
+    fig.suptitle("\n".join(lines), fontsize="small")
     return fig

@@ -72,10 +72,11 @@ def _study(tmp_path: Path, gains: dict[str, tuple[float, float, float]]) -> str:
     directory = tmp_path / "study"
     plan = StudyPlan(objectives=list(SEEDS), seeds=[0], directory=directory, run_overrides=["downstream=shakespeare"],
                      budgets=["1e12flops"], search_budget="1e11flops", search_steps={o: 10 for o in SEEDS},
-                     weights="last", space={}, trials=1, sampler="random", search_seed=0)  # fmt: skip
+                     weights="last", space={}, trials=1, sampler="random", search_seed=0, recipes=[],
+                     tasks=["order"])  # fmt: skip
     for objective in SEEDS:
         fine_tuned_run(directory / "runs" / f"{objective}-seed0", objective, SEEDS[objective], gains[objective])
-    finals = {o: [read_final(directory / "runs" / f"{o}-seed0", o, 0, "1e12flops")] for o in SEEDS}
+    finals = {o: [read_final(directory / "runs" / f"{o}-seed0", o, 0, "1e12flops", ["order"])] for o in SEEDS}
     write_study(plan, {}, finals)
     return (directory / "study.md").read_text()
 

@@ -131,3 +131,24 @@ def test_the_pooled_curves_are_the_seeds_mean(tmp_path: Path) -> None:
     best = pool.rows[0]
     assert best.seeds == [0, 1, 2] and best.fixed_curve[-1] == (20, pytest.approx(np.mean(LOSSES[0.4])))
     assert best.compute_at[20] == (6e10, int(512 * 20 * 0.4))
+
+
+def test_the_curve_charts_title_names_no_machine_path_and_every_line_fits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib.pyplot as plt
+
+    from lmpt.report import plot
+
+    titles: list[str] = []
+
+    def spy(runs, path, log_y=False, title="", ranking=None) -> None:
+        fig = plot.draw_val_curves(runs, log_y, title, ranking)
+        titles.append(fig.texts[0].get_text())  # the suptitle as drawn
+        plt.close(fig)
+
+    monkeypatch.setattr(plot, "plot_val_curves", spy)
+    summarize_sweep(mask_sweep(tmp_path / "sweep"))
+    (title,) = titles
+    assert str(tmp_path) not in title and "sweep of 9 jobs" in title and "mean over its seeds" in title
+    assert max(len(line) for line in title.splitlines()) <= 160
