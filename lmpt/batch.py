@@ -37,6 +37,9 @@ class Batch:
     mtp_labels: torch.Tensor | None = None
     """[B, D, S] multi-token prediction: mtp_labels[:, k-1, t] is the token k+1 ahead of position t, the target of
     module k (IGNORE past the window, on padding, and in another document than position t's)."""
+    mask_rate: torch.Tensor | None = None
+    """[B] float32 masking time t of each row (mdlm: each token was masked with probability t; the loss weighs it
+    by 1/t)."""
     sample_seed: int | None = None
     """Seed of the draws the model itself makes from this batch (electra: the generator's samples), drawn from
     the objective's generator so that it too is a function of (seed, step, micro_step, rank)."""

@@ -17,19 +17,24 @@ from lmpt.batch import IGNORE
 RowsLoss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
-def rows_loss(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def rows_loss(
+    hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, excluded: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row float32 cross-entropy of the head `weight` [V, d] on `hidden` [N, d] against `targets` [N], and
-    whether the target has the top logit (amax is a cheaper pass than argmax; they differ only on exact ties)."""
+    whether the target has the top logit (amax is a cheaper pass than argmax; they differ only on exact ties).
+    `excluded` [V] bool: ids given no probability (their logits -inf; mdlm never predicts [MASK])."""
     logits = (hidden @ weight.t()).float()
+    if excluded is not None:
+        logits = logits.masked_fill(excluded, float("-inf"))
     loss = F.cross_entropy(logits, targets, reduction="none")
     with torch.no_grad():
         correct = logits.gather(1, targets[:, None])[:, 0] >= logits.amax(dim=-1)
     return loss, correct
 
 
-def compiled_rows_loss(backend: str = "inductor") -> RowsLoss:
-    """`rows_loss` under torch.compile with the number of rows dynamic from the first call (no recompiles)."""
-    compiled = torch.compile(rows_loss, backend=backend)
+def compiled_rows_loss(backend: str = "inductor", loss_of_rows: RowsLoss = rows_loss) -> RowsLoss:
+    """`loss_of_rows` under torch.compile with the number of rows dynamic from the first call (no recompiles)."""
+    compiled = torch.compile(loss_of_rows, backend=backend)
 
     def run(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         torch._dynamo.maybe_mark_dynamic(hidden, 0)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import torch
 from torch import nn
 
-from lmpt.batch import Batch
+from lmpt.batch import IGNORE, Batch
 from lmpt.data.windows import Windows
 from lmpt.model.build import build_model
 from lmpt.model.output import ModelOutput
@@ -76,6 +76,12 @@ class Objective(ABC):
     and -eval refuse to predict tokens with it."""
     export_refusal: ClassVar[str] = ""
     """Why a run of it has no transformers counterpart ("" when its architecture decides): lmpt-export refuses it."""
+    likelihood: ClassVar[str | None] = None
+    """What its validation loss is of the held-out text, for the yardstick in bits per token that ranks likelihood
+    models together: "exact" (clm: the negative log-likelihood), "bound" (mdlm: an upper bound on it, estimated
+    with fixed draws); None: no likelihood (masked objectives have their own yardstick, val_fixed_loss)."""
+    samples_by_unmasking: ClassVar[bool] = False
+    """lmpt-generate samples it by iterative unmasking from an all-[MASK] sequence (masked diffusion)."""
     preview_targets_caption: ClassVar[str] = ""
     """lmpt-preview: the words before a decoder's targets."""
 
@@ -103,6 +109,21 @@ class Objective(ABC):
         """Expected share of the positions the head scores (target_length, else seq_len) that carry loss; a
         compute budget turns FLOPs into steps with it."""
         return 1.0
+
+    @property
+    def yardstick_draws(self) -> int:
+        """Passes of fixed draws over the held-out windows the yardstick averages (a bound's standard error comes
+        from their spread); 1 for every objective whose yardstick draws nothing or once."""
+        return 1
+
+    def scored_tokens(self, batch: Batch) -> torch.Tensor:
+        """The ids whose cost the validation loss averages (val_bpb counts their bytes): the labels that carry
+        loss; an objective whose loss is per token of the whole text (mdlm) returns that text."""
+        return batch.labels[batch.labels != IGNORE]
+
+    def yardstick_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
+        """A held-out batch of a bound's yardstick (likelihood "bound"), drawn from `gen`: by default make_batch's."""
+        return self.make_batch(windows, gen)
 
     @abstractmethod
     def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:

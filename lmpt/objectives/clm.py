@@ -38,6 +38,7 @@ class CausalLM(Objective):
     listing_order: ClassVar[int] = 0
     reference_order: ClassVar[int] = 0
     loss_family: ClassVar[str | None] = "next-token"
+    likelihood: ClassVar[str | None] = "exact"
     preview_targets_caption: ClassVar[str] = "next token at every position: "
 
     def preview_legend(self) -> list[tuple[str, str]]:

@@ -12,4 +12,4 @@ from omegaconf import MISSING
 @dataclass
 class ObjectiveConfig:
     name: str = MISSING
-    """Objective: clm, mlm, nsp, electra, span, prefix, ul2-mixture, mtp, fim, clm-then-mlm or gpt-bert."""
+    """Objective: clm, mlm, nsp, electra, span, prefix, ul2-mixture, mtp, fim, clm-then-mlm, gpt-bert or mdlm."""

@@ -82,12 +82,21 @@ def validation_batches(
 
 def yardstick_batches(sets: dict[str, ValidationWindows], objective: Objective, n_batches: int) -> list[Batch]:
     """Every source's held-out windows masked at the objective's fixed `eval_mask_prob`, with draws that depend on
-    the source and batch index only (identical in every run); empty for objectives without a yardstick."""
+    the source and batch index only (identical in every run); for a bound (mdlm) its `yardstick_draws` passes of
+    its own batches, seeded by source, batch index and pass; empty for objectives without a yardstick."""
+    pad = objective.special.pad
+    if objective.likelihood == "bound":  # its own estimator, over fixed passes of masks (draw 0's batches first)
+        return [
+            note_padding(objective.yardstick_batch(windows.batch(i), yardstick_generator(name, i, draw)), pad)
+            for draw in range(objective.yardstick_draws)
+            for name, windows in sets.items()
+            for i in range(n_batches)
+        ]
     fixed = fixed_rate_objective(objective)
     if fixed is None:
         return []
     return [
-        note_padding(fixed.make_batch(windows.batch(i), yardstick_generator(name, i)), objective.special.pad)
+        note_padding(fixed.make_batch(windows.batch(i), yardstick_generator(name, i)), pad)
         for name, windows in sets.items()
         for i in range(n_batches)
     ]

@@ -9,6 +9,7 @@ import torch
 from lmpt.batch import Batch
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
+from lmpt.objectives.yardstick import bound_bits_per_token, draw_groups, exact_bits_per_token
 from lmpt.train.distributed import Distributed
 from lmpt.train.metrics import RunningStats, perplexity
 from lmpt.train.precision import Precision
@@ -43,7 +44,8 @@ class Evaluator:
     def __call__(self, batches: dict[str, list[Batch]], fixed_batches: list[Batch] = ()) -> dict:
         """Validation metrics over every source's held-out batches (val_*), and per source (val_*/NAME) when
         the run mixes several; with `fixed_batches` (masked objectives) also the fixed yardstick:
-        val_fixed_loss / _acc / _ppl, masked tokens at the shared eval_mask_prob."""
+        val_fixed_loss / _acc / _ppl, masked tokens at the shared eval_mask_prob; for a likelihood model the
+        bits per token yardstick: exact for clm, for mdlm the bound over the fixed passes of `fixed_batches`."""
         self.model.eval()
         overall, record = RunningStats(), {}
         for name, source_batches in batches.items():
@@ -56,7 +58,12 @@ class Evaluator:
         means = overall.means()
         result = {f"val_{name}": value for name, value in means.items()}
         result["val_ppl"] = perplexity(means[self.objective.perplexity_of])
-        if fixed_batches:
+        if self.objective.likelihood == "exact":
+            result |= exact_bits_per_token(means["loss"])
+        elif self.objective.likelihood == "bound" and fixed_batches:
+            passes = draw_groups(list(fixed_batches), self.objective.yardstick_draws)
+            result |= bound_bits_per_token([self.stats(group).means()["loss"] for group in passes])
+        elif fixed_batches:
             fixed = self.stats(list(fixed_batches)).means()
             loss = fixed[self.objective.perplexity_of]
             result.update(val_fixed_loss=loss, val_fixed_acc=fixed["acc"], val_fixed_ppl=perplexity(loss))

@@ -264,7 +264,7 @@ class TrainLoop:
         self.display.start(self.state.step)
         self.launch_started = self.interval_started = last_save = time.perf_counter()
         self.interval_start = replace(self.work)  # the first interval counts this launch's work, not the resumed run's
-        val_sizes = held_out_sizes(val_batches, piece_bytes(self.objective.tokenizer))
+        val_sizes = held_out_sizes(val_batches, piece_bytes(self.objective.tokenizer), self.objective.scored_tokens)
         run_dir, main = self.metrics.path.parent, self.ctx.is_main
         self.sinks = open_sinks(t, self.record, run_dir, self.state.wandb_id, self.state.step) if main else []
         try:

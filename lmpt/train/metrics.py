@@ -74,13 +74,16 @@ def bits_per_byte(nats: float, n_bytes: int) -> float:
     return nats / (math.log(2) * n_bytes) if n_bytes > 0 else math.nan
 
 
-def held_out_sizes(batches: dict[str, list[Batch]], piece_sizes: torch.Tensor) -> dict[str, tuple[int, int]]:
-    """(scored tokens, the UTF-8 bytes they spell) of each source's held-out batches: the positions that carry loss
-    (labels not IGNORE), each counted at its piece's byte length (lmpt.tokenizer.base.piece_bytes: reserved tokens
-    such as eos spell none). Read from the batches on the host, once a run."""
+def held_out_sizes(
+    batches: dict[str, list[Batch]], piece_sizes: torch.Tensor, scored: Callable[[Batch], torch.Tensor] | None = None
+) -> dict[str, tuple[int, int]]:
+    """(scored tokens, the UTF-8 bytes they spell) of each source's held-out batches: the ids `scored` picks (the
+    objective's Objective.scored_tokens: by default the positions that carry loss), each counted at its piece's
+    byte length (lmpt.tokenizer.base.piece_bytes: reserved tokens such as eos spell none). Read from the batches on
+    the host, once a run."""
     sizes = {}
     for name, source_batches in batches.items():
-        targets = [b.labels[b.labels != IGNORE].cpu() for b in source_batches]
+        targets = [(b.labels[b.labels != IGNORE] if scored is None else scored(b)).cpu() for b in source_batches]
         sizes[name] = (sum(t.numel() for t in targets), sum(int(piece_sizes[t].sum()) for t in targets))
     return sizes
 
