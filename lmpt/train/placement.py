@@ -17,6 +17,10 @@ from lmpt.train.distributed import Distributed, rank_device
 from lmpt.train.precision import Precision, pick_device, pick_precision
 from lmpt.train.threads import Threads, take_threads
 
+CUBLAS_WORKSPACE = ":4096:8"
+"""cuBLAS's workspace setting that makes its matmuls reproducible: PyTorch's deterministic mode raises on a CUDA
+matmul without it (or ":16:8")."""
+
 _held: list[IO] = []  # open lock files: the claim lasts as long as the job's process holds them
 
 
@@ -57,5 +61,7 @@ def place_job(trainer: TrainerConfig, ctx: Distributed) -> tuple[torch.device, P
             device = torch.device("cuda", index)
             torch.cuda.set_device(device)
     precision = pick_precision(trainer, device)
+    if trainer.deterministic:  # cuBLAS refuses deterministic mode without a fixed workspace (read at each matmul)
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
     torch.use_deterministic_algorithms(trainer.deterministic, warn_only=False)
     return device, precision, threads

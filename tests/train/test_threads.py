@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from lmpt.cores import busy_cores, usable_cores
 from lmpt.errors import LmptError
@@ -87,3 +88,23 @@ def test_a_bad_forced_count_stops_the_run_in_one_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("lmpt: error: LMPT_THREADS='0' is not a thread count")
+
+
+def test_deterministic_mode_fixes_cublas_workspace_so_cuda_matmuls_are_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA, PyTorch's deterministic mode raises on the first matmul unless CUBLAS_WORKSPACE_CONFIG is set:
+    trainer.deterministic=true sets it (the user's own value kept), and the run's threads come back with the place."""
+    from lmpt.config.schema import TrainerConfig
+    from lmpt.train.distributed import Distributed
+    from lmpt.train.placement import CUBLAS_WORKSPACE, place_job
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    monkeypatch.setenv("LMPT_THREADS", str(torch.get_num_threads()))  # this test process keeps its threads
+    try:
+        device, _, threads = place_job(TrainerConfig(device="cpu", deterministic=True), Distributed())
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == CUBLAS_WORKSPACE and device.type == "cpu"
+        assert threads.why == f"LMPT_THREADS={torch.get_num_threads()}"
+        monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")
+        place_job(TrainerConfig(device="cpu", deterministic=True), Distributed())
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
+    finally:
+        torch.use_deterministic_algorithms(False)
