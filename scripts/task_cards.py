@@ -14,7 +14,8 @@ Then each task is scored as a user scores it, every option at its default:
 - classification: `lmpt-finetune OUT/ARCH task=bundled:NAME json=true control=none` (mode=probe, lr=search, 3
   seeds): the run IS the control, so control=scratch would fine-tune the same weights a second time, its control row
   equal to this one bit for bit (tests/scripts/test_task_cards.py checks it). The bag-of-words floor it prints beside
-  a control is computed once per task by the same function (lmpt.downstream.bag_of_words), with the majority class.
+  a control is computed once per task by the same function (lmpt.downstream.finetuning.bag_of_words), with the majority
+  class.
 
 Every command's JSON goes to OUT.json (--json) and a table to docs/tasks.md between `<!-- task-cards:start -->` and
 `<!-- task-cards:end -->` (--doc), under "What an untrained model scores (the control)", with the command, the date
@@ -73,8 +74,8 @@ def refuse(message: str) -> NoReturn:
 
 def shipped_tasks() -> list[str]:
     """Every task lmpt ships: the zero-shot files of lmpt/tasks, then its classification folders, each sorted."""
-    from lmpt.downstream.choice_tasks import tasks_dir
-    from lmpt.downstream.task_files import bundled_classification_tasks
+    from lmpt.downstream.tasks.choice_tasks import tasks_dir
+    from lmpt.downstream.tasks.task_files import bundled_classification_tasks
 
     zero_shot = sorted({p.name.split(".")[0] for p in tasks_dir().glob("*.jsonl*")})
     return zero_shot + bundled_classification_tasks()
@@ -83,8 +84,8 @@ def shipped_tasks() -> list[str]:
 def card_task(given: str) -> CardTask:
     """A --tasks entry: a shipped task's name, a folder holding train.jsonl and dev.jsonl (classification) or a
     .jsonl file (zero-shot)."""
-    from lmpt.downstream.choice_tasks import BUNDLED_PREFIX, resolve_task, task_name
-    from lmpt.downstream.task_files import SPLITS, bundled_classification_tasks, task_folder
+    from lmpt.downstream.tasks.choice_tasks import BUNDLED_PREFIX, resolve_task, task_name
+    from lmpt.downstream.tasks.task_files import SPLITS, bundled_classification_tasks, task_folder
     from lmpt.errors import LmptError
 
     path = Path(given).expanduser()
@@ -140,9 +141,9 @@ def make_control(arch: str, run_dir: Path, overrides: list[str]) -> dict:
 def floors(task: CardTask) -> dict:
     """A classification task's bag-of-words floor (lmpt-finetune's, same function and files) and the accuracy of
     always answering the most common training label on dev and test (its majority_accuracy, on each split)."""
-    from lmpt.downstream.bag_of_words import bag_of_words_floor
-    from lmpt.downstream.labelled_task import read_labelled
-    from lmpt.downstream.options import FinetuneOptions, TaskData
+    from lmpt.downstream.finetuning.bag_of_words import bag_of_words_floor
+    from lmpt.downstream.tasks.labelled_task import read_labelled
+    from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
 
     labelled = read_labelled(FinetuneOptions(data=TaskData(**task.files), task=task.name))
     majority = Counter(e.label for e in labelled.examples["train"]).most_common(1)[0][0]

@@ -1,2 +1,2 @@
 """Downstream yardsticks that rank pre-trained runs across objectives: fine-tuning on labelled tasks
-(`lmpt-finetune`, lmpt.downstream.finetune) and zero-shot scoring."""
+(`lmpt-finetune`, lmpt.downstream.finetuning.finetune) and zero-shot scoring."""

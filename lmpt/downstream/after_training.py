@@ -1,28 +1,27 @@
 """Downstream scoring when a run ends (the `downstream` config group): the multiple-choice and minimal-pair tasks
-zero-shot (lmpt.downstream.zero_shot) and the classification tasks fine-tuned (lmpt.downstream.finetune) on the final
-model. The figures go into metrics.jsonl as one record at the last step, `downstream/TASK/FIGURE` (what sweep
-summaries and lmpt-compare rank by), and each task's whole result into RUN/downstream/TASK.json.
-`check_downstream` reads and checks every task before training starts, and `check_downstream_fits` every choice
-against the run's tokenizer once it exists (before step 1), so a bad task costs no training."""
+zero-shot (lmpt.downstream.kinds.zero_shot) and the classification tasks fine-tuned
+(lmpt.downstream.finetuning.finetune) on the final model. The figures go into metrics.jsonl as one record at the last
+step, `downstream/TASK/FIGURE` (what sweep summaries and lmpt-compare rank by), and each task's whole result into
+RUN/downstream/TASK.json. `check_downstream` reads and checks every task before training starts, and
+`check_downstream_fits` every choice against the run's tokenizer once it exists (before step 1), so a bad task costs no
+training."""
 
 from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from lmpt.console import console
-from lmpt.downstream.choice_tasks import task_name
 from lmpt.downstream.figures import METRIC_PREFIX, metric_key, task_figure
-from lmpt.downstream.options import FinetuneOptions, TaskData
+from lmpt.downstream.kinds.classification import Classification
+from lmpt.downstream.kinds.zero_shot import check_zero_shot_fits, logged_zero_shot, read_zero_shot, score_zero_shot
 from lmpt.downstream.preemption import ScoringProgress
 from lmpt.downstream.record import record_path
-from lmpt.downstream.task_files import task_folder
-from lmpt.downstream.zero_shot import check_zero_shot_fits, logged_zero_shot, read_zero_shot
+from lmpt.downstream.tasks.choice_tasks import task_name
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.rundir.best import BEST_DIR, BEST_RECORD
@@ -31,41 +30,18 @@ from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.metrics import MetricsLog
 
 
-@dataclass(frozen=True)
-class ClassificationTask:
-    name: str
-    data: TaskData
-
-
-def classification_task(task: str, key: str) -> ClassificationTask:
-    """A folder holding train.jsonl and dev.jsonl (test.jsonl optional), or bundled:NAME (lmpt/tasks/NAME/), found as
-    lmpt-finetune's task= finds it (task_files.task_folder)."""
-    return ClassificationTask(*task_folder(task, key))
-
-
 def _names_unique(names: list[str]) -> None:
     doubled = sorted({n for n in names if names.count(n) > 1})
     if doubled:
         raise LmptError(f"downstream tasks share the name {doubled[0]}: each task needs a name of its own")
 
 
-def finetune_options(downstream: Any, task: ClassificationTask, device: str) -> FinetuneOptions:
-    """How the run fine-tunes `task` after training on `device` (cpu or cuda): downstream.lr fixed is the mode's
-    fixed rate (lr=None), search or a number as lmpt-finetune takes them (checked at start-up with the task)."""
-    return FinetuneOptions(
-        data=task.data, task=task.name, mode=downstream.mode, seeds=downstream.seeds, epochs=downstream.epochs,
-        batch_size=downstream.batch_size, device=device, lr=None if downstream.lr == "fixed" else downstream.lr,
-        control=downstream.control,
-    )  # fmt: skip
-
-
 def check_downstream(downstream: Any, objective: type[Objective], seq_len: int, max_seq_len: int) -> None:
     """Every task of the `downstream` section is readable and named uniquely, and the run's `objective` can score
     it (before any training); its numbers and mode are checked with the rest of the config (lmpt.config.validate).
-    A classification task is checked as fine-tuning checks it (lmpt.downstream.finetune.check_task: its labels, and
-    the run's data.seq_len `seq_len` against the model's `max_seq_len`). Zero-shot tasks score tokens: an objective
-    whose model keeps no trained token head (electra) is refused them, the same rule lmpt-eval follows; whether
-    their choices fit the model is checked once the run's tokenizer exists (`check_downstream_fits`)."""
+    A classification task is checked as fine-tuning checks it (`Classification.check`). Zero-shot tasks score tokens: an
+    objective whose model keeps no trained token head (electra) is refused them, the same rule lmpt-eval follows;
+    whether their choices fit the model is checked once the run's tokenizer exists (`check_downstream_fits`)."""
     if downstream.choice_tasks and objective.token_head_missing:
         raise LmptError(
             f"downstream.choice_tasks are scored zero-shot by the model's token head, and "
@@ -80,30 +56,21 @@ def check_downstream(downstream: Any, objective: type[Objective], seq_len: int, 
     names = [task_name(str(t)) for t in downstream.choice_tasks]
     for i, task in enumerate(downstream.classification_tasks):
         key = f"downstream.classification_tasks[{i}]"
-        found = classification_task(str(task), key)
-        _check_classification(finetune_options(downstream, found, "cpu"), key, seq_len, max_seq_len)
+        found = Classification.find(str(task), key)
+        Classification.check(Classification.options(downstream, found, "cpu"), key, seq_len, max_seq_len)
         names.append(found.name)
     _names_unique(names)
     for name in names:
         record_path(Path("."), name)  # a name that cannot be a file is refused now, not after training
 
 
-def _check_classification(options: FinetuneOptions, key: str, seq_len: int, max_seq_len: int) -> None:
-    from lmpt.downstream.finetune import check_task  # torch-heavy: only when a task is named
-
-    try:
-        check_task(options, max_seq_len, seq_len)
-    except LmptError as exc:
-        raise LmptError(f"{key} ({options.task}): {exc}") from None
-
-
 def check_downstream_fits(downstream: Any, max_seq_len: int, tokenizer: Tokenizer, objective: Objective) -> None:
     """Every choice of the zero-shot tasks fits a model of `max_seq_len` as the run's `objective` frames it with
-    its `tokenizer` (lmpt.downstream.zero_shot.check_zero_shot_fits): run once the tokenizer exists, before step 1
+    its `tokenizer` (lmpt.downstream.kinds.zero_shot.check_zero_shot_fits): run once the tokenizer exists, before step 1
     (lmpt.train.inputs.prepare_inputs), so a choice too long costs no training."""
     if not downstream.choice_tasks:
         return
-    from lmpt.downstream.multiple_choice import RunFraming  # torch-heavy: only when a task is named
+    from lmpt.downstream.zero_shot.multiple_choice import RunFraming  # torch-heavy: only when a task is named
 
     run = RunFraming(tokenizer, type(objective), objective.arch, max_seq_len)
     for i, task in enumerate(map(str, downstream.choice_tasks)):
@@ -122,8 +89,6 @@ def score_downstream(
     Returns the logged figures (empty when no task is named)."""
     if not downstream.choice_tasks and not downstream.classification_tasks:
         return {}
-    from lmpt.downstream.finetune import finetune, logged_figures  # torch-heavy: only when a task is named
-    from lmpt.downstream.zero_shot_control import score_zero_shot
     from lmpt.rundir.trained import load_trained
 
     progress = progress or ScoringProgress()
@@ -140,12 +105,12 @@ def score_downstream(
         })  # fmt: skip
         figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items() if v is not None}
     for i, task in enumerate(map(str, downstream.classification_tasks)):
-        spec = classification_task(task, f"downstream.classification_tasks[{i}]")
-        options = finetune_options(downstream, spec, device if device == "cuda" else "cpu")
+        spec = Classification.find(task, f"downstream.classification_tasks[{i}]")
+        options = Classification.options(downstream, spec, device if device == "cuda" else "cpu")
         result = progress.kept_record(run_dir, spec.name) or progress.write_record(
-            run_dir, spec.name, {**finetune(trained(), options), "weights": downstream.weights}
+            run_dir, spec.name, {**Classification.score(trained(), options), "weights": downstream.weights}
         )
-        figures |= {metric_key(spec.name, k): v for k, v in logged_figures(result).items() if v is not None}
+        figures |= {metric_key(spec.name, k): v for k, v in Classification.logged(result).items() if v is not None}
     metrics = MetricsLog(run_dir / METRICS_FILE)
     metrics.drop(lambda r: r["step"] == step and any(k.startswith(METRIC_PREFIX) for k in r))  # a stopped scoring's
     metrics.write({"step": step, **figures})

@@ -1,7 +1,7 @@
 """Zero-shot scores during training (`downstream.score_every`), so that a run shows curves, not only end points:
 every `score_every` steps (and at the last) each choice task is scored on its fast subset by the function that
-scores it when training ends (lmpt.downstream.zero_shot.evaluate_zero_shot), on the live model, and the figures are
-logged as `curve/TASK/FIGURE` with their 95% interval. The fine-tuned classification tasks are not scored during
+scores it when training ends (lmpt.downstream.kinds.zero_shot.evaluate_zero_shot), on the live model, and the figures
+are logged as `curve/TASK/FIGURE` with their 95% interval. The fine-tuned classification tasks are not scored during
 training: a fine-tuning per point costs more than the training between points.
 
 A task's fast subset: its bundled twin `bundled:NAME-fast` when lmpt ships one (bundled:blimp -> bundled:blimp-fast),
@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig
 
-from lmpt.downstream.choice_tasks import BUNDLED_PREFIX, resolve_task, task_name
 from lmpt.downstream.figures import ACCURACY, curve_key
+from lmpt.downstream.kinds.zero_shot import ZeroShotTask, evaluate_zero_shot, logged_zero_shot, read_zero_shot
 from lmpt.downstream.significance import high_key, low_key
-from lmpt.downstream.zero_shot import ZeroShotTask, evaluate_zero_shot, logged_zero_shot, read_zero_shot
+from lmpt.downstream.tasks.choice_tasks import BUNDLED_PREFIX, resolve_task, task_name
 from lmpt.errors import LmptError
 from lmpt.rundir.trained import Trained
 
@@ -47,13 +47,11 @@ def fast_twin(task: str) -> str:
 
 def fast_subset(task: ZeroShotTask, limit: int) -> ZeroShotTask:
     """At most `limit` of the task's items, drawn with SUBSET_SEED, kept in task order."""
-    items = task.pairs if task.pairs is not None else task.questions
-    assert items is not None
+    items = task.items
     if len(items) <= limit:
         return task
     kept = np.sort(np.random.default_rng(SUBSET_SEED).choice(len(items), size=limit, replace=False))
-    chosen = [items[i] for i in kept]
-    return ZeroShotTask(pairs=chosen) if task.pairs is not None else ZeroShotTask(questions=chosen)
+    return task.with_items([items[i] for i in kept])
 
 
 def curve_figures(result: dict) -> dict[str, float]:

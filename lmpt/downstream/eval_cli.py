@@ -1,6 +1,6 @@
 """The `lmpt-eval` command: a trained run scored on text (`data=`, lmpt.inference.evaluate) or on a
-multiple-choice or minimal-pair task zero-shot (`task=`, lmpt.downstream.zero_shot). A task's result is kept as a hand
-run's record, RUN/downstream/hand/NAME-TIME.json (lmpt.downstream.record), beside the run's own records and never
+multiple-choice or minimal-pair task zero-shot (`task=`, lmpt.downstream.kinds.zero_shot). A task's result is kept as a
+hand run's record, RUN/downstream/hand/NAME-TIME.json (lmpt.downstream.record), beside the run's own records and never
 over them."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from rich.markup import escape
 from lmpt.config.choices import CONTROLS
 from lmpt.config.command_options import parse_command, require, run_command
 from lmpt.console import console
-from lmpt.downstream.choice_tasks import task_name
-from lmpt.downstream.multiple_choice import CHOICE_PLL
-from lmpt.downstream.record import hand_record_path, write_record
-from lmpt.downstream.zero_shot import read_zero_shot, render_zero_shot
-from lmpt.downstream.zero_shot_control import score_zero_shot
+from lmpt.downstream.codec import write_record
+from lmpt.downstream.kinds.zero_shot import read_zero_shot, render_zero_shot, score_zero_shot
+from lmpt.downstream.record import hand_record_path
+from lmpt.downstream.tasks.choice_tasks import task_name
+from lmpt.downstream.zero_shot.multiple_choice import CHOICE_PLL
 from lmpt.errors import LmptError
 from lmpt.inference.evaluate import POSITIONALS, PROG, SUMMARY, EvalOptions, evaluate_text, render
 from lmpt.rundir.trained import load_trained, locate_weights, require_token_head

@@ -1,25 +1,29 @@
 """`lmpt-finetune RUN data.train=... data.dev=... [data.test=...]` or `lmpt-finetune RUN task=bundled:NAME`: fine-tune
-a pre-trained run on a labelled task (lmpt.downstream.finetune), print the figures as tables under a title that says
-the mode and what it trains (or one JSON object with json=true) and keep them as a hand run's record: the run's
-model per seed, the recipe its search chose, and with control=scratch the model against its scratch control, the
+a pre-trained run on a labelled task (lmpt.downstream.finetuning.finetune), print the figures as tables under a title
+that says the mode and what it trains (or one JSON object with json=true) and keep them as a hand run's record: the
+run's model per seed, the recipe its search chose, and with control=scratch the model against its scratch control, the
 bag-of-words floor and the majority class, with the gain and its interval. The record of a hand run goes beside the
 run's own records, in RUN/downstream/hand/TASK-TIME.json (lmpt.downstream.record), never over them."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from rich.table import Table
 
 from lmpt.config.command_options import parse_command, run_command
 from lmpt.console import console
+from lmpt.downstream.codec import write_record
 from lmpt.downstream.figures import ACCURACY, BAG_OF_WORDS, GAIN, SCRATCH, mean_of, std_of
-from lmpt.downstream.finetune import finetune_run
+from lmpt.downstream.finetuning.finetune import check_settings, finetune
+from lmpt.downstream.finetuning.scores import FIGURES
 from lmpt.downstream.gain import describe_gain
-from lmpt.downstream.options import MODE_MEANINGS, FinetuneOptions
-from lmpt.downstream.scores import FIGURES
-from lmpt.downstream.task_files import with_task_files
-from lmpt.rundir.trained import RUN_ARGUMENT
+from lmpt.downstream.record import hand_record_path
+from lmpt.downstream.tasks.labelled_task import task_name
+from lmpt.downstream.tasks.options import MODE_MEANINGS, FinetuneOptions
+from lmpt.downstream.tasks.task_files import with_task_files
+from lmpt.rundir.trained import RUN_ARGUMENT, load_trained, locate_weights
 
 PROG = "lmpt-finetune"
 SUMMARY = (
@@ -113,6 +117,19 @@ def render_control(result: dict) -> None:
         console.print(describe_search("scratch", scratch))
     for prefix in splits:
         console.print(describe_gain(f"{prefix.rstrip('_') or 'dev'} accuracy:", gains[prefix + ACCURACY]))
+
+
+def finetune_run(run: str | Path, o: FinetuneOptions) -> dict:
+    """Load RUN (a run directory or checkpoint), fine-tune it (lmpt.downstream.finetuning.finetune) and keep the
+    figures as a hand run's record, RUN/downstream/hand/TASK-TIME.json (the run directory a checkpoint belongs to;
+    never the run's own RUN/downstream/TASK.json); the dict, with `record` its path."""
+    check_settings(o)
+    run_dir = locate_weights(run).run_dir
+    named_by = None if o.task else f"data.train={o.data.train}"
+    path = hand_record_path(run_dir, task_name(o), named_by)  # a bad task name is refused before any work
+    result = finetune(load_trained(run, o.device), o)
+    write_record(path, {**result, "record": str(path)})
+    return {**result, "record": str(path)}
 
 
 def finetune_command(argv: list[str]) -> None:

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lmpt.console import info
-from lmpt.downstream.record import record_path, write_record
+from lmpt.downstream.codec import read_record, write_record
+from lmpt.downstream.record import record_path
 from lmpt.rundir.directory import read_status, write_status
 from lmpt.safe_files import write_atomically
 from lmpt.train.preemption import PreemptionFlag, StopRequested, stop_for_requeue
@@ -66,16 +67,13 @@ class ScoringProgress:
         if task not in self.kept:
             info(f"scoring {task}")
             return None
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            record = None
-        if not isinstance(record, dict) or record.get("task") != task:
+        record = read_record(path)
+        if record is None or record.task != task:
             info(f"scoring {task} (its record from before the stop is unreadable)")
             return None
         info(f"{task}: kept as scored before the stop ({path})")
         self._recorded(run_dir, task)
-        return record
+        return record.raw
 
     def write_record(self, run_dir: Path, task: str, record: dict) -> dict:
         """`record`, the result of scoring `task`, written to RUN/downstream/TASK.json and counted as recorded."""

@@ -1,18 +1,16 @@
 """The records of a run's downstream tasks. RUN/downstream/TASK.json is the run's own scoring's (the `downstream`
 group, when training ends): what sweeps, studies and reports read. A hand run (`lmpt-finetune RUN task=NAME`,
 `lmpt-eval RUN task=NAME`) keeps its record beside them in RUN/downstream/hand/NAME-TIME.json, never over the run's
-own, and no reader of RUN/downstream/*.json sees it. Each record is replaced whole (written beside it, synced,
-renamed)."""
+own, and no reader of RUN/downstream/*.json sees it. Each record is written and read back by one codec
+(lmpt.downstream.codec), replaced whole (written beside it, synced, renamed)."""
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 from pathlib import Path
 
 from lmpt.errors import LmptError
-from lmpt.safe_files import write_atomically
 
 DOWNSTREAM_DIR = "downstream"
 HAND_DIR = "hand"
@@ -40,14 +38,3 @@ def hand_record_path(run_dir: Path, task: str, named_by: str | None = None) -> P
         n += 1
         path = own.parent / HAND_DIR / f"{task}-{stamp}-{n}.json"
     return path
-
-
-def write_record(path: Path, record: dict) -> None:
-    """`record` as JSON at `path`, whole or absent (`write_atomically`); a NaN or infinity (which JSON cannot hold)
-    is refused and nothing is written."""
-    try:
-        text = json.dumps(record, indent=1, allow_nan=False) + "\n"
-    except ValueError:
-        raise LmptError(f"the record {path} holds a value that is not a finite number: nothing was written") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lmpt.downstream.figures import GAIN, METRIC_PREFIX, SCRATCH, task_figure
+from lmpt.downstream.codec import task_record
+from lmpt.downstream.figures import METRIC_PREFIX, SCRATCH, task_figure
 from lmpt.report.ranking import Ranking
 from lmpt.report.runs import RunSummary
-from lmpt.report.significance import task_record
 from lmpt.report.table import Column
 
 MEAN_SUFFIX = "_mean"  # a fine-tuned figure: the mean over seeds (lmpt.downstream.figures.mean_of)
@@ -36,26 +36,19 @@ class ControlGain:
         return f"{self.gain:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def control_gain(run: RunSummary, key: str) -> ControlGain | None:
     """The gain of `key`'s figure (a fine-tuned `downstream/TASK/FIGURE_mean` or a zero-shot `downstream/TASK/FIGURE`)
     over the run's scratch control, from its record; None for a figure without a gain on record, a record without a
     control, or one that no longer holds the logged figure (scored again since, with other settings)."""
     task, figure = task_figure(key).rsplit("/", 1)
-    gains = (task_record(run.path, task) or {}).get(GAIN)
-    entry = gains.get(figure.removesuffix(MEAN_SUFFIX)) if isinstance(gains, dict) else None
-    if not isinstance(entry, dict) or not isinstance(entry.get("interval"), list) or len(entry["interval"]) != 2:
+    record = task_record(run.path, task)
+    entry = record.gain(figure.removesuffix(MEAN_SUFFIX)) if record is not None else None
+    if entry is None or entry.gain is None or entry.interval is None:
         return None
-    gain, low, high = _number(entry.get("gain")), _number(entry["interval"][0]), _number(entry["interval"][1])
-    pretrained, logged = _number(entry.get("pretrained")), run.downstream.get(key)
-    if gain is None or low is None or high is None:
+    logged = run.downstream.get(key)
+    if logged is not None and (entry.pretrained is None or not math.isclose(entry.pretrained, logged)):
         return None
-    if logged is not None and (pretrained is None or not math.isclose(pretrained, logged)):
-        return None
-    return ControlGain(gain, low, high, _number(entry.get(SCRATCH)))
+    return ControlGain(entry.gain, *entry.interval, entry.scratch)
 
 
 def control_key(key: str) -> str:

@@ -10,7 +10,6 @@ holds the logged figure (fine-tuned again since, with other settings) is not use
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, replace
@@ -20,16 +19,12 @@ import numpy as np
 from rich.markup import escape
 
 from lmpt.console import warn
-from lmpt.downstream.figures import ACCURACY, METRIC_PREFIX, task_figure
+from lmpt.downstream.codec import task_record
+from lmpt.downstream.figures import METRIC_PREFIX, task_figure
 from lmpt.downstream.intervals import LEVEL, bootstrap_interval, seed_interval
 from lmpt.downstream.record import DOWNSTREAM_DIR
 from lmpt.downstream.significance import (
-    ITEMS_DIGEST,
-    decode_outcomes,
-    high_key,
     holm,
-    items_key,
-    low_key,
     mcnemar_exact,
     welch_t,
 )
@@ -146,42 +141,22 @@ def legend(column: str, pooled: bool = False) -> str:
     )
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def task_record(run_dir: Path, task: str) -> dict | None:
-    """RUN/downstream/TASK.json as a dict; None when it is missing or not a JSON object."""
-    try:
-        record = json.loads((run_dir / DOWNSTREAM_DIR / f"{task}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
 MISMATCH = "record does not match the log"
 MALFORMED = "record of the wrong type"
 
 
-def _seed_figures(per_seed: object, figure: str) -> list[float | None] | None:
-    """The figure of each fine-tuning seed in the record's per_seed list; None when the list holds anything but
-    seed records."""
-    if not isinstance(per_seed, list) or not all(isinstance(s, dict) for s in per_seed):
-        return None
-    return [_number(s.get(figure)) for s in per_seed]
-
-
 def read_evidence(run: RunSummary, key: str) -> Evidence | None:
-    """The interval and per-item or per-seed results of `key` (`downstream/TASK/FIGURE`) in the run's record; None
-    when there is no record of it, and an Evidence holding only its `contradiction` when the record holds another
-    value than the log or is of the wrong type (each said in one warning naming the file)."""
+    """The interval and per-item or per-seed results of `key` (`downstream/TASK/FIGURE`) in the run's record (read
+    by the downstream codec, lmpt.downstream.codec); None when there is no record of it, and an Evidence holding only
+    its `contradiction` when the record holds another value than the log or is of the wrong type (each said in one
+    warning naming the file)."""
     task, figure = task_figure(key).rsplit("/", 1)
     record, logged = task_record(run.path, task), run.downstream.get(key)
     if record is None:
         return None
     path = run.path / DOWNSTREAM_DIR / f"{task}.json"
     if figure.endswith("_mean"):  # fine-tuned: the figure per seed
-        seeds = _seed_figures(record.get("per_seed"), figure.removesuffix("_mean"))
+        seeds = record.seed_figures(figure.removesuffix("_mean"))
         if seeds is None or None in seeds:
             return _contradicted(path, MALFORMED, f"per_seed holds no {figure.removesuffix('_mean')} per seed")
         if not seeds:
@@ -191,23 +166,18 @@ def read_evidence(run: RunSummary, key: str) -> Evidence | None:
             return _contradicted(path, MISMATCH, f"its seeds' mean is {mean:.4f}, metrics.jsonl logged {logged:.4f}")
         interval = seed_interval(seeds)  # type: ignore[arg-type]
         return Evidence(*(interval or (None, None)), seeds=np.asarray(seeds, dtype=np.float64))
-    value = _number(record.get(figure))
+    value = record.figure(figure)
     if value is None:
-        wrong = record.get(figure) is not None
-        return _contradicted(path, MALFORMED, f"{figure} is not a number") if wrong else None
+        return _contradicted(path, MALFORMED, f"{figure} is not a number") if record.malformed(figure) else None
     if logged is not None and not math.isclose(value, logged):
         return _contradicted(path, MISMATCH, f"it holds {figure} {value:.4f}, metrics.jsonl logged {logged:.4f}")
-    items = decode_outcomes(record.get(items_key(figure)))
+    items = record.items(figure)
     if items is not None and not math.isclose(float(items.mean()), value):
         items = None
-    low, high = _number(record.get(low_key(figure))), _number(record.get(high_key(figure)))
-    interval = record.get("interval")
-    if low is None and figure == ACCURACY and isinstance(interval, list) and len(interval) >= 2:  # minimal pairs
-        low, high = map(_number, interval[:2])
+    low, high = record.intervals.get(figure, (None, None))
     if (low is None or high is None) and items is not None:
         low, high = bootstrap_interval(items.astype(np.float64))
-    digest = record.get(ITEMS_DIGEST)
-    return Evidence(low, high, items, digest if isinstance(digest, str) else None)
+    return Evidence(low, high, items, record.digest)
 
 
 def _contradicted(path: Path, what: str, detail: str) -> Evidence:

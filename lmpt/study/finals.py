@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from lmpt.console import console
+from lmpt.downstream.codec import task_record
 from lmpt.downstream.figures import CHOICE_FIGURES, CLASSIFICATION_FIGURES, CONTROL_FIGURES, metric_key
 from lmpt.report.runs import read_run, read_status
-from lmpt.report.significance import task_record
 from lmpt.study.launch import refuse_another_run, run_lmpt
 from lmpt.study.plan import StudyPlan, at_budget
 
@@ -89,7 +89,7 @@ def _task_records(path: Path, tasks: list[str]) -> dict[str, dict[str, Any]]:
     for task in tasks:
         record = task_record(path, task)
         if record is not None:
-            found[task] = {k: v for k, v in record.items() if k in TASK_FIGURES}
+            found[task] = record.headline(TASK_FIGURES)
     return found
 
 

@@ -20,21 +20,18 @@ from typing import Any
 import numpy as np
 
 from lmpt.config.budget import parse_budget
+from lmpt.downstream.codec import TaskRecord, task_record
 from lmpt.downstream.figures import (
     ACCURACY,
     ACCURACY_GAIN,
     ACCURACY_MEAN,
     EQUAL_LENGTH_ACCURACY,
-    GAIN,
-    SCRATCH,
     SCRATCH_ACCURACY,
     metric_key,
 )
 from lmpt.downstream.gain import paired_gain
 from lmpt.downstream.intervals import LEVEL, seed_interval
-from lmpt.downstream.minimal_pairs import EQUAL_LENGTH_PAIRS
-from lmpt.downstream.significance import decode_outcomes, items_key
-from lmpt.report.significance import task_record
+from lmpt.downstream.significance import items_key
 from lmpt.study.finals import FinalRun
 
 FIGURES = (ACCURACY, EQUAL_LENGTH_ACCURACY)
@@ -76,11 +73,12 @@ class PooledGain:
         return f"{self.gain:+.3f} [{self.low:+.3f}, {self.high:+.3f}]{mark}"
 
 
-def _record(run: FinalRun, task: str, flagged: list[str] | None = None) -> dict | None:
-    """The run's record of `task` when it holds gains over a control and agrees with the figures the run logged
-    (metrics.jsonl); a record that does not is left out, with a sentence naming it in `flagged`."""
+def _record(run: FinalRun, task: str, flagged: list[str] | None = None) -> TaskRecord | None:
+    """The run's record of `task` (read by the downstream codec) when it holds gains over a control and agrees with
+    the figures the run logged (metrics.jsonl); a record that does not is left out, with a sentence naming it in
+    `flagged`."""
     record = task_record(run.path, task)
-    if record is None or not isinstance(record.get(GAIN), dict):
+    if record is None or record.gains is None:
         return None
     mismatch = _mismatch(run, task, record)
     if mismatch:
@@ -91,24 +89,26 @@ def _record(run: FinalRun, task: str, flagged: list[str] | None = None) -> dict 
     return record
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def _mean(outcomes: np.ndarray | None) -> float | None:
+    return float(outcomes.mean()) if outcomes is not None and outcomes.size else None
 
 
-def _mismatch(run: FinalRun, task: str, record: dict) -> str:
+def _zero_shot_record(record: TaskRecord) -> bool:
+    """Whether the record keeps per-item outcomes (zero-shot) rather than per-seed figures (fine-tuned)."""
+    return items_key(ACCURACY) in record.given
+
+
+def _mismatch(run: FinalRun, task: str, record: TaskRecord) -> str:
     """What in `record` differs from the figures `run` logged for `task` (each compared where both hold it), or "".
     The figures pooled are the record's per-item outcomes (zero-shot) or gains (fine-tuned): they must be the ones
     the run's own scoring logged."""
-    gain = record[GAIN].get(ACCURACY)
-    zero_shot = items_key(ACCURACY) in record
-    held = {ACCURACY_GAIN: _number(gain.get("gain")) if isinstance(gain, dict) else None}
-    if zero_shot:
-        correct = decode_outcomes(record.get(items_key(ACCURACY)))
-        control = decode_outcomes(record.get(SCRATCH, {}).get(items_key(ACCURACY)))
-        held[ACCURACY] = float(correct.mean()) if correct is not None and correct.size else None
-        held[SCRATCH_ACCURACY] = float(control.mean()) if control is not None and control.size else None
+    gain = record.gain(ACCURACY)
+    held = {ACCURACY_GAIN: gain.gain if gain is not None else None}
+    if _zero_shot_record(record):
+        held[ACCURACY] = _mean(record.items(ACCURACY))
+        held[SCRATCH_ACCURACY] = _mean(record.control.items(ACCURACY) if record.control is not None else None)
     else:
-        held[ACCURACY_MEAN] = _number(record.get(ACCURACY_MEAN))
+        held[ACCURACY_MEAN] = record.figure(ACCURACY_MEAN)
     for figure, value in held.items():
         logged = run.downstream.get(metric_key(task, figure))
         if logged is not None and (value is None or not math.isclose(value, logged, abs_tol=1e-9)):
@@ -117,18 +117,18 @@ def _mismatch(run: FinalRun, task: str, record: dict) -> str:
     return ""
 
 
-def _zero_shot(records: list[dict], figure: str) -> PooledGain | None:
+def _zero_shot(records: list[TaskRecord], figure: str) -> PooledGain | None:
     """The two-way bootstrap over the runs' and their controls' per-item outcomes (None: a record lacks them)."""
     rows, controls, masks = [], [], []
     for record in records:
-        correct = decode_outcomes(record.get(items_key(ACCURACY)))
-        control = decode_outcomes(record.get(SCRATCH, {}).get(items_key(ACCURACY)))
+        correct = record.items(ACCURACY)
+        control = record.control.items(ACCURACY) if record.control is not None else None
         if correct is None or control is None or correct.shape != control.shape:
             return None
         rows.append(correct)
         controls.append(control)
         if figure == EQUAL_LENGTH_ACCURACY:
-            mask = decode_outcomes(record.get(EQUAL_LENGTH_PAIRS))
+            mask = record.equal_length()
             if mask is None or mask.shape != correct.shape:
                 return None
             masks.append(mask)
@@ -142,15 +142,17 @@ def _zero_shot(records: list[dict], figure: str) -> PooledGain | None:
     return PooledGain(result["gain"], low, high, len(rows), "two-way bootstrap over (seed, item)")
 
 
-def _fine_tuned(records: list[dict]) -> PooledGain | None:
+def _fine_tuned(records: list[TaskRecord]) -> PooledGain | None:
     """The runs' fine-tuned gains: their mean, t interval over the pre-training seeds (one seed: its own)."""
-    entries = [r[GAIN].get(ACCURACY) for r in records]
-    if not all(isinstance(e, dict) and isinstance(e.get("gain"), int | float) for e in entries):
+    entries = [r.gain(ACCURACY) for r in records]
+    if not all(e is not None and e.gain is not None for e in entries):
         return None
-    gains = [float(e["gain"]) for e in entries]
+    gains = [float(e.gain) for e in entries]  # type: ignore[union-attr,arg-type]
     if len(gains) == 1:
-        low, high = entries[0]["interval"]
-        return PooledGain(gains[0], float(low), float(high), 1, "paired bootstrap over fine-tuning seeds and items")
+        interval = entries[0].interval  # type: ignore[union-attr]
+        if interval is None:
+            return None
+        return PooledGain(gains[0], *interval, 1, "paired bootstrap over fine-tuning seeds and items")
     interval = seed_interval(gains)
     assert interval is not None
     return PooledGain(float(np.mean(gains)), *interval, len(gains), "t over pre-training seeds")
@@ -163,7 +165,7 @@ def pooled_gains(runs: list[FinalRun], task: str, flagged: list[str] | None = No
     if not records or any(r is None for r in records):
         return {}
     found = [r for r in records if r is not None]
-    if all(items_key(ACCURACY) in r for r in found):  # zero-shot: per-item outcomes kept
+    if all(_zero_shot_record(r) for r in found):  # zero-shot: per-item outcomes kept
         gains = {figure: _zero_shot(found, figure) for figure in FIGURES}
     else:
         gains = {ACCURACY: _fine_tuned(found)}

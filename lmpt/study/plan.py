@@ -246,12 +246,12 @@ def search_space(study: Any, optimizer: str) -> dict[str, str]:
 
 def task_names(downstream: Any) -> list[str]:
     """The record names (RUN/downstream/TASK.json) of the tasks a run with this `downstream` section scores."""
-    from lmpt.downstream.after_training import classification_task
-    from lmpt.downstream.choice_tasks import task_name
+    from lmpt.downstream.kinds.classification import Classification
+    from lmpt.downstream.tasks.choice_tasks import task_name
 
     names = [task_name(str(t)) for t in downstream.choice_tasks]
     for i, task in enumerate(downstream.classification_tasks):
-        names.append(classification_task(str(task), f"downstream.classification_tasks[{i}]").name)
+        names.append(Classification.find(str(task), f"downstream.classification_tasks[{i}]").name)
     return names
 
 

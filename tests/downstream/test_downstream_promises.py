@@ -9,7 +9,7 @@ from pathlib import Path
 
 from runner import run_lmpt
 
-from lmpt.downstream.choice_tasks import tasks_dir
+from lmpt.downstream.tasks.choice_tasks import tasks_dir
 
 TINY = [
     "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=3",

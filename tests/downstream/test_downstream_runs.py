@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from lmpt.downstream.choice_tasks import read_choice_task, tasks_dir
 from lmpt.downstream.eval_cli import evaluate
-from lmpt.downstream.minimal_pairs import pair_scores
-from lmpt.downstream.multiple_choice import choice_scores
-from lmpt.downstream.pair_tasks import read_pairs
+from lmpt.downstream.tasks.choice_tasks import read_choice_task, tasks_dir
+from lmpt.downstream.tasks.pair_tasks import read_pairs
+from lmpt.downstream.zero_shot.minimal_pairs import pair_scores
+from lmpt.downstream.zero_shot.multiple_choice import choice_scores
 from lmpt.hf.export import export
 from lmpt.inference.progress import WorkBar
 from lmpt.rundir.trained import load_trained

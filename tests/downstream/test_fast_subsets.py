@@ -13,7 +13,7 @@ from runner import SMALL, run_lmpt
 
 from lmpt.config.validate import validate_config
 from lmpt.downstream.curves import curve_scorer, fast_subset, fast_twin
-from lmpt.downstream.zero_shot import read_zero_shot
+from lmpt.downstream.kinds.zero_shot import read_zero_shot
 from lmpt.errors import LmptError
 
 

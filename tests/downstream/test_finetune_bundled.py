@@ -13,10 +13,10 @@ from composed import composed
 from finetune_commands import pretrained, refused
 
 from lmpt.config.schema import DownstreamConfig
-from lmpt.downstream import task_files
-from lmpt.downstream.choice_tasks import tasks_dir
 from lmpt.downstream.finetune_cli import finetune_command
-from lmpt.downstream.options import MODE_MEANINGS, FinetuneOptions, TaskData
+from lmpt.downstream.tasks import task_files
+from lmpt.downstream.tasks.choice_tasks import tasks_dir
+from lmpt.downstream.tasks.options import MODE_MEANINGS, FinetuneOptions, TaskData
 
 TINY = [
     "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=2",

@@ -13,15 +13,15 @@ import pytest
 import torch
 from finetune_commands import pretrained, refused
 
-from lmpt.downstream import finetune as finetune_module
-from lmpt.downstream import recipe_search, training
 from lmpt.downstream.control import scratch_model
-from lmpt.downstream.finetune import logged_figures
 from lmpt.downstream.finetune_cli import finetune_command, render
+from lmpt.downstream.finetuning import finetune as finetune_module
+from lmpt.downstream.finetuning import recipe_search, training
+from lmpt.downstream.finetuning.encoding import read_task
+from lmpt.downstream.finetuning.recipe_search import search_slice
 from lmpt.downstream.gain import paired_gain
-from lmpt.downstream.labelled_task import read_task
-from lmpt.downstream.options import FinetuneOptions, TaskData
-from lmpt.downstream.recipe_search import search_slice
+from lmpt.downstream.kinds.classification import Classification
+from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import derive_seed
 from lmpt.rundir.trained import load_trained
@@ -34,6 +34,8 @@ TINY = [
 ]  # fmt: skip
 FAST = ["seeds=2", "max_steps=2", "batch_size=16", "seq_len=24", "lr_grid=[1e-4,1e-3]"]
 KEPT = '{"kept": true}\n'
+
+logged_figures = Classification.logged  # what a fine-tuning logs after training
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +212,7 @@ def test_bad_control_and_search_settings_are_one_line_before_any_training(run, t
 def test_one_control_is_fine_tuned_once_and_shared_by_every_run_that_has_it(run, task, capsys, monkeypatch) -> None:
     """The second fine-tuning with the same control (fresh weights, task tokens, recipe, code) reads it back, the
     same figures bit for bit, without training it; another recipe, or an entry that cannot be read, trains it."""
-    from lmpt.downstream import shared_control
+    from lmpt.downstream.finetuning import shared_control
 
     monkeypatch.setenv("LMPT_CACHE_DIR", str(run.parent / "shared-cache"))
     argv = [str(run), *_data(task), *FAST, "lr=1e-3", "pooling=first"]
@@ -235,7 +237,7 @@ def test_one_control_is_fine_tuned_once_and_shared_by_every_run_that_has_it(run,
 
 def _stored(run: Path, argv: list[str], capsys: pytest.CaptureFixture) -> tuple[dict, Path]:
     """A fine-tuning whose control is stored in a cache of its own; (its JSON, the entry's file)."""
-    from lmpt.downstream import shared_control
+    from lmpt.downstream.finetuning import shared_control
 
     first = _json(argv, capsys)
     return first, shared_control.controls_dir() / f"{first['scratch']['key']}.json"
@@ -243,7 +245,7 @@ def _stored(run: Path, argv: list[str], capsys: pytest.CaptureFixture) -> tuple[
 
 def _rewrite(entry: Path, change, digest: bool) -> None:
     """The entry with `change` applied to its control; `digest`: its digest recomputed (a forger who knows how)."""
-    from lmpt.downstream.control_entry import content_digest
+    from lmpt.downstream.finetuning.control_entry import content_digest
 
     data = json.loads(entry.read_text())
     change(data["control"])

@@ -1,5 +1,5 @@
-"""How examples become model inputs (lmpt.downstream.encoding) and how dotted keys parse (data.train=...), with the
-tokenizer trained on the bundled corpus; no model needed."""
+"""How examples become model inputs (lmpt.downstream.finetuning.encoding) and how dotted keys parse (data.train=...),
+with the tokenizer trained on the bundled corpus; no model needed."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import torch
 
 from lmpt.config.command_options import parse_command, usage
 from lmpt.data.cache import PreparedData
-from lmpt.downstream.encoding import collate, encode_split, fit_pair
-from lmpt.downstream.labelled_task import label_order, task_name
-from lmpt.downstream.options import FinetuneOptions, TaskData
-from lmpt.downstream.task_files import Example
+from lmpt.downstream.finetuning.encoding import collate, encode_split, fit_pair
+from lmpt.downstream.tasks.labelled_task import label_order, task_name
+from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
+from lmpt.downstream.tasks.task_files import Example
 from lmpt.errors import LmptError
 
 

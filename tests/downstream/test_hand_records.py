@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from finetune_commands import pretrained
 
-from lmpt.downstream.choice_tasks import tasks_dir
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.finetune_cli import finetune_command
 from lmpt.downstream.record import HAND_DIR, hand_record_path, record_path
+from lmpt.downstream.tasks.choice_tasks import tasks_dir
 from lmpt.errors import LmptError
 
 TINY = [

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import zstandard
 
-from lmpt.downstream.choice_tasks import tasks_dir
-from lmpt.downstream.pair_tasks import read_pairs, task_kind
+from lmpt.downstream.kinds.registry import task_kind
+from lmpt.downstream.tasks.choice_tasks import tasks_dir
+from lmpt.downstream.tasks.pair_tasks import read_pairs
 
 REPO = Path(__file__).resolve().parents[2]
 KEPT = ["sentence_good", "sentence_bad", "field", "linguistics_term", "UID", "pairID"]

@@ -14,10 +14,11 @@ from omegaconf import OmegaConf
 from lmpt.batch import Batch
 from lmpt.config.schema import ModelConfig
 from lmpt.downstream.intervals import accuracy_with_interval, bootstrap_interval
-from lmpt.downstream.minimal_pairs import evaluate_pairs, pair_figures, pair_scores, sentence_tokens
-from lmpt.downstream.multiple_choice import split_tokens
-from lmpt.downstream.pair_tasks import MinimalPair, read_pairs, task_kind
-from lmpt.downstream.zero_shot import logged_zero_shot, read_zero_shot
+from lmpt.downstream.kinds.registry import task_kind
+from lmpt.downstream.kinds.zero_shot import logged_zero_shot, read_zero_shot
+from lmpt.downstream.tasks.pair_tasks import MinimalPair, read_pairs
+from lmpt.downstream.zero_shot.minimal_pairs import evaluate_pairs, pair_figures, pair_scores, sentence_tokens
+from lmpt.downstream.zero_shot.multiple_choice import split_tokens
 from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lmpt.downstream.choice_tasks import tasks_dir
 from lmpt.downstream.eval_cli import evaluate
+from lmpt.downstream.tasks.choice_tasks import tasks_dir
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
@@ -58,8 +58,8 @@ def test_the_run_scored_the_pairs_beside_its_untrained_control(run: tuple[Path, 
     ones that twin gives when scored directly, and the gain over it; metrics.jsonl logs both; lmpt-eval's
     control=scratch gives the same."""
     from lmpt.downstream.control import scratch_twin
+    from lmpt.downstream.kinds.zero_shot import evaluate_zero_shot, read_zero_shot
     from lmpt.downstream.significance import decode_outcomes
-    from lmpt.downstream.zero_shot import evaluate_zero_shot, read_zero_shot
     from lmpt.rundir.trained import load_trained
 
     run_dir, pairs = run

@@ -10,9 +10,9 @@ from omegaconf import OmegaConf
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.downstream.choice_tasks import ChoiceQuestion, read_choice_task
 from lmpt.downstream.eval_cli import evaluate
-from lmpt.downstream.multiple_choice import choice_batch, choice_figures, choice_scores, frame, split_tokens
+from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion, read_choice_task
+from lmpt.downstream.zero_shot.multiple_choice import choice_batch, choice_figures, choice_scores, frame, split_tokens
 from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar

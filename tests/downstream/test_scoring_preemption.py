@@ -16,8 +16,8 @@ import pytest
 from runner import SMALL, lmpt_command, lmpt_env, records, run_lmpt
 
 from lmpt.downstream import after_training
-from lmpt.downstream.choice_tasks import tasks_dir
 from lmpt.downstream.preemption import LEDGER, SCORING, ScoringProgress, recorded_before, stoppable_scoring
+from lmpt.downstream.tasks.choice_tasks import tasks_dir
 from lmpt.report.runs import find_runs
 from lmpt.train.preemption import EXIT_PREEMPTED
 from lmpt.train.run import TrainResult

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from lmpt.downstream.scores import classification_scores
-from lmpt.downstream.task_files import Example
+from lmpt.downstream.finetuning.scores import classification_scores
+from lmpt.downstream.tasks.task_files import Example
 
 DESCRIPTION = "bag of words (tf-idf 1-2 grams + logistic regression)"
 

@@ -1,6 +1,6 @@
-"""The codec of a shared control's cache entry (lmpt.downstream.shared_control): a fine-tuned scratch control as JSON,
-with a digest of its own content. Reading one back checks the digest and every field's type and shape against the
-task it is read for, so an entry changed after it was stored, or one malformed (outcome strings of another length,
+"""The codec of a shared control's cache entry (lmpt.downstream.finetuning.shared_control): a fine-tuned scratch control
+as JSON, with a digest of its own content. Reading one back checks the digest and every field's type and shape against
+the task it is read for, so an entry changed after it was stored, or one malformed (outcome strings of another length,
 a figure stored as a string), is refused with the reason instead of trusted or crashing the run."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import numpy as np
 import torch
 
 from lmpt.downstream.figures import ACCURACY
+from lmpt.downstream.finetuning.training import SeedRuns
+from lmpt.downstream.finetuning.tuning import Tuned
 from lmpt.downstream.significance import decode_outcomes, encode_outcomes
-from lmpt.downstream.training import SeedRuns
-from lmpt.downstream.tuning import Tuned
 
 DIGEST, CONTROL = "digest", "control"
 """The entry file's two keys: the digest of the control's JSON, and that JSON."""

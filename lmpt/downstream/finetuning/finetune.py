@@ -1,46 +1,47 @@
 """`finetune(trained, options) -> dict`: fine-tune a pre-trained run on a labelled task once per seed and score
 each run on dev (and test): accuracy, macro-F1 and, for two classes, Matthews correlation, each as mean and sample
 standard deviation over seeds with the per-seed figures. The recipe is searched on a slice of the training split
-(lr=search, lmpt.downstream.recipe_search) unless fixed. With control=scratch the same architecture freshly
+(lr=search, lmpt.downstream.finetuning.recipe_search) unless fixed. With control=scratch the same architecture freshly
 initialised (lmpt.downstream.control) goes through the same search, seeds and data, a bag-of-words floor is fit, and
 the gain over the control carries a 95% interval paired over (seed, item) (lmpt.downstream.gain). Every input is
 read and checked before any training, so a bad task file costs nothing and writes nothing. mode=probe computes the
 frozen body's pooled features once, standardises them with the training split's mean and std, and trains the head
-on them. `finetune_run(RUN, options)` also keeps the record RUN/downstream/TASK.json (what `lmpt-finetune` does)."""
+on them. `lmpt-finetune` keeps the result as a hand run's record (lmpt.downstream.finetune_cli)."""
 
 from __future__ import annotations
 
 import copy
 import math
-from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from lmpt.config.choices import CONTROLS, FINETUNE_MODES
 from lmpt.config.command_options import require
-from lmpt.downstream.bag_of_words import bag_of_words_floor
 from lmpt.downstream.control import scratch_model
 from lmpt.downstream.figures import (
     ACCURACY,
-    ACCURACY_GAIN,
     BAG_OF_WORDS,
-    BOW_ACCURACY,
-    CLASSIFICATION_FIGURES,
     GAIN,
     SCRATCH,
-    SCRATCH_ACCURACY_MEAN,
     mean_of,
 )
+from lmpt.downstream.finetuning.bag_of_words import bag_of_words_floor
+from lmpt.downstream.finetuning.encoding import Task, encode_task
+from lmpt.downstream.finetuning.recipe_search import (
+    SEARCH,
+    check_recipe_settings,
+    check_search_size,
+    parse_lr,
+    recipe_space,
+)
+from lmpt.downstream.finetuning.scores import mean_and_std
+from lmpt.downstream.finetuning.shared_control import control_key, read_control, store_control
+from lmpt.downstream.finetuning.tuning import Tuned, tune, tuning_work
 from lmpt.downstream.gain import paired_gain
-from lmpt.downstream.labelled_task import LabelledTask, Task, encode_task, read_labelled, task_name
-from lmpt.downstream.options import FinetuneOptions
-from lmpt.downstream.recipe_search import SEARCH, check_recipe_settings, check_search_size, parse_lr, recipe_space
-from lmpt.downstream.record import hand_record_path, write_record
-from lmpt.downstream.scores import mean_and_std
-from lmpt.downstream.shared_control import control_key, read_control, store_control
-from lmpt.downstream.tuning import Tuned, tune, tuning_work
+from lmpt.downstream.tasks.labelled_task import LabelledTask, read_labelled
+from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.inference.progress import WorkBar
-from lmpt.rundir.trained import Trained, load_trained, locate_weights
+from lmpt.rundir.trained import Trained
 from lmpt.train.precision import pick_precision
 
 
@@ -162,27 +163,3 @@ def _control_figures(pretrained: Tuned, control: Tuned, floor: dict, init_seed: 
 def seed_mean(tuned: Tuned, figure: str) -> float:
     """The mean over seeds of `figure` of one tuned model."""
     return mean_and_std(tuned.runs.per_seed)[mean_of(figure)]
-
-
-def logged_figures(result: dict) -> dict[str, float]:
-    """What a fine-tuning logs to metrics.jsonl after training: CLASSIFICATION_FIGURES and, with a scratch control,
-    the control's dev accuracy, the gain over it and the bag-of-words floor."""
-    figures = {k: result[k] for k in CLASSIFICATION_FIGURES if k in result}
-    if result.get("control") == SCRATCH:
-        figures[SCRATCH_ACCURACY_MEAN] = result[SCRATCH][mean_of(ACCURACY)]
-        figures[ACCURACY_GAIN] = result[GAIN][ACCURACY]["gain"]
-        figures[BOW_ACCURACY] = result[BAG_OF_WORDS][ACCURACY]
-    return figures
-
-
-def finetune_run(run: str | Path, o: FinetuneOptions) -> dict:
-    """Load RUN (a run directory or checkpoint), fine-tune it (`finetune`) and keep the figures as a hand run's
-    record, RUN/downstream/hand/TASK-TIME.json (the run directory a checkpoint belongs to; never the run's own
-    RUN/downstream/TASK.json); the dict, with `record` its path."""
-    check_settings(o)
-    run_dir = locate_weights(run).run_dir
-    named_by = None if o.task else f"data.train={o.data.train}"
-    path = hand_record_path(run_dir, task_name(o), named_by)  # a bad task name is refused before any work
-    result = finetune(load_trained(run, o.device), o)
-    write_record(path, {**result, "record": str(path)})
-    return {**result, "record": str(path)}

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import torch
 
 from lmpt.config.command_options import require
-from lmpt.downstream.classifier import POOLINGS, resolve_pooling
-from lmpt.downstream.encoding import EncodedSplit
 from lmpt.downstream.figures import ACCURACY
-from lmpt.downstream.options import FinetuneOptions
-from lmpt.downstream.training import SeedPlan, run_seeds, seeds_work, steps_per_seed
+from lmpt.downstream.finetuning.classifier import POOLINGS, resolve_pooling
+from lmpt.downstream.finetuning.encoding import EncodedSplit
+from lmpt.downstream.finetuning.training import SeedPlan, run_seeds, seeds_work, steps_per_seed
+from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.rng import generator

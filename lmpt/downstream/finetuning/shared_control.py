@@ -5,8 +5,8 @@ fine-tune the same control bit for bit, so the first stores it and the others re
 controls/KEY.json ($LMPT_CACHE_DIR or ~/.cache/lmpt, as tokenizers), KEY a digest of every input and of lmpt's own
 source, so a change to any of them, the code included, makes a new entry instead of reusing a stale one. An entry is
 whole or absent (lmpt.safe_files.write_atomically) and carries a digest of its own content
-(lmpt.downstream.control_entry); one changed since it was stored, malformed or unreadable is named in one line and
-fine-tuned again, and the record names the digest of the entry its figures came from."""
+(lmpt.downstream.finetuning.control_entry); one changed since it was stored, malformed or unreadable is named in one
+line and fine-tuned again, and the record names the digest of the entry its figures came from."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ import torch
 from rich.markup import escape
 
 from lmpt.console import warn
-from lmpt.downstream.control_entry import DIGEST, EntryProblem, Shape, decode_entry, encode_entry
-from lmpt.downstream.labelled_task import Task
-from lmpt.downstream.options import FinetuneOptions
-from lmpt.downstream.recipe_search import RecipeSpace
-from lmpt.downstream.tuning import Tuned
+from lmpt.downstream.finetuning.control_entry import DIGEST, EntryProblem, Shape, decode_entry, encode_entry
+from lmpt.downstream.finetuning.encoding import Task
+from lmpt.downstream.finetuning.recipe_search import RecipeSpace
+from lmpt.downstream.finetuning.tuning import Tuned
+from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel
 from lmpt.safe_files import write_atomically
@@ -41,7 +41,7 @@ device as the weights' and the precision's)."""
 def code_digest() -> str:
     """A digest of lmpt's source files: a control stored by other code is never read back."""
     digest = hashlib.sha256()
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]  # lmpt/
     for path in sorted(root.rglob("*.py")):
         digest.update(str(path.relative_to(root)).encode() + b"\x00" + path.read_bytes())
     return digest.hexdigest()

@@ -14,9 +14,9 @@ import torch.nn.functional as F
 from omegaconf import OmegaConf
 
 from lmpt.config.schema import AdamWConfig, SchedulerConfig
-from lmpt.downstream.classifier import SequenceClassifier
-from lmpt.downstream.encoding import EncodedSplit, collate
-from lmpt.downstream.scores import classification_scores
+from lmpt.downstream.finetuning.classifier import SequenceClassifier
+from lmpt.downstream.finetuning.encoding import EncodedSplit, collate
+from lmpt.downstream.finetuning.scores import classification_scores
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.rng import derive_seed, generator

@@ -1,16 +1,16 @@
-"""Fine-tune one model on a task: search its recipe when asked (lmpt.downstream.recipe_search), then train and score
-it once per seed with the recipe chosen. The run's model and its scratch control each go through this, so they get
-the same search, seeds and data."""
+"""Fine-tune one model on a task: search its recipe when asked (lmpt.downstream.finetuning.recipe_search), then train
+and score it once per seed with the recipe chosen. The run's model and its scratch control each go through this, so they
+get the same search, seeds and data."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lmpt.downstream.classifier import SequenceClassifier
-from lmpt.downstream.labelled_task import Task
-from lmpt.downstream.options import FinetuneOptions
-from lmpt.downstream.recipe_search import RecipeSpace, search_recipe, search_work
-from lmpt.downstream.training import SeedPlan, SeedRuns, run_seeds, seeds_work, steps_per_seed
+from lmpt.downstream.finetuning.classifier import SequenceClassifier
+from lmpt.downstream.finetuning.encoding import Task
+from lmpt.downstream.finetuning.recipe_search import RecipeSpace, search_recipe, search_work
+from lmpt.downstream.finetuning.training import SeedPlan, SeedRuns, run_seeds, seeds_work, steps_per_seed
+from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.inference.progress import WorkBar
 from lmpt.model import LanguageModel
 from lmpt.tokenizer.special import SpecialTokens

@@ -1,34 +1,16 @@
 """A labelled classification task read and checked (`read_labelled`: every split's labels checked against the
-training labels, classes in a fixed order by `label_order`, and the task's name), then tokenised for one model
-(`encode_task`; `read_task` does both)."""
+training labels, classes in a fixed order by `label_order`, and the task's name), before any model is needed
+(tokenised for one by lmpt.downstream.finetuning.encoding.encode_task)."""
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmpt.downstream.encoding import EncodedSplit, encode_split
-from lmpt.downstream.options import FinetuneOptions
-from lmpt.downstream.task_files import Example, read_examples
+from lmpt.downstream.tasks.options import FinetuneOptions
+from lmpt.downstream.tasks.task_files import Example, read_examples
 from lmpt.errors import LmptError
-from lmpt.rundir.trained import Trained
-
-
-@dataclass
-class Task:
-    """A task read, checked and tokenised: its classes (label as written, in class-id order) and splits."""
-
-    name: str
-    classes: list[str]
-    train: EncodedSplit
-    dev: EncodedSplit
-    test: EncodedSplit | None
-    majority: str
-    """The most common training label: predicting it for every dev example is the baseline to beat."""
-    examples: dict[str, list[Example]]
-    """The examples as read, by split ("train", "dev", "test"): what the bag-of-words floor reads."""
 
 
 def task_name(options: FinetuneOptions) -> str:
@@ -109,22 +91,3 @@ def read_labelled(o: FinetuneOptions) -> LabelledTask:
     for role, examples in splits.items():
         _check_labels(examples, classes, role, getattr(data, role))
     return LabelledTask(task_name(o), classes, {"train": train, **splits})
-
-
-def encode_task(trained: Trained, labelled: LabelledTask, seq_len: int) -> Task:
-    """`labelled` tokenised for the model, at most `seq_len` tokens an example."""
-    index = {label: i for i, label in enumerate(labelled.classes)}
-    segments = trained.model.body.embed.segments is not None
-
-    def encode(split: str) -> EncodedSplit:
-        return encode_split(labelled.examples[split], index, trained.tokenizer, trained.arch, seq_len, segments)
-
-    majority = Counter(e.label for e in labelled.examples["train"]).most_common(1)[0][0]
-    test = encode("test") if "test" in labelled.examples else None
-    return Task(labelled.name, labelled.classes, encode("train"), encode("dev"), test, majority, labelled.examples)
-
-
-def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> Task:
-    """Every split read, its labels checked against the training labels (`read_labelled`), and tokenised for the
-    model (`encode_task`)."""
-    return encode_task(trained, read_labelled(o), seq_len)

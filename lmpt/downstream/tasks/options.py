@@ -1,4 +1,4 @@
-"""The options of `lmpt-finetune` (and of `lmpt.downstream.finetune.finetune`): a typed dataclass whose field
+"""The options of `lmpt-finetune` (and of `lmpt.downstream.finetuning.finetune.finetune`): a typed dataclass whose field
 docstrings are the `--help` text, with the task's files under `data.`."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Minimal-pair tasks for zero-shot scoring (BLiMP's format, Warstadt et al. 2020): a JSON Lines file (plain, .gz or
 .zst), one pair a line, `{"sentence_good": "...", "sentence_bad": "...", "field": "...", "UID": "..."}` (field, the
 phenomenon's area, and UID, its paradigm, are optional; linguistics_term and pairID are kept when given), or
-`bundled:NAME` (bundled:blimp, bundled:blimp-fast; docs/tasks.md). `task_kind` tells a minimal-pair file from a
-multiple-choice one (lmpt.downstream.choice_tasks) by its first record. Every problem is one LmptError naming the
-file (and line) and the fields expected."""
+`bundled:NAME` (bundled:blimp, bundled:blimp-fast; docs/tasks.md). The task-kind registry tells a minimal-pair file
+from a multiple-choice one by its first record (lmpt.downstream.kinds.registry.zero_shot_kind). Every problem is
+one LmptError naming the file (and line) and the fields expected."""
 
 from __future__ import annotations
 
@@ -11,15 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lmpt.data.readers.jsonl import jsonl_records, shown
-from lmpt.downstream.choice_tasks import resolve_task
+from lmpt.downstream.tasks.choice_tasks import resolve_task
 from lmpt.errors import LmptError
 
 PAIR_FIELDS = ("sentence_good", "sentence_bad")
-CHOICE_FIELDS = ("context", "choices", "label")
-EXPECTED = (
-    'minimal pairs ({"sentence_good", "sentence_bad"}, optional "field" and "UID") or multiple choice '
-    '({"context", "choices", "label"})'
-)
 UNGROUPED = "-"
 """The field or paradigm of a pair whose record names none."""
 
@@ -36,20 +31,6 @@ class MinimalPair:
     """BLiMP's UID: the paradigm (template) the pair was generated from."""
     term: str = UNGROUPED
     """BLiMP's linguistics_term: the phenomenon."""
-
-
-def task_kind(task: str) -> str:
-    """The format of the task's first record, "pairs" or "choice"; a file in neither is refused."""
-    path = resolve_task(task)
-    for where, record in jsonl_records(path):
-        keys = set(record) if isinstance(record, dict) else set()
-        if set(PAIR_FIELDS) <= keys:
-            return "pairs"
-        if set(CHOICE_FIELDS) <= keys:
-            return "choice"
-        found = ", ".join(sorted(keys)[:6]) or f"not an object: {shown(record)}"
-        raise LmptError(f"{where} is neither {EXPECTED}: its record has {found}")
-    raise LmptError(f"task={task} holds no records: give a .jsonl file of {EXPECTED}, one a line")
 
 
 def _text(where: str, record: dict, key: str, required: bool) -> str:

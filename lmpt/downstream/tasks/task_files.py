@@ -20,8 +20,8 @@ from typing import Any
 from lmpt.config.command_options import require
 from lmpt.data.readers.jsonl import jsonl_records, shown
 from lmpt.data.readers.streams import compression_of, open_bytes
-from lmpt.downstream.choice_tasks import BUNDLED_PREFIX, tasks_dir
-from lmpt.downstream.options import FinetuneOptions, TaskData
+from lmpt.downstream.tasks.choice_tasks import BUNDLED_PREFIX, tasks_dir
+from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
 from lmpt.errors import LmptError
 
 FORMATS = (".jsonl", ".csv", ".tsv", ".parquet")

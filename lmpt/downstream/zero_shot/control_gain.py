@@ -3,21 +3,15 @@ same items scored the same way by the run's architecture freshly initialised (lm
 run's gain over it with a 95% interval paired over items (lmpt.downstream.gain). A zero-shot figure alone cannot say
 what pre-training gave: an untrained model already prefers one sentence of a minimal pair by its tokens. On minimal
 pairs the gain is also given on the pairs of equal token length, where the length preference any language model
-learns first cannot help."""
+learns first cannot help. The scoring of both lives with the zero-shot door (lmpt.downstream.kinds.zero_shot)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from lmpt.downstream.control import scratch_twin
-from lmpt.downstream.figures import ACCURACY, EQUAL_LENGTH_ACCURACY, GAIN, SCRATCH
+from lmpt.downstream.figures import ACCURACY, EQUAL_LENGTH_ACCURACY, EQUAL_LENGTH_PAIRS, GAIN, SCRATCH
 from lmpt.downstream.gain import paired_gain
-from lmpt.downstream.minimal_pairs import EQUAL_LENGTH_PAIRS
 from lmpt.downstream.significance import decode_outcomes, items_key
-from lmpt.downstream.zero_shot import ZeroShotTask, evaluate_zero_shot
-from lmpt.rundir.trained import Trained
 
 
 def figure_gain(correct: np.ndarray, control: np.ndarray) -> dict:
@@ -37,19 +31,11 @@ def zero_shot_gains(result: dict, control: dict) -> dict[str, dict]:
     return gains
 
 
-def score_zero_shot(
-    trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, control: str, within_word: bool = False,
-    choice_pll: str = "conditional",
-) -> dict:  # fmt: skip
-    """The task scored on `trained` (lmpt.downstream.zero_shot.evaluate_zero_shot) and, with `control` scratch, on
-    its untrained control the same way: then the control's figures (`scratch`: its accuracy and per-item outcomes)
-    and the gains over it (`gain`) join the result."""
-    result = evaluate_zero_shot(trained, task, batch_size, hidden, within_word, choice_pll)
-    if control != SCRATCH:
-        return result
-    named = dataclasses.replace(task, name=f"{task.name} (scratch control)")
-    control = evaluate_zero_shot(scratch_twin(trained), named, batch_size, hidden, within_word, choice_pll)
-    kept = {k: control[k] for k in (ACCURACY, EQUAL_LENGTH_ACCURACY, items_key(ACCURACY)) if k in control}
-    init_seed = int(trained.config.trainer.seed)
-    return {**result, "control": SCRATCH, SCRATCH: {"init_seed": init_seed, **kept},
-            GAIN: zero_shot_gains(result, control)}  # fmt: skip
+def render_control(result: dict) -> None:
+    """The gain of the run's model over its untrained control, per figure, in plain sentences."""
+    from lmpt.console import console
+    from lmpt.downstream.gain import describe_gain
+
+    names = {ACCURACY: "accuracy", EQUAL_LENGTH_ACCURACY: "accuracy on pairs of equal token length"}
+    for figure, gain in result[GAIN].items():
+        console.print(f"{describe_gain(names.get(figure, figure) + ':', gain)} (untrained {gain[SCRATCH]:.4f})")

@@ -1,7 +1,7 @@
 """Zero-shot minimal pairs (`lmpt-eval RUN task=bundled:blimp-fast`; BLiMP, Warstadt et al. 2020): the model
 scores both sentences of a pair, and the pair is right when the acceptable one scores higher. Each sentence is
-scored as lmpt-eval scores a multiple-choice choice after an empty context (lmpt.downstream.multiple_choice, as
-lm-evaluation-harness scores its blimp tasks):
+scored as lmpt-eval scores a multiple-choice choice after an empty context (lmpt.downstream.zero_shot.multiple_choice,
+as lm-evaluation-harness scores its blimp tasks):
 
 - Decoders: the total log-likelihood of the sentence's tokens after eos (the start of every training document);
   prefix and ul2-mixture runs in their own frames.
@@ -24,12 +24,12 @@ import torch
 from rich.table import Table
 
 from lmpt.console import console
-from lmpt.downstream.choice_tasks import ChoiceQuestion
-from lmpt.downstream.figures import ACCURACY, CHANCE, EQUAL_LENGTH_ACCURACY
+from lmpt.downstream.figures import ACCURACY, CHANCE, EQUAL_LENGTH_ACCURACY, EQUAL_LENGTH_PAIRS
 from lmpt.downstream.intervals import LEVEL, RESAMPLES, SEED, accuracy_with_interval
-from lmpt.downstream.multiple_choice import choice_scores, split_tokens
-from lmpt.downstream.pair_tasks import MinimalPair
 from lmpt.downstream.significance import ITEMS_DIGEST, encode_outcomes, figure_outcomes, items_digest
+from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion
+from lmpt.downstream.tasks.pair_tasks import MinimalPair
+from lmpt.downstream.zero_shot.multiple_choice import choice_scores, split_tokens
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.sentence_pll import copy_tokens, framed_ids, text_plls
 from lmpt.rundir.trained import Trained
@@ -37,8 +37,6 @@ from lmpt.rundir.trained import Trained
 EQUAL_LENGTH = "equal_length"
 LENGTH_BASELINE = "length_baseline"
 PAIR_FIGURES = (ACCURACY, EQUAL_LENGTH_ACCURACY, CHANCE, LENGTH_BASELINE)
-EQUAL_LENGTH_PAIRS = "equal_length_pairs"
-"""The record's key of which pairs have sentences of equal token count: one character a pair, "1" equal."""
 """The minimal-pair figures logged after training (`logged_figures`)."""
 
 

@@ -33,9 +33,9 @@ from rich.table import Table
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.console import console
-from lmpt.downstream.choice_tasks import ChoiceQuestion
 from lmpt.downstream.figures import ACCURACY, ACCURACY_NORM, CHANCE
 from lmpt.downstream.significance import ITEMS_DIGEST, figure_outcomes, high_key, items_digest, low_key
+from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.sentence_pll import copy_tokens, framed_continuation, framed_ids, text_plls
