@@ -235,9 +235,9 @@ def study_markdown(
         f"# Study {plan.directory.name}",
         "",
         f"Objectives {', '.join(plan.objectives)} at {at} per run, seeds {', '.join(map(str, plan.seeds))}. Each "
-        f"objective's learning rate was searched with {plan.trials} trials (optuna, {plan.sampler} sampler, seed "
-        f"{plan.search_seed}) at `trainer.budget={plan.search_budget}`{share} (about {steps} steps) over {space}, by "
-        "its own final val_loss.",
+        f"objective's learning rate was searched with {plan.trials} trials (recipes drawn before any ran: "
+        f"{plan.sampler} sampler, seed {plan.search_seed}) at `trainer.budget={plan.search_budget}`{share} "
+        f"(about {steps} steps) over {space}, by its own final val_loss.",
         f"Run keys of every run: `{' '.join(plan.run_overrides) or '(defaults)'}`.",
         f"One rule for every objective: the tasks score each run's {weights_rule(plan.weights)}.",
     ]
