@@ -1,6 +1,8 @@
 """Static layering figures for the lmpt package (stdlib ast only): import graph, import circles, arrows up the layers,
 lmpt imports per module, the root config's walk from the training entry point, objective names compared outside
-lmpt/objectives/. Run: python scripts/layering.py [--package DIR] [--json FILE] [--fail-on-cycles] [--max-up N]"""
+lmpt/objectives/; inside lmpt/downstream/, its files, floors and arrows (and any arrow up its own floors), and task-kind
+names compared outside lmpt/downstream/kinds/.
+Run: python scripts/layering.py [--package DIR] [--json FILE] [--fail-on-cycles] [--max-up N]"""
 
 from __future__ import annotations
 
@@ -29,6 +31,20 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("report", ("lmpt.report",)),
     ("entry", ("lmpt.preview", "lmpt.prepare", "lmpt.app", "lmpt.cli", "lmpt.__main__", "lmpt.commands", "lmpt.study")),
 )
+SUBPACKAGE = "downstream"
+"""The package whose own floors are measured apart (`package_figures`)."""
+SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("figures", ("figures", "intervals", "significance", "gain", "record")),  # names and statistics, torch-free
+    ("tasks", ("tasks",)),  # reading tasks
+    ("control", ("control",)),  # the untrained control, shared by both ways of scoring
+    ("zero_shot", ("zero_shot",)),  # zero-shot scoring
+    ("finetuning", ("finetuning",)),  # fine-tuning
+    ("kinds", ("kinds",)),  # the task kinds and their registry
+    ("commands", ("codec", "preemption", "curves", "task_items", "after_training", "eval_cli", "finetune_cli")),
+)
+"""lmpt/downstream/'s floors, lowest first, as names inside it; its __init__ sits on the lowest."""
+KINDS_HOME = "downstream.kinds"
+"""Where the task kinds live: their names are compared nowhere else."""
 WATCHED = ("lmpt.train.run",)  # always shown in the imports-per-module table
 DEFAULT_ENTRY = "lmpt.cli:train:cfg"
 CARRIERS = ("RunSpec",)
@@ -296,19 +312,27 @@ def config_walk(mods: dict[str, Mod], entry: str = DEFAULT_ENTRY, layers=LAYERS)
             "edges": sorted(f"{s[0]}:{s[1]} -> {t}" for s, t in edges.items())}  # fmt: skip
 
 
+def _in_home(mod: Mod, home: str = "objectives") -> bool:
+    """Whether `mod` is in <pkg>/HOME/ (a dotted path under the package: "objectives", "downstream.kinds")."""
+    parts = home.split(".")
+    return mod.name.split(".")[1 : 1 + len(parts)] == parts
+
+
 def _in_objectives(mod: Mod) -> bool:
-    return mod.name.split(".")[1:2] == ["objectives"]
+    return _in_home(mod)
 
 
-def objective_names(mods: dict[str, Mod]) -> list[str]:
-    """The `name = "clm"` / `name: ClassVar[str] = "clm"` class attributes of the classes in <pkg>/objectives/."""
+def objective_names(mods: dict[str, Mod], home: str = "objectives") -> list[str]:
+    """The `name = "clm"` / `name: ClassVar[str] = "clm"` class attributes of the classes in <pkg>/HOME/ (the
+    objectives by default; the fallback list when it has none)."""
     found = []
-    for mod in filter(_in_objectives, mods.values()):
+    for mod in (m for m in mods.values() if _in_home(m, home)):
         for cls in (n for n in ast.walk(mod.tree) if isinstance(n, ast.ClassDef)):
             for item in cls.body:
                 if any(getattr(t, "id", 0) == "name" for t in _targets(item)) and isinstance(item.value, ast.Constant):
                     found.append(item.value.value)
-    return sorted({f for f in found if isinstance(f, str)}) or list(FALLBACK_OBJECTIVES)
+    names = sorted({f for f in found if isinstance(f, str) and f})
+    return names or (list(FALLBACK_OBJECTIVES) if home == "objectives" else [])
 
 
 def _literals(node: ast.AST, names: set[str]) -> list[ast.Constant]:
@@ -319,10 +343,11 @@ def _literals(node: ast.AST, names: set[str]) -> list[ast.Constant]:
     return [e for e in elems if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value in names]
 
 
-def objective_compares(mods: dict[str, Mod], names: list[str]) -> list[str]:
-    """file:line of each source line outside <pkg>/objectives/ comparing (or keying on) an objective name."""
+def objective_compares(mods: dict[str, Mod], names: list[str], home: str = "objectives") -> list[str]:
+    """file:line of each source line outside <pkg>/HOME/ comparing (or keying on) one of `names` (objective names,
+    or with home="downstream.kinds" task-kind names)."""
     wanted, hits = set(names), set()
-    for mod in (m for m in mods.values() if not _in_objectives(m)):
+    for mod in (m for m in mods.values() if not _in_home(m, home)):
         in_fstring = {id(n) for j in ast.walk(mod.tree) if isinstance(j, ast.JoinedStr) for n in ast.walk(j)}
         found: list[ast.Constant] = []
         for node in (n for n in ast.walk(mod.tree) if id(n) not in in_fstring):
@@ -340,11 +365,44 @@ def objective_compares(mods: dict[str, Mod], names: list[str]) -> list[str]:
     return [f"{f}:{line}" for f, line in sorted(hits)]
 
 
+def package_figures(
+    mods: dict[str, Mod], edges: list[Edge], base: Path, sub: str = SUBPACKAGE, floors=SUB_FLOORS
+) -> dict:
+    """<pkg>/SUB/ on its own: its files and lines, its arrows (imports between its modules), its depth in floors (the
+    longest chain of runtime imports inside it, counted in modules), its declared `floors` and any arrow up them.
+    `base`: the folder holding the package (module paths are relative to it)."""
+    root = f"{next(iter(mods)).split('.')[0]}.{sub}"
+    inside = {n: m for n, m in mods.items() if n == root or n.startswith(root + ".")}
+    arrows = [e for e in edges if e.src in inside and e.dst in inside]
+    named = tuple((name, tuple(f"{root}.{p}" for p in prefixes)) for name, prefixes in floors)
+    floor = {n: 0 if n == root else layer_of(n, named) for n in inside}  # the package's __init__: the lowest floor
+    ups = [{**e._asdict(), "src_layer": named[floor[e.src]][0], "dst_layer": named[floor[e.dst]][0]} for e in arrows
+           if floor[e.src] is not None and floor[e.dst] is not None and floor[e.src] < floor[e.dst]]  # fmt: skip
+    graph: dict[str, set[str]] = defaultdict(set)
+    for e in arrows:
+        if not e.type_only:
+            graph[e.src].add(e.dst)
+    depth: dict[str, int] = {}
+
+    def chain(name: str, seen: frozenset[str] = frozenset()) -> int:  # a circle counts once, not forever
+        if name not in depth:
+            depth[name] = 1 + max((chain(d, seen | {name}) for d in graph[name] if d not in seen), default=0)
+        return depth[name]
+
+    lines = sum(len((base / m.path).read_text(encoding="utf-8").splitlines()) for m in inside.values())
+    return {"package": root, "files": len(inside), "lines": lines, "arrows": len(arrows),
+            "depth": max((chain(n) for n in inside), default=0), "floors": [name for name, _ in named],
+            "unfloored": sorted(n for n, f in floor.items() if f is None), "up_arrows": ups}  # fmt: skip
+
+
 def analyse(root: Path, entry: str = DEFAULT_ENTRY, layers=LAYERS) -> dict:
     mods = load_package(root)
     edges = import_graph(mods)
     names = objective_names(mods)
     compares = objective_compares(mods, names)
+    kinds = objective_names(mods, KINDS_HOME)
+    has_sub = any(n.split(".")[1:2] == [SUBPACKAGE] for n in mods)
+    kind_compares = objective_compares(mods, kinds, KINDS_HOME)
     fan = dict(sorted(Counter(e.src for e in edges).items(), key=lambda kv: (-kv[1], kv[0])))  # distinct targets
     return {
         "modules": len(mods), "import_edges": len(edges), "type_only_edges": sum(e.type_only for e in edges),
@@ -355,6 +413,8 @@ def analyse(root: Path, entry: str = DEFAULT_ENTRY, layers=LAYERS) -> dict:
         "config_walk": config_walk(mods, entry, layers) if entry.split(":")[0] in mods else None,
         "objective_names": names, "objective_compares": compares,
         "objective_compare_files": len({c.rsplit(":", 1)[0] for c in compares}),
+        "subpackage": package_figures(mods, edges, Path(root).parent) if has_sub else None,
+        "kind_names": kinds, "kind_compares": kind_compares,
     }  # fmt: skip
 
 
@@ -380,6 +440,17 @@ def report(fig: dict) -> str:
     lines.append(f"objective names compared outside objectives/: {len(fig['objective_compares'])} lines in "
                  f"{fig['objective_compare_files']} files (names: {', '.join(fig['objective_names'])})")  # fmt: skip
     lines += [f"  {c}" for c in fig["objective_compares"]]
+    sub = fig.get("subpackage")
+    if sub:
+        lines.append(f"{sub['package']}: {sub['files']} files, {sub['lines']} lines, {sub['arrows']} arrows between "
+                     f"them, {sub['depth']} floors deep (longest import chain); declared floors "
+                     f"{' < '.join(sub['floors'])}: {len(sub['up_arrows'])} arrows up, {len(sub['unfloored'])} modules "
+                     "on no floor")  # fmt: skip
+        lines += [f"  up {u['src']} [{u['src_layer']}] -> {u['dst']} [{u['dst_layer']}]" for u in sub["up_arrows"]]
+        lines += [f"  no floor: {n}" for n in sub["unfloored"]]
+    lines.append(f"task-kind names compared outside {KINDS_HOME.replace('.', '/')}/: {len(fig['kind_compares'])} lines "
+                 f"(names: {', '.join(fig['kind_names'])})")  # fmt: skip
+    lines += [f"  {c}" for c in fig["kind_compares"]]
     return "\n".join(lines)
 
 

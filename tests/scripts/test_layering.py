@@ -144,3 +144,48 @@ def test_main_writes_json_and_fails_on_request(package: Path, tmp_path: Path) ->
     assert layering.main(["--package", str(package), "--max-up", "1"]) == 1
     (package / "extra.py").write_text("")
     assert layering.main(["--package", str(package)]) == 2  # a module in no layer
+
+
+DOWNSTREAM = {
+    "__init__.py": "",
+    "downstream/__init__.py": "",
+    "downstream/figures.py": "ACCURACY = 'accuracy'\n",
+    "downstream/tasks/__init__.py": "",
+    "downstream/tasks/read.py": "from lmpt.downstream.figures import ACCURACY\n",
+    "downstream/kinds/__init__.py": "",
+    "downstream/kinds/pairs.py": """
+        from lmpt.downstream.tasks import read
+
+        class Pairs:
+            name = "pairs"
+
+        def mine(kind):
+            return kind == "pairs"  # inside kinds/: not counted
+    """,
+    "downstream/zero_shot/__init__.py": "",
+    "downstream/zero_shot/score.py": """
+        from lmpt.downstream.tasks.read import ACCURACY
+
+        def is_pairs(kind):
+            from lmpt.downstream.kinds import pairs  # lazy, up: zero_shot -> kinds
+            return kind == "pairs"  # a kind's name compared outside kinds/
+    """,
+    "downstream/stray.py": "",
+}
+
+
+def test_the_downstream_package_is_measured_on_its_own_floors(tmp_path: Path) -> None:
+    for name, text in DOWNSTREAM.items():
+        path = tmp_path / "lmpt" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    figures = layering.analyse(tmp_path / "lmpt")
+    sub = figures["subpackage"]
+    assert (sub["package"], sub["files"], sub["arrows"], sub["depth"]) == ("lmpt.downstream", 9, 4, 4)
+    assert sub["floors"][0] == "figures" and sub["unfloored"] == ["lmpt.downstream.stray"]
+    assert [(u["src"], u["dst"], u["lazy"]) for u in sub["up_arrows"]] == [
+        ("lmpt.downstream.zero_shot.score", "lmpt.downstream.kinds.pairs", True)
+    ]
+    assert figures["kind_names"] == ["pairs"]
+    assert figures["kind_compares"] == ["lmpt/downstream/zero_shot/score.py:6"]
+    assert "lmpt.downstream: 9 files" in layering.report(figures)

@@ -33,3 +33,11 @@ def test_the_root_config_reaches_at_most_45_files_and_never_climbs() -> None:
 
 def test_no_objective_name_is_compared_outside_the_objectives() -> None:
     assert FIGURES["objective_compares"] == []
+
+
+def test_downstream_stands_on_its_floors_and_compares_no_kind_name_outside_its_kinds() -> None:
+    sub = FIGURES["subpackage"]
+    assert sub["unfloored"] == [] and sub["up_arrows"] == []
+    assert sub["floors"] == ["figures", "tasks", "control", "zero_shot", "finetuning", "kinds", "commands"]
+    assert set(FIGURES["kind_names"]) >= {"choice", "pairs", "classification"}
+    assert FIGURES["kind_compares"] == []
