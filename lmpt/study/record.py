@@ -200,7 +200,9 @@ def final_runs_markdown(
 
     significance = neighbour_significance(ranked, ranking)
     verdict = significance.verdict() if significance is not None else ""
-    lines = ["## Final runs", "", f"At {plan.budget}, {ranking.header}." + (f" {verdict}" if verdict else ""), ""]
+    noise = within_noise_sentence(ranked, ranking)  # a fine-tuned ranking whose every gain is within noise says so
+    header = " ".join(filter(None, [f"At {plan.budget}, {ranking.header}.", verdict, noise]))
+    lines = ["## Final runs", "", header, ""]
     lines += final_runs_table(ranked, names, ranking, significance)
     if significance is not None and significance.gaps:
         lines += ["", legend("`vs next`")]
