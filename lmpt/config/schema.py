@@ -155,6 +155,9 @@ class DataConfig:
     """Field (JSONL) or column (parquet, arrow) holding each record's text."""
     documents: str = "auto"
     """How text splits into documents: auto, blank_line, wikitext, line or file (jsonl: one per record)."""
+    unique_tokens: int | None = None
+    """Train on the first N tokens of the training text only, the same tokens for every objective and seed, so the
+    data stays fixed while the budget grows (the start line states the epochs); null = all of it."""
     seq_len: int = 128
     """Model input length in tokens (128, BERT's first-phase length: the tiny default run reaches a given held-out
     quality sooner at 128 than at 256, docs/benchmarks.md)."""

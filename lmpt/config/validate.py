@@ -178,6 +178,8 @@ def validate_config(cfg: DictConfig) -> None:
     if not d.val_paths:
         _require(0 < d.val_fraction < 1, "data.val_fraction", d.val_fraction, "in (0, 1) (or set data.val_paths)")
     _validate_sources(d.sources)
+    if d.unique_tokens is not None:  # too many for the text is known once it is tokenised (lmpt.data.sampling)
+        _require(d.unique_tokens > 0, "data.unique_tokens", d.unique_tokens, "> 0 (or null: all the training text)")
 
     _choice(m.arch, "model.arch", ARCHS)
     _positive(m, "model", "d_model", "n_layers", "n_heads", "ffn_dim", "max_seq_len", "norm_eps", "rope_theta")

@@ -3,9 +3,34 @@ source, a weighted mixture and one validation set per source when it has several
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lmpt.data.cache import PreparedData
 from lmpt.data.mixture import MixtureSampler
 from lmpt.data.sampler import StepSamples, ValidationWindows, WindowSampler
+from lmpt.errors import LmptError
+
+
+def hold_unique_tokens(data: PreparedData, unique_tokens: int | None) -> PreparedData:
+    """`data` whose training text is its first `unique_tokens` tokens (data.unique_tokens; None: all of it): the
+    same tokens whatever the objective or seed. More than the training text, or a mixture, is refused in one line."""
+    if unique_tokens is None:
+        return data
+    if unique_tokens < 1:
+        raise LmptError(f"data.unique_tokens={unique_tokens} must be > 0 (or null: all the training text)")
+    if len(data.sources) > 1:
+        raise LmptError(
+            f"data.unique_tokens={unique_tokens:,} takes the first tokens of one training text; this run mixes "
+            f"{len(data.sources)} sources: drop data.unique_tokens or train on one source"
+        )
+    (source,) = data.sources
+    first, end = source.train
+    if unique_tokens > end - first:
+        raise LmptError(
+            f"data.unique_tokens={unique_tokens:,} is more than the {end - first:,} tokens of the training text: "
+            "lower it or add text"
+        )
+    return replace(data, sources=[replace(source, train=(first, first + unique_tokens))])
 
 
 def training_sampler(
@@ -19,7 +44,8 @@ def training_sampler(
 ) -> StepSamples:
     """The windows of every (step, micro_step, rank): a pure function of them, in O(1) memory."""
     if len(data.sources) == 1:
-        return WindowSampler(data.train, window_length, batch_size, seed, rank, world_size, grad_accum)
+        return WindowSampler(data.train, window_length, batch_size, seed, rank, world_size, grad_accum,
+                             span=data.sources[0].train)  # fmt: skip
     return MixtureSampler(
         data.train, [s.train for s in data.sources], [s.weight for s in data.sources],
         [s.name for s in data.sources], window_length, batch_size, seed, rank, world_size, grad_accum,

@@ -1,5 +1,6 @@
 """`lmpt-generate RUN prompt="..."`: a decoder continues the prompt (sampling with a key-value cache); an
-encoder-decoder fills the sentinel spans (<extra_id_0> ...) of the prompt. Encoders are refused."""
+encoder-decoder fills the sentinel spans (<extra_id_0> ...) of the prompt; a masked diffusion encoder (mdlm) writes
+after the prompt by iterative unmasking over `steps` steps. Other encoders are refused."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.prompts import SENTINEL, encode_marked
-from lmpt.model.generate import sample
+from lmpt.model.generate import sample, unmask
 from lmpt.rng import generator
 from lmpt.rundir.trained import RUN_ARGUMENT, Trained, load_trained
 
@@ -38,6 +39,9 @@ class GenerateOptions:
     """Sample among the k most likely tokens only; 0 = the whole vocabulary."""
     top_p: float = 0.95
     """Then among the most likely tokens whose probabilities add up to top_p; 1 = no cut."""
+    steps: int = 64
+    """Masked diffusion runs (mdlm): iterative-unmasking steps over the max_tokens new tokens (at most one step per
+    token; fewer steps unmask more tokens at once). Other runs ignore it."""
     seed: int = 0
     """Seed of the sampling draws: the same seed gives the same text."""
     device: str = "cpu"
@@ -51,6 +55,7 @@ def _check(o: GenerateOptions) -> None:
     require(o.temperature >= 0, f"temperature={o.temperature} must be >= 0 (0 = greedy)")
     require(o.top_k >= 0, f"top_k={o.top_k} must be >= 0 (0 = no cut)")
     require(0 < o.top_p <= 1, f"top_p={o.top_p} must be in (0, 1]")
+    require(o.steps >= 1, f"steps={o.steps} must be at least 1 (iterative-unmasking steps)")
 
 
 def continue_text(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
@@ -64,6 +69,21 @@ def continue_text(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
     text = tok.decode(prompt_ids[1:] + new)
     prompt_text = tok.decode(prompt_ids[1:])
     return {"prompt": prompt_text, "text": text, "continuation": text[len(prompt_text) :], "tokens": len(new)}
+
+
+def unmask_text(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
+    """A masked diffusion encoder's max_tokens tokens after the prompt, unmasked over o.steps steps."""
+    tok = trained.tokenizer
+    prompt_ids = tok.encode(o.prompt)
+    never = tok.special.reserved_mask(tok.vocab_size)
+    never[tok.special.eos] = False  # training text holds eos between documents, no other reserved id
+    new = unmask(
+        trained.model, prompt_ids, o.max_tokens, o.steps, o.temperature, generator(o.seed, "generate"),
+        mask_id=tok.special.mask, never=never, on_step=bar.advance,
+    )  # fmt: skip
+    text, prompt_text = tok.decode(prompt_ids + new), tok.decode(prompt_ids)
+    return {"prompt": prompt_text, "text": text, "continuation": text[len(prompt_text) :], "tokens": len(new),
+            "steps": min(o.steps, o.max_tokens)}  # fmt: skip
 
 
 def fill_spans(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
@@ -111,17 +131,19 @@ def generate(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, GenerateOptions)
     _check(o)
     trained = load_trained(run, o.device)
-    if trained.arch == "encoder":
+    diffusion = trained.objective.samples_by_unmasking
+    if trained.arch == "encoder" and not diffusion:
         raise LmptError(
             f"{run} is an encoder ({trained.objective_name}), which predicts masked tokens rather than generating: "
             f'use lmpt-fill {run} text="... [MASK] ..."'
         )
     with torch.inference_mode(), WorkBar("generating tokens", hidden=o.json) as bar:
         bar.start(o.max_tokens)  # at most: a decoder may stop earlier at an end of document
-        result = continue_text(trained, o, bar) if trained.arch == "decoder" else fill_spans(trained, o, bar)
+        write = unmask_text if diffusion else continue_text if trained.arch == "decoder" else fill_spans
+        result = write(trained, o, bar)
     if o.json:
         print(json.dumps(result))
-    elif trained.arch == "decoder":
+    elif diffusion or trained.arch == "decoder":
         console.print(f"[cyan]{escape(result['prompt'])}[/]{escape(result['continuation'])}")
     else:
         console.print(escape(result["text"]))

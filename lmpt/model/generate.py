@@ -1,6 +1,6 @@
 """Sampling with a key-value cache: the prompt is run once (prefill), then one token per step, each attending
 over the cached keys and values of every earlier position. Serves decoders and the decoder of an
-encoder-decoder (whose encoder runs once)."""
+encoder-decoder (whose encoder runs once). A masked diffusion encoder samples by iterative unmasking (`unmask`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import torch
 
+from lmpt.batch import Batch
 from lmpt.errors import LmptError
 from lmpt.model.language_model import LanguageModel
 from lmpt.model.stacks import Decoder, Encoder, EncoderDecoder, Stack, padding_mask_if_any
@@ -179,3 +180,51 @@ def sample(
     finally:
         model.train(was_training)
     return new
+
+
+@torch.no_grad()
+def unmask(
+    model: LanguageModel,
+    prompt_ids: list[int],
+    length: int,
+    steps: int,
+    temperature: float,
+    gen: torch.Generator,
+    mask_id: int,
+    never: torch.Tensor,
+    on_step: Callable[[int], None] | None = None,
+) -> list[int]:
+    """`length` tokens after the prompt from a masked diffusion encoder, by iterative unmasking (LLaDA's sampler with
+    low-confidence remasking): start all [MASK]; at each of `steps` steps predict every masked position, draw a token
+    for each (temperature 0: the most likely), and keep the most confident of them, so many that the masks run out
+    evenly over the steps; the rest are masked again. [MASK] and the ids `never` [<= model vocab] marks (the reserved
+ids no text holds, those past the tokenizer's) are never drawn."""
+    if steps < 1:
+        raise LmptError(f"steps={steps} must be at least 1")
+    total = len(prompt_ids) + length
+    if total > model.max_seq_len:
+        raise LmptError(f"the prompt and {length} new tokens make {total}; the model takes {model.max_seq_len}")
+    device = next(model.parameters()).device
+    ids = torch.tensor([[*prompt_ids, *[mask_id] * length]], device=device)
+    steps = min(steps, length) if length else 0
+    for step in range(steps):
+        masked = ids[0] == mask_id
+        remaining = int(masked.sum())
+        take = remaining // (steps - step) + (1 if remaining % (steps - step) else 0)  # the masks end on the last step
+        batch = Batch(input_ids=ids, labels=ids, attention="bidirectional")
+        logits = (model.hidden_states(batch)[0] @ model.head_weight.t()).float()
+        logits[:, mask_id] = -math.inf
+        logits[:, : len(never)] = logits[:, : len(never)].masked_fill(never.to(device), -math.inf)
+        logits[:, len(never) :] = -math.inf
+        if temperature > 0:
+            probs = torch.softmax(logits / temperature, dim=-1)
+            drawn = torch.multinomial(probs.cpu(), 1, generator=gen)[:, 0].to(device)
+        else:
+            probs = torch.softmax(logits, dim=-1)
+            drawn = probs.argmax(dim=-1)
+        confidence = probs.gather(1, drawn[:, None])[:, 0].masked_fill(~masked, -1.0)
+        keep = confidence.topk(take).indices
+        ids[0, keep] = drawn[keep]
+        if on_step is not None:
+            on_step(take)
+    return ids[0, len(prompt_ids) :].tolist()

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from lmpt.data.cache import PreparedData, default_cache_root, prepare_corpora
 from lmpt.data.sampler import StepSamples, ValidationWindows
-from lmpt.data.sampling import training_sampler, validation_sets
+from lmpt.data.sampling import hold_unique_tokens, training_sampler, validation_sets
 from lmpt.errors import LmptError
 from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.base import Objective
@@ -47,6 +47,7 @@ def prepare_inputs(
                            tokenizer=run_tokenizer, quality=quality)  # fmt: skip
     if quality is not None and record_in is not None:
         quality.copy_record(record_in)
+    data = hold_unique_tokens(data, data_cfg.unique_tokens)
     objective = build_objective(spec.objective, data.tokenizer, data_cfg.seq_len, model_cfg.arch)
     check_splits(objective, data, data_settings)
     longest = max(data_cfg.seq_len, objective.target_length)

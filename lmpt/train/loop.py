@@ -283,8 +283,10 @@ class TrainLoop:
                         self.display.log(step, record)
                     if (t.eval_every and step % t.eval_every == 0) or last:
                         self.display.evaluating(step)
+                        # a bound's yardstick costs eval_draws validations: the last evaluation alone reports it
+                        fixed = fixed_batches if last or self.objective.likelihood != "bound" else ()
                         self.state.last_val = with_bits_per_byte(
-                            self.evaluate(val_batches, fixed_batches), val_sizes, self.objective.perplexity_of
+                            self.evaluate(val_batches, fixed), val_sizes, self.objective.perplexity_of
                         )
                         self.emit({"step": step, **self.work.record(), **self.state.last_val})
                         self.display.evaluation(step, self.state.last_val)
