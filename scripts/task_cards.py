@@ -170,10 +170,16 @@ def spread(result: dict, key: str) -> str:
     return f"{result[f'{key}_mean']:.3f}" + ("" if std is None else f" ± {std:.3f}")
 
 
-def task_rows(task: str, kind: str, by_arch: dict[str, dict], extra: dict) -> list[list[str]]:
-    """The table rows of one task: [task, figure, one cell per architecture, chance or majority, bag of words]."""
+def task_rows(task: str, by_arch: dict[str, dict], extra: dict) -> list[list[str]]:
+    """The table rows of one task: [task, figure, one cell per architecture, chance or majority, bag of words]; the
+    kind of task is the one the downstream codec reads in its results."""
+    from lmpt.downstream.codec import decode
+    from lmpt.downstream.kinds.classification import Classification
+    from lmpt.downstream.kinds.minimal_pairs import MinimalPairs
+
     some = next(iter(by_arch.values()))
-    if kind == "classification":
+    kind = decode(some).kind
+    if kind is Classification:
         bow = extra["bag_of_words"]
         seeds = f"{some['seeds']} seed{'s' * (some['seeds'] > 1)}"
         rows = [[f"dev accuracy ({some['dev_examples']:,}), {some['mode']}, {seeds}",
@@ -183,7 +189,7 @@ def task_rows(task: str, kind: str, by_arch: dict[str, dict], extra: dict) -> li
             rows.append([f"test accuracy ({some['test_examples']:,})",
                          *(spread(r, "test_accuracy") for r in by_arch.values()),
                          f"{extra['test_majority']:.3f} (majority)", f"{bow['test_accuracy']:.3f}"])  # fmt: skip
-    elif "paradigms" in some:  # minimal pairs
+    elif kind is MinimalPairs:
         rows = [[f"accuracy ({some['n']:,} pairs)", *(interval(r, "accuracy") for r in by_arch.values()),
                  f"{some['chance']:.2f} (chance); fewer tokens wins: {some['length_baseline']:.3f}", ""]]  # fmt: skip
         equal = [r["equal_length"] for r in by_arch.values()]
@@ -221,7 +227,7 @@ def card_section(record: dict) -> str:
              "| " + " | ".join(["---", "---", *["---:"] * (len(head) - 2)]) + " |"]  # fmt: skip
     for task, entry in record["tasks"].items():
         by_arch = {a: record["results"][a][task] for a in archs}
-        lines += ["| " + " | ".join(row) + " |" for row in task_rows(task, entry["kind"], by_arch, entry)]
+        lines += ["| " + " | ".join(row) + " |" for row in task_rows(task, by_arch, entry)]
     lines += ["", *wrapped(notes)]
     recipes = [
         f"`{t}` " + ", ".join(f"{a} lr {r[t]['lr']:g} {r[t]['pooling']}" for a, r in record["results"].items())

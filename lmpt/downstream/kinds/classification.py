@@ -12,6 +12,7 @@ from lmpt.data.readers.jsonl import jsonl_records
 from lmpt.downstream.figures import (
     ACCURACY,
     ACCURACY_GAIN,
+    ACCURACY_MEAN,
     BAG_OF_WORDS,
     BOW_ACCURACY,
     CLASSIFICATION_FIGURES,
@@ -45,7 +46,7 @@ class Classification(TaskKind):
 
     @classmethod
     def holds_record(cls, raw: dict[str, Any]) -> bool:
-        return "per_seed" in raw  # what only a fine-tuning reports
+        return "per_seed" in raw or ACCURACY_MEAN in raw  # what only a fine-tuning reports
 
     @classmethod
     def names_folder(cls, task: str) -> bool:
