@@ -6,7 +6,9 @@ of any objective and architecture, so it comes first when every completed run ha
 A run's val_loss is measured on its own task: an mlm run at its own masking rate, a clm run on next-token
 prediction. Ranking is only honest on a loss every run measured the same way: the fixed-rate masked-token
 loss (val_fixed_loss, at one shared eval_mask_prob) among masked runs, or val_loss when every run has the
-same objective and no fixed-rate loss exists."""
+same objective and no fixed-rate loss exists. Likelihood models (clm, mdlm) share one more yardstick: held-out bits
+per token on the same windows (val_bits_per_token), exact for clm and an upper bound for masked diffusion; runs
+that include a bound are ranked by it, first, with the header saying which figures are bounds."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 
 from lmpt.downstream.figures import ACCURACY, ACCURACY_MEAN, ACCURACY_NORM
 from lmpt.report.runs import RunSummary
+
+BITS_PER_TOKEN = "val_bits_per_token"  # lmpt.objectives.yardstick.BITS_PER_TOKEN: the report imports no torch
 
 DOWNSTREAM_PREFERENCE = (ACCURACY_MEAN, ACCURACY, ACCURACY_NORM)
 
@@ -39,10 +43,14 @@ class Ranking:
             return None
         if self.higher_is_better:
             return run.downstream.get(self.key)
+        if self.key == BITS_PER_TOKEN:
+            return run.measures.get(BITS_PER_TOKEN)
         return run.fixed_loss if self.key == "val_fixed_loss" else run.val_loss
 
     @property
     def label(self) -> str:
+        if self.key == BITS_PER_TOKEN:
+            return "validation bits per token (a diffusion figure is an upper bound)"
         if self.key == "val_fixed_loss":
             return "validation loss at the fixed masking rate"
         return "validation loss (each run's own objective)"
@@ -55,6 +63,30 @@ def loss_family(objective: str | None) -> str | None:
 
     cls = objective_class(str(objective))
     return cls.loss_family if cls is not None else None
+
+
+def likelihood(objective: str | None) -> str | None:
+    """The run's objective's likelihood (Objective.likelihood): "exact" (clm), "bound" (mdlm) or None."""
+    from lmpt.objectives.registry import objective_class
+
+    cls = objective_class(str(objective))
+    return cls.likelihood if cls is not None else None
+
+
+def bits_ranking(evaluated: list[RunSummary]) -> Ranking | None:
+    """By held-out bits per token when every evaluated run has the figure and one of them is a bound (mdlm); a clm
+    table keeps its usual ranking (val_loss orders it the same)."""
+    if not evaluated or any(r.measures.get(BITS_PER_TOKEN) is None for r in evaluated):
+        return None
+    bounds = sorted({str(r.objective) for r in evaluated if likelihood(r.objective) == "bound"})
+    if not bounds:
+        return None
+    return Ranking(
+        BITS_PER_TOKEN,
+        f"ranked by {BITS_PER_TOKEN}: held-out bits per token on the same windows, exact for clm; the "
+        f"{', '.join(bounds)} figures are upper bounds on their negative log-likelihood (fixed draws, "
+        f"{BITS_PER_TOKEN}_stderr their standard error), so a bound below a clm figure is a win",
+    )
 
 
 def downstream_figure(runs: list[RunSummary]) -> str | None:
@@ -72,9 +104,13 @@ def downstream_figure(runs: list[RunSummary]) -> str | None:
 
 
 def choose_ranking(runs: list[RunSummary]) -> Ranking:
-    """A downstream figure when every completed run has one (the same task scored the same way whatever the
+    """Bits per token when the runs are likelihood models one of which is a bound (bits_ranking); a downstream figure
+    when every completed run has one (the same task scored the same way whatever the
     objective or architecture); else the fixed-rate loss when every evaluated run has one at the same rate; val_loss
     when they all share an objective without one; otherwise none."""
+    bits = bits_ranking([r for r in runs if r.val_loss is not None])
+    if bits is not None:
+        return bits
     figure = downstream_figure(runs)
     if figure is not None:
         return Ranking(
