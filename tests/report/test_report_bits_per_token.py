@@ -35,3 +35,10 @@ def test_an_mdlm_run_without_the_figure_leaves_the_table_unranked_by_it(tmp_path
     make_run(tmp_path / "a" / "1", SHARED, [eval_record(10, 6.0)], objective="mdlm")
     _, ranking = rank_runs(find_runs([tmp_path / "a"]))
     assert ranking.key != "val_bits_per_token"
+
+
+def test_the_chart_plots_the_bits_it_ranks_by(tmp_path: Path) -> None:
+    make_run(tmp_path / "a" / "0", SHARED, [eval_record(10, 5.0, val_bits_per_token=7.0)], objective="clm")
+    make_run(tmp_path / "a" / "1", SHARED, [eval_record(10, 6.0, val_bits_per_token=6.5)], objective="mdlm")
+    ranked, ranking = rank_runs(find_runs([tmp_path / "a"]))
+    assert [ranking.curve(r) for r in ranked] == [[(10, 6.5)], [(10, 7.0)]]
