@@ -17,7 +17,7 @@ from lmpt.downstream.control import scratch_model
 from lmpt.downstream.finetune_cli import finetune_command, render
 from lmpt.downstream.finetuning import finetune as finetune_module
 from lmpt.downstream.finetuning import recipe_search, training
-from lmpt.downstream.finetuning.encoding import read_task
+from lmpt.downstream.finetuning.encoded_task import read_task
 from lmpt.downstream.finetuning.recipe_search import search_slice
 from lmpt.downstream.gain import paired_gain
 from lmpt.downstream.kinds.classification import Classification

@@ -6,23 +6,17 @@
   an eos), causal attention;
 - encoder-decoder: encoder `text` (`[SEP] pair`) `</s>` (span corruption's inputs end with eos), decoder `<s>`.
 
-Texts longer than `seq_len` are cut at the end, the longer of a pair first, so the markers always fit. A task read
-and checked (lmpt.downstream.tasks.labelled_task) is tokenised for one model by `encode_task` (`read_task` does
-both)."""
+Texts longer than `seq_len` are cut at the end, the longer of a pair first, so the markers always fit."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 import torch
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.downstream.tasks.labelled_task import LabelledTask, read_labelled
-from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.downstream.tasks.task_files import Example
 from lmpt.objectives.sequences import pad_rows
-from lmpt.rundir.trained import Trained
 from lmpt.tokenizer.base import Tokenizer
 
 
@@ -90,37 +84,3 @@ def collate(split: EncodedSplit, indices: list[int], arch: str, special) -> Batc
     attention = "causal" if arch == "decoder" else "bidirectional"
     no_labels = torch.full((len(rows), 1), IGNORE)  # the classifier reads hidden states, never the LM head
     return Batch(ids, no_labels, attention, decoder_input_ids=decoder_ids, segment_ids=segment_ids)
-
-
-@dataclass
-class Task:
-    """A task read, checked and tokenised: its classes (label as written, in class-id order) and splits."""
-
-    name: str
-    classes: list[str]
-    train: EncodedSplit
-    dev: EncodedSplit
-    test: EncodedSplit | None
-    majority: str
-    """The most common training label: predicting it for every dev example is the baseline to beat."""
-    examples: dict[str, list[Example]]
-    """The examples as read, by split ("train", "dev", "test"): what the bag-of-words floor reads."""
-
-
-def encode_task(trained: Trained, labelled: LabelledTask, seq_len: int) -> Task:
-    """`labelled` tokenised for the model, at most `seq_len` tokens an example."""
-    index = {label: i for i, label in enumerate(labelled.classes)}
-    segments = trained.model.body.embed.segments is not None
-
-    def encode(split: str) -> EncodedSplit:
-        return encode_split(labelled.examples[split], index, trained.tokenizer, trained.arch, seq_len, segments)
-
-    majority = Counter(e.label for e in labelled.examples["train"]).most_common(1)[0][0]
-    test = encode("test") if "test" in labelled.examples else None
-    return Task(labelled.name, labelled.classes, encode("train"), encode("dev"), test, majority, labelled.examples)
-
-
-def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> Task:
-    """Every split read, its labels checked against the training labels (`read_labelled`), and tokenised for the
-    model (`encode_task`)."""
-    return encode_task(trained, read_labelled(o), seq_len)

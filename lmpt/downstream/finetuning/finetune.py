@@ -26,7 +26,7 @@ from lmpt.downstream.figures import (
     mean_of,
 )
 from lmpt.downstream.finetuning.bag_of_words import bag_of_words_floor
-from lmpt.downstream.finetuning.encoding import Task, encode_task
+from lmpt.downstream.finetuning.encoded_task import Task, encode_task
 from lmpt.downstream.finetuning.recipe_search import (
     SEARCH,
     check_recipe_settings,

@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from lmpt.console import warn
 from lmpt.downstream.finetuning.control_entry import DIGEST, EntryProblem, Shape, decode_entry, encode_entry
-from lmpt.downstream.finetuning.encoding import Task
+from lmpt.downstream.finetuning.encoded_task import Task
 from lmpt.downstream.finetuning.recipe_search import RecipeSpace
 from lmpt.downstream.finetuning.tuning import Tuned
 from lmpt.downstream.tasks.options import FinetuneOptions

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lmpt.downstream.finetuning.classifier import SequenceClassifier
-from lmpt.downstream.finetuning.encoding import Task
+from lmpt.downstream.finetuning.encoded_task import Task
 from lmpt.downstream.finetuning.recipe_search import RecipeSpace, search_recipe, search_work
 from lmpt.downstream.finetuning.training import SeedPlan, SeedRuns, run_seeds, seeds_work, steps_per_seed
 from lmpt.downstream.tasks.options import FinetuneOptions
