@@ -157,7 +157,7 @@ def test_lr_search_reads_only_the_training_split_and_records_its_choice(run, tas
     best = max(c["accuracy"] for c in search["candidates"])
     chosen = next(c for c in search["candidates"] if c["accuracy"] == best)
     assert (out["lr"], out["pooling"]) == (search["lr"], search["pooling"]) == (chosen["lr"], chosen["pooling"])
-    assert json.loads((run / "downstream" / "searched.json").read_text())["search"] == search
+    assert json.loads(Path(out["record"]).read_text())["search"] == search  # the hand run's record
     flipped = _json([*base, *_data(task, dev="flipped"), "task=flipped"], capsys)
     assert flipped["search"] == search  # a dev split that says the opposite changes nothing in the choice
     assert flipped["accuracy_mean"] == pytest.approx(1 - out["accuracy_mean"])
