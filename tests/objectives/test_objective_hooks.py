@@ -92,7 +92,7 @@ def toy() -> Iterator[type[Objective]]:
 
 def test_a_tenth_objective_is_listed_and_documented(toy: type[Objective]) -> None:
     assert list(OBJECTIVES)[-1] == "toy" and objective_class("toy") is toy
-    with pytest.raises(LmptError, match=r"choose one of clm, mlm, .*, fim, clm-then-mlm, gpt-bert, toy$"):
+    with pytest.raises(LmptError, match=r"choose one of clm, mlm, .*, fim, clm-then-mlm, gpt-bert, mdlm, toy$"):
         build_objective(OmegaConf.create({"name": "nope"}), FakeTokenizer(), 16, "auto")
     rows = [row for row in reference_rows() if row[0] == "objective=toy"]
     assert rows[-1][1:3] == ("objective.echo_prob", "0.5")

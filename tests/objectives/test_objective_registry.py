@@ -9,6 +9,7 @@ from lmpt.errors import LmptError
 from lmpt.objectives.clm import ClmConfig
 from lmpt.objectives.electra import ElectraConfig
 from lmpt.objectives.fim import FimConfig
+from lmpt.objectives.mdlm import MdlmConfig
 from lmpt.objectives.mlm import MlmConfig
 from lmpt.objectives.mtp import MtpConfig
 from lmpt.objectives.nsp import NspConfig
@@ -28,12 +29,13 @@ NATURAL = [
     (Ul2Config(), "encoder-decoder"),
     (MtpConfig(), "decoder"),
     (FimConfig(), "decoder"),
+    (MdlmConfig(), "encoder"),
 ]
 
 
 def test_every_objective_is_registered() -> None:
     assert set(OBJECTIVES) == {"clm", "mlm", "nsp", "electra", "span", "prefix", "ul2-mixture", "mtp", "fim",
-                               "clm-then-mlm", "gpt-bert"}  # fmt: skip
+                               "clm-then-mlm", "gpt-bert", "mdlm"}  # fmt: skip
 
 
 @pytest.mark.parametrize("cfg, natural", NATURAL, ids=[c.name for c, _ in NATURAL])
