@@ -60,7 +60,8 @@ def test_two_uninterrupted_runs_are_bitwise_identical(gold: Path, tmp_path: Path
 SOAK = pytest.mark.soak  # nsp and prefix share mlm's and ul2's code paths: CI runs the other four
 
 
-OBJECTIVES = ["clm", "mlm", pytest.param("nsp", marks=SOAK), "span", pytest.param("prefix", marks=SOAK), "ul2-mixture"]
+OBJECTIVES = ["clm", "mlm", pytest.param("nsp", marks=SOAK), "span", pytest.param("prefix", marks=SOAK), "ul2-mixture",
+              "mdlm"]  # fmt: skip
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
