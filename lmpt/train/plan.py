@@ -103,6 +103,9 @@ def _epochs(spec: RunSpec, objective: Any, steps: int) -> tuple[str, str | None]
         return f"unknown: {exc}", None
     if sources is None:
         return "unknown: the text is not tokenised yet (a launch reports it; later dry runs show it here)", None
+    if data.unique_tokens is not None and len(sources) == 1:  # the run reads the first N tokens only
+        ((name, weight, tokens),) = sources
+        sources = [(name, weight, min(tokens, data.unique_tokens))]
     exposure = run_exposure(spec.trainer, spec.data.seq_len, objective, 1, steps, sources)
     return exposure.epochs_text(), exposure.warning()  # the tokens have rows of their own
 

@@ -51,10 +51,10 @@ def test_a_mixture_is_refused(shakespeare: PreparedData) -> None:
         hold_unique_tokens(two, N)
 
 
-def _launch(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+def _launch(tmp_path: Path, *overrides: str, run: str = "run") -> subprocess.CompletedProcess:
     args = [*SMALL, "trainer.max_steps=4", "trainer.eval_every=0", "trainer.eval_batches=1", "model.n_layers=1",
             "model.d_model=32", "model.n_heads=2", "model.ffn_dim=64", "trainer.sample_tokens=0",
-            f"hydra.run.dir={tmp_path / 'run'}", *overrides]  # fmt: skip
+            f"hydra.run.dir={tmp_path / run}", *overrides]  # fmt: skip
     return subprocess.run(lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True,
                           timeout=300)  # fmt: skip
 
@@ -73,4 +73,11 @@ def test_the_start_line_states_the_epochs_over_the_unique_tokens(tmp_path: Path)
     result = _launch(tmp_path, "data.unique_tokens=1000")
     assert result.returncode == 0, result.stderr[-2000:]
     # 4 steps x 8 examples x 65 corpus tokens = 2080 tokens read over 1000 unique ones
+    assert "2.08 epochs of the 1,000 train tokens" in result.stdout, result.stdout[-2000:]
+
+
+def test_a_dry_run_plans_the_epochs_over_the_unique_tokens(tmp_path: Path) -> None:
+    _launch(tmp_path, "trainer.max_steps=1")  # tokenises the text once, so the plan knows it
+    result = _launch(tmp_path, "data.unique_tokens=1000", "trainer.dry_run=true", run="planned")
+    assert result.returncode == 0, result.stderr[-2000:]
     assert "2.08 epochs of the 1,000 train tokens" in result.stdout, result.stdout[-2000:]
