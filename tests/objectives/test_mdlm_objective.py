@@ -139,3 +139,16 @@ def test_training_and_yardstick_estimate_the_same_bound():
 
     assert estimate(objective.yardstick_batch) == pytest.approx(exact, rel=0.03)
     assert estimate(objective.make_batch) == pytest.approx(exact, rel=0.05)
+
+
+def test_a_compiled_model_still_never_predicts_mask():
+    objective = mdlm(seq_len=6)
+    cfg = ModelConfig(d_model=16, n_layers=1, n_heads=2, ffn_dim=32, max_seq_len=8)
+    torch.manual_seed(0)
+    model = objective.build_model(cfg, 256).eval()
+    batch = objective.make_batch(token_windows(2, 7), generator(0, "objective", 1))
+    with torch.no_grad():
+        plain = model(batch).token_loss
+        model.compile_parts(backend="eager")
+        compiled = model(batch).token_loss
+    assert torch.allclose(plain, compiled)
