@@ -16,7 +16,7 @@ from lmpt.data.cache import PreparedData
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ["tokenizer.vocab_size=1024", "data.seq_len=64"]
 IGNORE = -100
-OBJECTIVES = ["clm", "mlm", "nsp", "span", "prefix", "ul2-mixture"]
+OBJECTIVES = ["clm", "mlm", "nsp", "span", "prefix", "ul2-mixture", "mdlm"]
 
 
 def run_preview(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -108,6 +108,17 @@ def check_mlm(document: dict) -> None:
             assert (example["input_pieces"][p] == "[MASK]") == (kind == "mask")
 
 
+def check_mdlm(document: dict) -> None:
+    shares = set()
+    for example in document["examples"]:
+        original, inputs = example["original_ids"], example["input_ids"]
+        assert len(inputs) == 64 and example["corrupted_positions"] == example["loss_positions"]
+        for p in example["corrupted_positions"]:
+            assert example["input_pieces"][p] == "[MASK]" and example["labels"][p] == original[p]
+        shares.add(len(example["loss_positions"]))
+    assert len(shares) > 2  # each row masks at its own time t
+
+
 def check_nsp(document: dict) -> None:
     for example in document["examples"]:
         pieces, segments = example["input_pieces"], example["segment_ids"]
@@ -160,6 +171,7 @@ CHECKS = {
     "span": check_span,
     "prefix": check_prefix,
     "ul2-mixture": check_ul2,
+    "mdlm": check_mdlm,
 }
 
 
