@@ -100,11 +100,14 @@ class MaskPredictor(LanguageModel):
         self.register_buffer("excluded", excluded, persistent=False)  # follows .to(device), not in the state
         self.loss_of_rows = self.rows_loss
 
-    def rows_loss(self, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor):
+    def rows_loss(
+        self, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """lmpt.model.head.rows_loss without the excluded ids."""
         return rows_loss(hidden, weight, targets, self.excluded)
 
     def compile_parts(self, backend: str = "inductor") -> None:
+        """The stack compiled as LanguageModel's; the head's loss compiled with the exclusion."""
         super().compile_parts(backend)
         self.loss_of_rows = compiled_rows_loss(backend, self.rows_loss)
 
