@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import subprocess
 
 import pytest
 import torch
 from omegaconf import OmegaConf
+from runner import SMALL, lmpt_command, lmpt_env
 
-from lmpt.batch import IGNORE
+from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
@@ -118,8 +120,6 @@ def test_training_and_yardstick_estimate_the_same_bound():
         inputs, labels = tokens.clone(), torch.full_like(tokens, IGNORE)
         inputs[0, list(positions)] = TOK.special.mask
         labels[0, list(positions)] = tokens[0, list(positions)]
-        from lmpt.batch import Batch
-
         return float(model(Batch(input_ids=inputs, labels=labels, attention="bidirectional")).token_loss.sum())
 
     costs = {s: cost(s) for k in range(1, n + 1) for s in itertools.combinations(range(n), k)}
@@ -152,3 +152,20 @@ def test_a_compiled_model_still_never_predicts_mask():
         model.compile_parts(backend="eager")
         compiled = model(batch).token_loss
     assert torch.allclose(plain, compiled)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragment"),
+    [
+        (["objective.eps=0"], "objective.eps=0 must be in (0, 1]"),
+        (["objective.eps=1.5"], "objective.eps=1.5 must be in (0, 1]"),
+        (["model.arch=decoder"], "objective mdlm cannot train a decoder"),
+    ],
+)
+def test_a_launch_with_bad_settings_is_one_line_exit_2_nothing_written(tmp_path, overrides, fragment):
+    args = [*SMALL, "objective=mdlm", *overrides, f"hydra.run.dir={tmp_path / 'run'}"]
+    done = subprocess.run(lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("lmpt: error:"), done.stderr
+    assert fragment in lines[0] and list(tmp_path.iterdir()) == []
