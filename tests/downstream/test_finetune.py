@@ -128,6 +128,7 @@ def test_one_seed_is_bit_for_bit_on_the_cpu(runs, task, capsys) -> None:
     argv = [str(runs["decoder"]), *_data(task), "seeds=1", "max_steps=4", "batch_size=8", "task=again", *FIXED]
     first, second = _json(argv, capsys), _json(argv, capsys)
     first.pop("examples_per_s"), second.pop("examples_per_s")
+    first.pop("record"), second.pop("record")  # each hand run keeps its own record file: the figures must agree
     assert first == second
 
 
