@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checklist as one command: every step's log and figure under one output folder, a summary table at the end.
 #
-#   scripts/gpu_check.sh [OUT_DIR]                  # on a machine with a CUDA GPU (OUT_DIR: default $OUT, else ./gpu_check)
+#   scripts/gpu_check.sh [OUT_DIR]                  # with a CUDA GPU (OUT_DIR: default $OUT, else ./gpu_check)
 #   scripts/gpu_check.sh --dry [OUT_DIR]            # the same steps on the CPU at tiny sizes (GPU_CHECK_DRY=1 too)
 #   scripts/gpu_check.sh --nanogpt PATH [OUT_DIR]   # nanoGPT's checkout (its train.py); default $NANOGPT_DIR, else
 #                                                   # a nanoGPT/ folder beside this checkout; none: that step is skipped
@@ -86,12 +86,13 @@ else
           trainer.keep_last=5 trainer.sample_tokens=0)
   KILL_AT=100
   TIMEOUT_RUN=60; TIMEOUT_BENCH=150; TIMEOUT_RESUME=120
-  "$PY" -c "import torch; print(f'{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}')" \
+  "$PY" -c "import torch; print(torch.cuda.get_device_name(), 'torch', torch.__version__, 'CUDA', torch.version.cuda)" \
     > "$OUT_DIR/device.txt"
 fi
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'): scripts/gpu_check.sh$([ "$DRY" = 1 ] && echo ' --dry'), commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'): scripts/gpu_check.sh$([ "$DRY" = 1 ] && echo ' --dry'), commit $COMMIT" \
   >> "$OUT_DIR/device.txt"
-RESUME+=(trainer.log_every=1 trainer.eval_every=0)  # every step logged: the kill lands mid-run, losses compared per step
+RESUME+=(trainer.log_every=1 trainer.eval_every=0)  # each step logged: the kill lands mid-run, compared step by step
 STARTED=$(date +%s)
 
 # step NAME KIND TIMEOUT_S COMMAND...: run COMMAND in OUT_DIR/NAME (log.txt there), then read its figure.
@@ -120,8 +121,10 @@ step() {
 }
 
 step smoke run "$TIMEOUT_RUN" "${LMPT[@]}" "${SMOKE[@]}" "hydra.run.dir=$OUT_DIR/smoke/run"
-step smoke_bf16 run "$TIMEOUT_RUN" "${LMPT[@]}" "${SHORT[@]}" trainer.precision=bf16 "hydra.run.dir=$OUT_DIR/smoke_bf16/run"
-step smoke_fp16 run "$TIMEOUT_RUN" "${LMPT[@]}" "${SHORT[@]}" trainer.precision=fp16 "hydra.run.dir=$OUT_DIR/smoke_fp16/run"
+for precision in bf16 fp16; do
+  step "smoke_$precision" run "$TIMEOUT_RUN" "${LMPT[@]}" "${SHORT[@]}" "trainer.precision=$precision" \
+    "hydra.run.dir=$OUT_DIR/smoke_$precision/run"
+done
 
 BENCH_CACHE=(--cache-dir "$OUT_DIR/cache/bench")  # the benchmark's tokenizer trained once for every bench step
 step decoder_124m bench "$TIMEOUT_BENCH" "$PY" "$REPO/scripts/bench.py" "${BENCH[@]}" "${BENCH_CACHE[@]}" \
