@@ -74,6 +74,18 @@ def finding(pool: SeedPool) -> str:
     )
 
 
+COMPACT = ("run", "seeds", "val_fixed_loss", "val_fixed_loss_std", "val_fixed_loss_low", "val_fixed_loss_high",
+           "vs_next", "val_fixed_acc", "flops")  # fmt: skip
+"""The columns of the document's first table; the sweep's whole table follows at its end."""
+
+
+def compact_table(table: list[str]) -> list[str]:
+    """The rows of a Markdown table (header, rule, rows) cut to the COMPACT columns it has, in its order."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in table]
+    keep = [i for i, name in enumerate(rows[0]) if name in COMPACT]
+    return ["| " + " | ".join(row[i] for i in keep) + " |" for row in rows]
+
+
 def write_docs(sweep_dir: Path) -> None:
     """docs/mask_prob_study.md and .png from the sweep in `sweep_dir`."""
     runs = find_runs([sweep_dir])
@@ -101,9 +113,15 @@ def write_docs(sweep_dir: Path) -> None:
         "",
         finding(pool),
         "",
-        *table,
+        *[line for line in table if not line.startswith("|")],
+        "",
+        *compact_table([line for line in table if line.startswith("|")]),
         "",
         f"![each rate's validation loss at the fixed 15% rate, the mean over its seeds]({PLOT.name})",
+        "",
+        "## Every column",
+        "",
+        *[line for line in table if line.startswith("|")],
     ]
     DOC.write_text("\n".join(lines) + "\n")
     print(f"wrote {DOC.relative_to(REPO)} and {PLOT.relative_to(REPO)}")
