@@ -65,7 +65,9 @@ def format_record(record: dict) -> str:
 
 
 def format_eval(record: dict) -> str:
-    return " | ".join(_fmt(k, v) for k, v in record.items() if k.startswith("val_"))
+    """The evaluation's figures; a standard error of 0 (an exact likelihood's) is left out as noise on the line."""
+    shown = {k: v for k, v in record.items() if k.startswith("val_") and not (k.endswith("_stderr") and v == 0)}
+    return " | ".join(_fmt(k, v) for k, v in shown.items())
 
 
 class Display:

@@ -112,3 +112,12 @@ def test_a_launch_that_only_closes_a_trained_run_keeps_its_wall_time(tmp_path: P
     carried = torch.load(trained / "checkpoints" / "step_00000003" / "trainer.pt", weights_only=True)["wall_seconds"]
     assert before["train_s"] <= carried <= status["wall_s"]  # the first launch's loop, up to its final checkpoint
     assert "val bits per byte" in first.stdout and "wall time / training" in first.stdout
+
+
+def test_the_eval_line_leaves_out_an_exact_likelihoods_zero_standard_error() -> None:
+    from lmpt.train.display import format_eval
+
+    exact = format_eval({"step": 40, "val_loss": 5.1231, "val_bits_per_token": 7.391, "val_bits_per_token_stderr": 0.0})
+    bound = format_eval({"step": 40, "val_bits_per_token": 9.067, "val_bits_per_token_stderr": 0.0063})
+    assert "stderr" not in exact and "val_bits_per_token 7.3910" in exact
+    assert "val_bits_per_token_stderr 0.0063" in bound
