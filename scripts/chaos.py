@@ -72,7 +72,7 @@ def _facts(argv: list[str] | None, wall: float) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    console = Console(width=None if sys.stdout.isatty() else 160)  # a log file gets the whole table
+    console = Console(width=None if sys.stdout.isatty() else 200)  # a log file gets the whole table, 16 columns
     work = args.work or Path(tempfile.mkdtemp(prefix="lmpt-chaos-"))
     work.mkdir(parents=True, exist_ok=True)
     cases = [case for name, case in CASES.items() if name in args.cases]  # a stage after the run it continues

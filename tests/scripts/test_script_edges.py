@@ -16,9 +16,9 @@ sys.path.insert(0, str(REPO / "scripts"))
 from chaos_harness.cases import CASES  # noqa: E402
 
 
-def test_the_chaos_soak_has_a_case_for_every_objective() -> None:
+def test_the_chaos_soak_has_a_case_for_every_objective(tmp_path: Path) -> None:
     for name in OBJECTIVES:
-        assert name in CASES and f"objective={name}" in CASES[name].args(), name
+        assert name in CASES and f"objective={name}" in CASES[name].args(tmp_path), name
 
 
 @pytest.mark.parametrize(
