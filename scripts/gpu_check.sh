@@ -19,6 +19,7 @@
 # It finishes within 8 minutes: each step has its own time limit, cut to what is left of GPU_CHECK_BUDGET_S seconds
 # (default 470; 1800 in the dry run, for a shared CPU), and a step with under 15 s left is skipped: the summary comes.
 # OUT_DIR/summary.md holds the table; OUT_DIR/STEP/ each step's log.txt, run directories and result.json.
+# GPU_CHECK_STEPS=smoke,resume runs only the steps it names (the others are listed as skipped).
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -102,7 +103,9 @@ step() {
   mkdir -p "$dir"
   echo "$name" >> "$OUT_DIR/steps.txt"
   left=$(( BUDGET_S - ($(date +%s) - STARTED) ))
-  if [ "$left" -lt 15 ]; then
+  if [ -n "${GPU_CHECK_STEPS:-}" ] && [[ ",$GPU_CHECK_STEPS," != *",$name,"* ]]; then
+    echo "not asked for: GPU_CHECK_STEPS=$GPU_CHECK_STEPS" > "$dir/skipped"
+  elif [ "$left" -lt 15 ]; then
     echo "out of time: under 15 s left of the check's $BUDGET_S s budget" > "$dir/skipped"
   elif [ "$left" -lt "$limit" ]; then
     limit=$left  # the whole check stays within its budget

@@ -40,6 +40,7 @@ def _check(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: fl
                           timeout=timeout)  # fmt: skip
 
 
+@pytest.mark.soak  # about 2 minutes on 2 quiet cores: CI runs the two-step twin below
 def test_the_dry_mode_runs_every_step_and_leaves_each_figure_and_the_summary(tmp_path: Path) -> None:
     nanogpt = tmp_path / "nanoGPT"
     nanogpt.mkdir()
@@ -61,6 +62,21 @@ def test_the_dry_mode_runs_every_step_and_leaves_each_figure_and_the_summary(tmp
     summary = (out / "summary.md").read_text()
     assert "CPU dry run" in summary and all(f"| {name} | ok |" in summary for name in STEPS)
     assert done.stdout.rstrip().endswith(summary.rstrip().splitlines()[-1])  # printed at the end too
+
+
+def test_the_dry_mode_of_the_steps_asked_for_runs_them_and_lists_the_rest_as_skipped(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = {**_env(), "GPU_CHECK_STEPS": "smoke,resume_deterministic"}
+    done = _check("--dry", str(out), cwd=tmp_path, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = {name: json.loads((out / name / "result.json").read_text()) for name in STEPS}
+    asked = {"smoke", "resume_deterministic"}
+    assert {name for name, r in results.items() if r["status"] == "ok"} == asked, results
+    assert all(r["status"] == "skipped" for name, r in results.items() if name not in asked)
+    assert "bit for bit over 40 steps" in results["resume_deterministic"]["figure"]
+    assert "over 6 steps" in results["smoke"]["figure"]
+    summary = (out / "summary.md").read_text()
+    assert "| smoke | ok |" in summary and "| torchrun_fsdp | skipped |" in summary
 
 
 @pytest.mark.parametrize(
