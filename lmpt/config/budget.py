@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from lmpt.errors import LmptError
 
 UNITS = {"token": "tokens", "tokens": "tokens", "flop": "flops", "flops": "flops", "min": "minutes",
-         "minute": "minutes", "minutes": "minutes"}  # fmt: skip
+         "minute": "minutes", "minutes": "minutes", "epoch": "epochs", "epochs": "epochs"}  # fmt: skip
 SCALES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12, "P": 1e15}
 _BUDGET = re.compile(r"^\s*(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([kKMGBTP]?)\s*_?([A-Za-z]+)\s*$")
 
@@ -21,7 +21,8 @@ class Budget:
 
     amount: float
     unit: str
-    """tokens (non-padding input tokens), flops (the model's training FLOP count) or minutes (training time)."""
+    """tokens (non-padding input tokens), flops (the model's training FLOP count), minutes (training time) or epochs
+    (passes over the training text: data.unique_tokens, or all of it)."""
 
     def describe(self) -> str:
         """The budget in words, for the console and the dry-run plan."""
@@ -29,11 +30,13 @@ class Budget:
             return f"{self.amount:g} minutes of training"
         if self.unit == "flops":
             return f"{self.amount:.3e} FLOPs"
+        if self.unit == "epochs":
+            return f"{self.amount:g} epochs of the training text"
         return f"{self.amount:,.0f} tokens"
 
 
 def parse_budget(text: str | None) -> Budget | None:
-    """`trainer.budget`: e.g. 3e12flops, 2Mtokens, 5min (k, M, G/B, T, P scale the number); null = none."""
+    """`trainer.budget`: e.g. 3e12flops, 2Mtokens, 5min, 16epochs (k, M, G/B, T, P scale the number); null = none."""
     if text is None or str(text).strip() in ("", "null", "none"):
         return None
     match = _BUDGET.match(str(text))
@@ -46,7 +49,7 @@ def parse_budget(text: str | None) -> Budget | None:
         what = f"{number} names no unit" if number else f"{text} is not a budget"
         raise LmptError(
             f"trainer.budget={what}: write an amount and a unit, e.g. trainer.budget=3e12flops, "
-            "trainer.budget=2Mtokens or trainer.budget=5min"
+            "trainer.budget=2Mtokens, trainer.budget=16epochs or trainer.budget=5min"
         )
     amount = float(match.group(1)) * SCALES[match.group(2)]
     if not math.isfinite(amount):

@@ -62,18 +62,29 @@ class RunLength:
         return None if self.budget is None else self.spent_fraction() * self.max_steps
 
 
-def plan_length(budget_text: str | None, max_steps: int, cost: StepCost) -> RunLength:
-    """max_steps as configured, or the step count `trainer.budget` buys at the expected cost per step."""
+def plan_length(budget_text: str | None, max_steps: int, cost: StepCost, epoch_steps: float | None = None) -> RunLength:
+    """max_steps as configured, or the step count `trainer.budget` buys at the expected cost per step; a budget in
+    epochs buys `epoch_steps` (the steps one pass over the training text takes) per epoch, a fixed step count."""
     budget = parse_budget(budget_text)
     if budget is None:
         return RunLength(max_steps)
+    if budget.unit == "epochs":
+        if epoch_steps is None:
+            raise LmptError(
+                f"trainer.budget={budget_text} counts passes over the training text, whose size is not known yet: "
+                "give data.unique_tokens, or launch once to tokenise it (a dry run then sizes it)"
+            )
+        return RunLength(max(1, math.ceil(budget.amount * epoch_steps - 1e-9)))  # a step count: resumes recompute it
     return RunLength(derived_max_steps(budget, cost), budget)
 
 
-def run_length(trainer: Any, model: Any, objective: Any, world_size: int, device: torch.device,
-               dtype: torch.dtype) -> tuple[RunLength, StepCost, float, str]:  # fmt: skip
+def run_length(trainer: Any, model: Any, objective: Any, world_size: int, device: torch.device, dtype: torch.dtype,
+               train_tokens: int | None = None) -> tuple[RunLength, StepCost, float, str]:  # fmt: skip
     """How long the run trains, from the expected cost of a step of `trainer`'s batch over `world_size` ranks
-    against the device's peak; returns the length, that cost, the peak (FLOP/s) and what the peak is."""
+    against the device's peak (and, for a budget in epochs, the `train_tokens` of the training text); returns the
+    length, that cost, the peak (FLOP/s) and what the peak is."""
     peak, source = peak_flops(device, dtype)
-    cost = expected_step_cost(model, objective, trainer.batch_size * trainer.grad_accum * world_size, peak)
-    return plan_length(trainer.budget, trainer.max_steps, cost), cost, peak, source
+    examples = trainer.batch_size * trainer.grad_accum * world_size
+    cost = expected_step_cost(model, objective, examples, peak)
+    epoch_steps = None if train_tokens is None else train_tokens / (examples * objective.window_length)
+    return plan_length(trainer.budget, trainer.max_steps, cost, epoch_steps), cost, peak, source

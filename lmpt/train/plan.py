@@ -10,6 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 from rich.table import Table
 from rich.tree import Tree
 
+from lmpt.config.budget import Budget
 from lmpt.console import console, warn
 from lmpt.data.cache import cached_train_tokens, default_cache_root
 from lmpt.errors import LmptError
@@ -51,8 +52,38 @@ def sized_run(
     objective = build_objective(spec.objective, tokenizer, spec.data.seq_len, spec.model.arch)
     with torch.device("meta"):
         model = objective.build_model(spec.model, padded_vocab_size(tokenizer.vocab_size))
-    length, cost, peak, source = run_length(spec.trainer, model, objective, 1, device, dtype)
+    budget = spec.budget
+    train_tokens = _train_tokens(spec) if budget is not None and budget.unit == "epochs" else None
+    length, cost, peak, source = run_length(spec.trainer, model, objective, 1, device, dtype, train_tokens)
     return objective, model, length, cost, peak, source
+
+
+def _train_tokens(spec: RunSpec) -> int | None:
+    """The training text's token count a budget in epochs is measured against: data.unique_tokens, or a warm token
+    cache's count; None while the text is not tokenised."""
+    if spec.data.unique_tokens is not None:
+        return spec.data.unique_tokens
+    sources, _ = _train_sources(spec)
+    return None if sources is None else sum(tokens for *_, tokens in sources)
+
+
+def _train_sources(spec: RunSpec) -> tuple[list[tuple[str, float, int]] | None, str]:
+    """(name, weight, training tokens) of each source from a warm token cache (a dry run tokenises nothing), the
+    first data.unique_tokens only where it is set; or None and why they are unknown."""
+    if OmegaConf.to_object(spec.quality).active:
+        return None, "the quality stage decides the training text (a launch reports it)"
+    try:
+        data = OmegaConf.to_object(spec.data)
+        sources = cached_train_tokens(data, OmegaConf.to_object(spec.tokenizer), Path.cwd(),
+                                      default_cache_root(data.cache_dir))  # fmt: skip
+    except LmptError as exc:
+        return None, str(exc)
+    if sources is None:
+        return None, "the text is not tokenised yet (a launch reports it; later dry runs show it here)"
+    if data.unique_tokens is not None and len(sources) == 1:  # the run reads the first N tokens only
+        ((name, weight, tokens),) = sources
+        sources = [(name, weight, min(tokens, data.unique_tokens))]
+    return sources, ""
 
 
 def print_plan(spec: RunSpec, precision: Precision) -> None:
@@ -64,6 +95,7 @@ def print_plan(spec: RunSpec, precision: Precision) -> None:
     steps = length.max_steps
     flops, seconds = cost.flops * steps, cost.seconds * steps
     epochs, repeats = _epochs(spec, objective, steps)
+    budget = spec.budget
 
     console.print(config_tree(spec.config))
     table = Table(title="plan (dry run: nothing trained)", show_header=False, title_justify="left")
@@ -73,8 +105,8 @@ def print_plan(spec: RunSpec, precision: Precision) -> None:
         "objective / architecture": f"{objective.name} / {objective.arch}",
         "parameters": f"{model.num_parameters():,} ({model.num_parameters(non_embedding=True):,} non-embedding)",
         "tokens per step": f"{examples_per_step * tokens_per_example:,} ({examples_per_step} x {tokens_per_example})",
-        "budget": length.budget.describe() if length.budget else "none (trainer.max_steps)",
-        "max_steps": f"{steps:,}" + (" (derived: the budget over the expected cost per step)" if length.budget else ""),
+        "budget": budget.describe() if budget else "none (trainer.max_steps)",
+        "max_steps": f"{steps:,}" + (f" (derived: {_derivation(budget)})" if budget else ""),
         "total tokens": f"{examples_per_step * tokens_per_example * steps:,} over {steps:,} steps",
         "epochs": epochs,
         "training FLOPs": f"{flops:.3e} ({cost.flops:.3e} per step, the head on the expected "
@@ -93,21 +125,18 @@ def print_plan(spec: RunSpec, precision: Precision) -> None:
 def _epochs(spec: RunSpec, objective: Any, steps: int) -> tuple[str, str | None]:
     """The plan's epochs row, from a warm token cache (a dry run tokenises nothing) or saying why it is unknown, and
     the warning past 4 epochs (lmpt.train.epochs)."""
-    if OmegaConf.to_object(spec.quality).active:
-        return "unknown: the quality stage decides the training text (a launch reports it)", None
-    try:
-        data = OmegaConf.to_object(spec.data)
-        sources = cached_train_tokens(data, OmegaConf.to_object(spec.tokenizer), Path.cwd(),
-                                      default_cache_root(data.cache_dir))  # fmt: skip
-    except LmptError as exc:
-        return f"unknown: {exc}", None
+    sources, why = _train_sources(spec)
     if sources is None:
-        return "unknown: the text is not tokenised yet (a launch reports it; later dry runs show it here)", None
-    if data.unique_tokens is not None and len(sources) == 1:  # the run reads the first N tokens only
-        ((name, weight, tokens),) = sources
-        sources = [(name, weight, min(tokens, data.unique_tokens))]
+        return f"unknown: {why}", None
     exposure = run_exposure(spec.trainer, spec.data.seq_len, objective, 1, steps, sources)
     return exposure.epochs_text(), exposure.warning()  # the tokens have rows of their own
+
+
+def _derivation(budget: Budget) -> str:
+    """How a budget became the plan's step count."""
+    if budget.unit == "epochs":
+        return "the passes over the training text's tokens, in steps of the batch"
+    return "the budget over the expected cost per step"
 
 
 def _flops_by_network(model, seq_len: int, head_fraction: float) -> dict[str, str]:

@@ -106,7 +106,9 @@ def run_training(
     if t.compile:
         model.compile_parts()
     optimizer = build_optimizer(spec.optimizer, model, device)
-    length, *_ = run_length(t, model, objective, ctx.world_size, device, precision.dtype or torch.float32)
+    sources = [(s.name, s.weight, s.train[1] - s.train[0]) for s in data.sources]
+    length, *_ = run_length(t, model, objective, ctx.world_size, device, precision.dtype or torch.float32,
+                            sum(tokens for *_, tokens in sources))  # fmt: skip
     scheduler = build_scheduler(spec.scheduler, optimizer, length.max_steps, length.position)
     keeps_best = t.keep_best and t.eval_every > 0  # with eval_every=0 the one evaluation is the last step's
     best = BestKeeper(run.path, model, t.strategy, objective.arch, model_vocab, ctx) if keeps_best else None
@@ -137,7 +139,6 @@ def run_training(
             else f"; MFU against the {loop.peak_source} ({loop.peak_flops / 1e9:,.0f} GFLOP/s)"
         )
     )
-    sources = [(s.name, s.weight, s.train[1] - s.train[0]) for s in data.sources]
     exposure = run_exposure(t, spec.data.seq_len, objective, ctx.world_size, length.max_steps, sources)
     report_exposure(exposure)
     if length.budget is not None:
