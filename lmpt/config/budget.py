@@ -31,7 +31,7 @@ class Budget:
         if self.unit == "flops":
             return f"{self.amount:.3e} FLOPs"
         if self.unit == "epochs":
-            return f"{self.amount:g} epochs of the training text"
+            return f"{self.amount:g} epoch{'' if self.amount == 1 else 's'} of the training text"
         return f"{self.amount:,.0f} tokens"
 
 

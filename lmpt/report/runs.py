@@ -70,6 +70,12 @@ class RunSummary:
     """The latest `downstream/TASK/FIGURE` values (the downstream config group's tasks, scored when training ends)."""
     seed: int | None = None
     """trainer.seed, from config.yaml (None when it does not say)."""
+    unique_tokens: int | None = None
+    """data.unique_tokens, from config.yaml: the training text held to its first N tokens (None: all of it)."""
+    budget: str | None = None
+    """trainer.budget, from config.yaml (None: the run trained for trainer.max_steps)."""
+    epochs: float | None = None
+    """The epochs over the training text the run recorded in status.json (None when it did not)."""
     members: list[RunSummary] = field(default_factory=list)
     """A setting's runs over several seeds pooled into this one row (lmpt.report.seed_pool); empty for one run."""
 
@@ -131,6 +137,8 @@ def read_run(path: Path) -> RunSummary:
     config = config if isinstance(config, dict) else {}
     objective = _section(config, "objective")
     seed = _section(config, "trainer").get("seed")
+    unique_tokens, budget = _section(config, "data").get("unique_tokens"), _section(config, "trainer").get("budget")
+    epochs = read_status(path).get("epochs")
     eval_mask_prob = objective.get("eval_mask_prob")
     return RunSummary(
         path=path,
@@ -156,6 +164,9 @@ def read_run(path: Path) -> RunSummary:
         train_curve=[(r["step"], r["loss"]) for r in train if r["loss"] is not None],
         downstream={k: v for r in records for k, v in r.items() if k.startswith(DOWNSTREAM) and v is not None},
         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        unique_tokens=unique_tokens if _is_number(unique_tokens) else None,
+        budget=str(budget) if budget is not None else None,
+        epochs=float(epochs) if _is_number(epochs) else None,
     )
 
 

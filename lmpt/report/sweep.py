@@ -64,12 +64,14 @@ def write_report(
     orders them when the caller decides (a study ranks by its own rule); by default choose_ranking does."""
     from lmpt.report.console_table import console_table
     from lmpt.report.control_gain import control_columns, within_noise_sentence
+    from lmpt.report.crossover import report_crossover
     from lmpt.report.plot import plot_val_curves  # matplotlib only once there is something to draw
     from lmpt.report.ranking_plot import plot_ranking, ranking_chart
     from lmpt.report.seed_pool import one_seed_caveat, pool_seeds, seed_columns
     from lmpt.report.significance import legend, neighbour_significance, significance_columns
     from lmpt.report.table import run_labels, write_csv, write_markdown
 
+    every_run = runs
     runs, ranking = rank_runs(runs, ranking)
     pool = pool_seeds(runs, ranking)
     if pool is not None:  # a setting over several seeds is one row: its mean, spread and interval
@@ -108,6 +110,7 @@ def write_report(
         raise LmptError(f"cannot write the report into {files.csv.parent}: {exc.strerror or exc}") from exc
     written = [str(files.csv), files.markdown.name, *(p.name for p in plots)]
     console.print(f"wrote {', '.join(written[:-1])} and {written[-1]}")
+    report_crossover(every_run, files.csv.parent, title)  # likelihood runs over several budgets: where a bound crosses
 
 
 def summary_files(directory: Path) -> ReportFiles:

@@ -14,6 +14,7 @@ from typing import Any
 
 from lmpt.errors import LmptError
 from lmpt.report.control_gain import within_noise_sentence
+from lmpt.report.crossover import CROSSOVER_PLOT, report_crossover
 from lmpt.report.ranking import Ranking, rank_runs
 from lmpt.report.runs import RunSummary, read_run
 from lmpt.report.significance import neighbour_significance
@@ -146,13 +147,15 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
         "gains": describe_gains(gains),
         "verdicts": gain_verdicts(gains),
     }
+    every = [_short_named(read_run(f.path)) for fs in finals.values() for f in fs if f.path.is_dir()]
+    record["crossover"] = report_crossover(every, plan.directory, f"{', '.join(plan.objectives)} over budgets")
     plot_curves(largest, plan.directory / CURVES_PNG)  # before study.md, which links it
     path = plan.directory / STUDY_JSON
     _write(path, json.dumps(record, indent=2, default=str) + "\n")
     caveat = rule.caveat(gains) if rule.task is not None else within_noise_sentence(ranked, ranking)
     names = {str(f.path): (f.objective, f.seed) for fs in largest.values() for f in fs}
     finals_lines = final_runs_markdown(plan, ranked, names, ranking)
-    text = study_markdown(plan, searches, summaries, ranking, gains, rule, caveat, finals_lines)
+    text = study_markdown(plan, searches, summaries, ranking, gains, rule, caveat, finals_lines, record["crossover"])
     _write(plan.directory / STUDY_MD, text)
     _write(plan.directory / STUDY_FULL_MD, study_full_markdown(plan, summaries))
     return path
@@ -223,11 +226,13 @@ def study_markdown(
     rule: RankRule,
     caveat: str = "",
     final_runs: list[str] | None = None,
+    crossover: list[str] | None = None,
 ) -> str:
     """study.md, tables that fit a page: the plan; the gains over the untrained controls by budget, ordered by
     `rule` and said so, with `caveat` (that the order is no evidence) and the verdicts; the objectives at each budget
     in the same order (`ranking`'s when no gain is on record, `caveat` then under them); each search's trials; the
-    curves; `final_runs` (final_runs_markdown). Every figure is in study_full.md."""
+    curves; where an exact likelihood and a bound share bits per token over the budgets, the `crossover` findings
+    and their plot; `final_runs` (final_runs_markdown). Every figure is in study_full.md."""
     space = ", ".join(f"`{k}={v}`" for k, v in plan.space.items())
     steps = ", ".join(f"{k} {v}" for k, v in plan.search_steps.items())
     several = len(plan.budgets) > 1
@@ -275,6 +280,9 @@ def study_markdown(
             f"![curves]({CURVES_PNG})",
             "",
         ]
+    if crossover:
+        lines += ["## Bits per token against compute", "", *(f"- {c}" for c in crossover), "",
+                  f"![crossover]({CROSSOVER_PLOT})", ""]  # fmt: skip
     lines += final_runs or []
     return "\n".join(lines) + "\n"
 

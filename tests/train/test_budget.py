@@ -12,7 +12,8 @@ from runner import SMALL, records, run_lmpt
 
 from lmpt.config.budget import Budget, parse_budget
 from lmpt.errors import LmptError
-from lmpt.train.budget import refuse_two_lengths
+from lmpt.train.budget import plan_length, refuse_two_lengths
+from lmpt.train.efficiency import StepCost
 from lmpt.train.optim import lr_multiplier
 
 ARGS = [
@@ -32,6 +33,8 @@ FLOPS_BUDGET = 2.5e10  # about 8 steps of this tiny model
         ("5min", Budget(5.0, "minutes")),
         ("90minutes", Budget(90.0, "minutes")),
         ("400k_tokens", Budget(4e5, "tokens")),
+        ("16epochs", Budget(16.0, "epochs")),
+        ("1 epoch", Budget(1.0, "epochs")),
         (None, None),
     ],
 )
@@ -108,6 +111,29 @@ def test_a_minutes_budget_ends_when_its_time_is_spent(tmp_path: Path) -> None:
     work = torch.load(checkpoint / "trainer.pt", weights_only=True)["work"]
     assert work["seconds"] >= 1.8
     assert work["seconds"] < 1.8 + 10  # one step past the budget at most, on a busy machine
+
+
+def test_an_epochs_budget_is_a_step_count_of_passes_and_needs_the_texts_size() -> None:
+    cost = StepCost(tokens=1024, flops=1e9, seconds=0.1)
+    assert plan_length("4epochs", 200, cost, epoch_steps=9.77).max_steps == 40  # ceil(39.08)
+    assert plan_length("2epochs", 200, cost, epoch_steps=10.0).max_steps == 20  # whole passes: no extra step
+    assert plan_length("4epochs", 200, cost, epoch_steps=9.77).budget is None  # the schedule follows the steps
+    with pytest.raises(LmptError, match=r"^trainer.budget=4epochs counts passes over the training text, whose size"):
+        plan_length("4epochs", 200, cost)
+
+
+def test_an_epochs_budget_trains_that_many_passes_over_the_unique_tokens(tmp_path: Path) -> None:
+    """data.unique_tokens=3000 at 2 epochs: ceil(2 x 3000 / (8 examples x 65 corpus tokens)) = 12 steps, and the
+    dry-run plan says the same before anything is tokenised."""
+    run = tmp_path / "run"
+    keys = [*ARGS, "data.unique_tokens=3000", "trainer.budget=2epochs"]
+    plan = run_lmpt(*keys, "trainer.dry_run=true", cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert re.search(r"max_steps\s+│ 12 \(derived: the passes", plan.stdout)
+    done = run_lmpt(*keys, f"hydra.run.dir={run}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert max(r["step"] for r in records(run)) == 12
+    assert "1.3 epochs" not in done.stdout and "2.08 epochs of the 3,000 train tokens" in done.stdout
 
 
 def test_a_bare_number_is_refused_naming_the_missing_unit() -> None:
