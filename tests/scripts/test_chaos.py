@@ -26,6 +26,7 @@ def chaos(tmp_path: Path, *args: str, timeout: float = 900) -> tuple[subprocess.
     return result, json.loads((tmp_path / "out" / "chaos.json").read_text())
 
 
+@pytest.mark.soak  # CI: a shorter test covers the same promise; run with `pytest -m soak`
 def test_killed_and_resumed_clm_runs_end_identical_and_the_table_says_where_kills_landed(tmp_path: Path) -> None:
     result, report = chaos(
         tmp_path, *("--kills", "3", "--cases", "clm", "--seed", "7", "--sigterm", "0.5"),

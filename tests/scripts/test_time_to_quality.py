@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from composed import composed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,6 +35,7 @@ def test_before_spells_out_the_old_default_and_the_default_is_the_new_one() -> N
     assert (after.data.seq_len, after.trainer.max_steps, after.scheduler.warmup_steps) == (128, 200, 20)
 
 
+@pytest.mark.soak  # CI: a shorter test covers the same promise; run with `pytest -m soak`
 def test_a_recipe_is_trained_and_scored_on_every_held_out_byte(tmp_path: Path) -> None:
     recipe = "tokenizer.vocab_size=512 model.n_layers=1 trainer.max_steps=4 trainer.log_every=2 trainer.eval_every=0"
     command = [sys.executable, str(REPO / "scripts" / "time_to_quality.py"), "--recipe", f"short={recipe}",

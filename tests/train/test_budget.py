@@ -64,6 +64,7 @@ def final_work(run: Path) -> dict:
     return {**logged[-1], "step_flops": logged[-1]["flops"] - logged[-2]["flops"]}
 
 
+@pytest.mark.soak  # CI: a shorter test covers the same promise; run with `pytest -m soak`
 def test_two_objectives_with_one_flops_budget_stop_within_a_step_of_it(tmp_path: Path) -> None:
     """clm in one launch; mlm in two (the second resumes with the full budget): each stops within one step
     past the budget, the resumed one counting what its first launch spent."""

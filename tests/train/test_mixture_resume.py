@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from golden import BASE, assert_same, golden_run, interrupted_run, records, start_golden
 
 ARGS = [*BASE, "data=mixture"]
 
 
+@pytest.mark.soak  # CI: a shorter test covers the same promise; run with `pytest -m soak`
 def test_mixture_killed_and_resumed_is_bitwise_golden_with_per_source_validation(tmp_path: Path) -> None:
     gold = tmp_path / "gold"
     gold.mkdir()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 import torch
 from golden import BASE, assert_same, describe, golden_run, interrupted_run, records, run
 
@@ -84,6 +85,7 @@ def test_fp16_stops_on_persistent_nonfinite_losses_too(tmp_path: Path) -> None:
     assert not (tmp_path / "run" / "checkpoints").exists()  # nothing committed, nothing non-finite
 
 
+@pytest.mark.soak  # CI: a shorter test covers the same promise; run with `pytest -m soak`
 def test_compiled_run_writes_portable_checkpoints(tmp_path: Path, tmp_path_factory) -> None:
     run_dir = tmp_path / "compiled"
     args = [*BASE, "trainer.compile=true", "trainer.max_steps=2", "trainer.ckpt_every=1", "trainer.eval_every=0"]

@@ -163,6 +163,7 @@ def test_srun_tasks_become_torchruns_variables(slurm_cluster: SlurmCluster) -> N
     assert srun_task_env({**step, "SLURM_NTASKS": "1"}) == {}  # one task: no process group
 
 
+@pytest.mark.soak  # CI: a shorter test covers the same promise; run with `pytest -m soak`
 def test_scancel_usr2_requeues_the_job_and_it_ends_bit_for_bit(
     slurm_cluster: SlurmCluster, tmp_path: Path, start_sweep: Callable[..., subprocess.Popen]
 ) -> None:

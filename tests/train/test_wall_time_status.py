@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from runner import SMALL, run_lmpt
 
 
+@pytest.mark.soak  # CI: a shorter test covers the same promise; run with `pytest -m soak`
 def test_a_resumed_run_keeps_the_training_time_of_its_first_launch(tmp_path: Path) -> None:
     run = tmp_path / "run"
     first = run_lmpt(*SMALL, "trainer.max_steps=3", "trainer.ckpt_every=3", f"hydra.run.dir={run}", cwd=tmp_path)
