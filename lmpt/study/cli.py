@@ -1,11 +1,12 @@
 """The `lmpt-study` command: a Hydra app over lmpt's conf/ (conf/study.yaml: an lmpt run's groups plus `study.*`)
-that compares objectives fairly. It checks the whole study first (bad input: one line, exit 2, nothing written),
-then per objective searches the learning rate on a share of the largest budget (lmpt.study.search), then trains every
-objective at its chosen recipe at each budget for every seed with the downstream tasks scored
-(lmpt.study.finals), each as a subprocess of the real `lmpt`, one at a time, and writes study.json and study.md
-(lmpt.study.record). The same command resumes a killed study: finished trials and completed runs are reused, an
-interrupted one continues from its checkpoint. The study directory is held by one study at a time (lmpt.study.launch),
-and a stop signal stops the running run with a checkpoint, then the study, in one line."""
+that compares objectives fairly. It checks the whole study and its slots first (bad input: one line, exit 2, nothing
+written), then per objective searches the learning rate on a share of the largest budget (lmpt.study.search), then
+trains every objective at its chosen recipe at each budget for every seed with the downstream tasks scored
+(lmpt.study.finals), each as a subprocess of the real `lmpt` (or a SLURM job), one at a time or side by side over its
+slots (lmpt.study.slots, lmpt.study.schedule), and writes study.json and study.md (lmpt.study.record). The same
+command resumes a killed study: finished trials and completed runs are reused, an interrupted one continues from its
+checkpoint. The study directory is held by one study at a time (lmpt.study.launch), and a stop signal stops the runs
+in flight with a checkpoint, then the study, in one line."""
 
 from __future__ import annotations
 
@@ -38,17 +39,25 @@ def refuse_hydra_keys(argv: list[str]) -> str | None:
 
 
 def study(cfg: DictConfig) -> int:
-    """Plan (check) the study, run what it still lacks, and write its record; returns the exit code: 0 when every
-    final run completed, 1 otherwise."""
-    from lmpt.study.finals import run_final
+    """Plan (check) the study and its slots, run what it still lacks over the slots, and write its record; returns
+    the exit code: 0 when every final run completed, 1 otherwise."""
     from lmpt.study.launch import StudyStopped, lock_study, stop_left_run, stop_on_signals
     from lmpt.study.plan import plan_study
+    from lmpt.study.pool import LocalPool, SlurmPool
     from lmpt.study.record import refuse_another_study, write_study
-    from lmpt.study.search import refuse_sweep_layout, run_search
+    from lmpt.study.schedule import StudyRuns
+    from lmpt.study.search import refuse_sweep_layout
+    from lmpt.study.slots import plan_slots
 
     stop_on_signals()
-    try:
-        plan = plan_study(cfg, list(HydraConfig.get().overrides.task))  # LmptError here: bad input, exit 2
+    try:  # LmptError here: bad input, exit 2
+        plan = plan_study(cfg, list(HydraConfig.get().overrides.task))
+        slots = plan_slots(cfg.study)
+        jobs = None
+        if cfg.study.launcher == "slurm":
+            from lmpt.study.slurm_jobs import job_parameters
+
+            jobs = job_parameters(cfg.study.slurm, str(cfg.study.slot_device) == "gpu")
     except StudyStopped as exc:
         print(f"lmpt-study: stopped by {exc.signal.name} while planning; nothing was written", file=sys.stderr)
         return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
@@ -56,26 +65,25 @@ def study(cfg: DictConfig) -> int:
     refuse_another_study(plan)
     plan.directory.mkdir(parents=True, exist_ok=True)
     lock_study(plan.directory)
-    searches, finals = {}, {}
+    pool = LocalPool(plan.directory, slots) if jobs is None else SlurmPool(plan.directory, len(slots), jobs)
+    runs = StudyRuns(plan, pool, lambda searches, finals: write_study(plan, searches, finals))
+    if pool.side_by_side:
+        console.print(f"{len(slots) if jobs is None else 'up to ' + str(len(slots))} slots: "
+                      f"{', '.join(s.name for s in slots[:8])}{' ...' if len(slots) > 8 else ''}")  # fmt: skip
     try:
         stop_left_run(plan.directory)
-        for name in plan.objectives:
-            searches[name] = run_search(plan, name)
-            write_study(plan, searches, finals)
-        for budget in plan.budgets:  # the smallest first: every objective has figures at it before the next
-            for name in plan.objectives:
-                recipe = searches[name].chosen().recipe
-                finals.setdefault(name, []).extend(run_final(plan, budget, name, seed, recipe) for seed in plan.seeds)
+        runs.run()
     except LmptError as exc:  # after the checks a failure is no bad input: it is reported, the record kept
-        write_study(plan, searches, finals)
+        runs.write()
         print(f"lmpt-study: error: {exc}", file=sys.stderr)
         return 1
-    except StudyStopped as exc:  # the running run saved a checkpoint and ended first (lmpt.study.launch.run_lmpt)
-        write_study(plan, searches, finals)
+    except StudyStopped as exc:  # the runs in flight saved a checkpoint and ended first (lmpt.study.pool)
+        runs.write()
         print(f"lmpt-study: stopped by {exc.signal.name}; run the same command to resume the study (finished runs "
-              "are kept, the stopped one continues from its checkpoint)", file=sys.stderr)  # fmt: skip
+              "are kept, the stopped ones continue from their checkpoints)", file=sys.stderr)  # fmt: skip
         return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
-    path = write_study(plan, searches, finals)
+    finals = runs.finals()
+    path = write_study(plan, runs.searches, finals)
     unfinished = [f"{f.objective} seed {f.seed} ({f.status})" for fs in finals.values() for f in fs
                   if f.status != "completed"]  # fmt: skip
     console.print(f"wrote {path} and {path.with_name('study.md').name}")

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmpt.console import console
 from lmpt.downstream.codec import task_record
 from lmpt.downstream.figures import CHOICE_FIGURES, CLASSIFICATION_FIGURES, CONTROL_FIGURES, metric_key
 from lmpt.report.runs import read_run, read_status
-from lmpt.study.launch import refuse_another_run, run_lmpt
+from lmpt.study.launch import refuse_another_run
 from lmpt.study.plan import StudyPlan, at_budget
+from lmpt.study.pool import Launch
 
 TASK_FIGURES = (*CHOICE_FIGURES, *CLASSIFICATION_FIGURES, *CONTROL_FIGURES, "n")
 """What study.json keeps of each RUN/downstream/TASK.json (its headline figures; the file keeps the rest)."""
@@ -61,19 +61,18 @@ def final_command(plan: StudyPlan, budget: str, objective: str, seed: int, recip
     ]  # fmt: skip
 
 
-def run_final(plan: StudyPlan, budget: str, objective: str, seed: int, recipe: dict[str, str]) -> FinalRun:
-    """Train (or continue) the final run of `objective` at `budget` and `seed` unless it completed; returns what it
-    recorded."""
+def final_launch(plan: StudyPlan, budget: str, objective: str, seed: int, recipe: dict[str, str]) -> Launch:
+    """The final run of `objective` at `budget` and `seed` as the study launches it (its directory checked: another
+    study's run directory there is refused)."""
     path = final_dir(plan, budget, objective, seed)
     command = final_command(plan, budget, objective, seed, recipe)
     refuse_another_run(path, command)
-    name = f"final {objective} seed {seed} at {budget}"
-    if read_status(path).get("status") != "completed":
-        console.print(f"{name}: {' '.join(f'{k}={v}' for k, v in recipe.items())} into {path}")
-        run_lmpt(plan.directory, path, command)
-    else:
-        console.print(f"{name}: completed, reused")
-    return read_final(path, objective, seed, budget, plan.tasks)
+    return Launch(f"final {objective} seed {seed} at {budget}", path, command, objective, budget=budget, seed=seed)
+
+
+def completed(path: Path) -> bool:
+    """Whether the run in `path` completed (a completed final run is not redone)."""
+    return read_status(path).get("status") == "completed"
 
 
 def _epochs(path: Path) -> float | None:

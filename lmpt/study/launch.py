@@ -1,5 +1,6 @@
-"""How a study runs its runs: each an ordinary `lmpt` run in a directory of its own, launched as a child process and
-waited for, one at a time, with the study directory locked for the study's life.
+"""How a study holds its directory and its runs: each an ordinary `lmpt` run in a directory of its own, launched as a
+child process (or a SLURM job) on one of the study's slots (lmpt.study.pool), with the study directory locked for the
+study's life.
 
 - A run directory launched with other run keys (another study's) is refused before anything trains.
 - A stop signal to the study (SIGTERM, Ctrl-C) is passed on to its run as SIGTERM: the run saves a checkpoint and
@@ -17,8 +18,6 @@ import fcntl
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from types import FrameType
@@ -30,7 +29,8 @@ from lmpt.errors import LmptError
 from lmpt.rundir.lock import LOCK_FILE, lock_run_dir
 
 RUNNING = ".running"
-"""STUDY/.running: the run the study is training now (its process and directory), removed when it ends."""
+"""STUDY/.running: the runs the study is training now (each run's process or SLURM job, and its directory), rewritten
+as they start and end, removed when none is left."""
 STOP_WAIT_S = 300.0
 """How long a run left by a killed study may take to save its checkpoint and end before it is killed."""
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -80,14 +80,27 @@ def lock_study(directory: Path) -> None:
                     "pick another study.dir")  # fmt: skip
 
 
-def stop_left_run(study_dir: Path) -> None:
-    """Stop the run a killed study left training (STUDY/.running, confirmed by the run's lock) and wait for it to
-    end, so this study continues it instead of training beside it."""
+def left_runs(study_dir: Path) -> list[dict[str, str | int]]:
+    """What STUDY/.running names: one entry per run ({"pid", "run"} or, under SLURM, {"job", "run"}); a study of one
+    slot at a time wrote a single entry."""
     try:
         left = json.loads((study_dir / RUNNING).read_text())
-        pid, run = int(left["pid"]), Path(left["run"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return
+    except (OSError, ValueError):
+        return []
+    entries = left if isinstance(left, list) else [left]
+    return [e for e in entries if isinstance(e, dict) and "run" in e and ("pid" in e or "job" in e)]
+
+
+def write_running(study_dir: Path, entries: list[dict[str, str | int]]) -> None:
+    """Name the runs the study trains now in STUDY/.running (removed when there is none)."""
+    path = study_dir / RUNNING
+    if entries:
+        path.write_text(json.dumps(entries) + "\n")
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _stop_left_process(pid: int, run: Path) -> None:
     if lock_holder(run) != pid:  # it ended, or the PID is another process's now
         return
     console.print(f"stopping the run a killed study left training in {run} (PID {pid}): it saves a checkpoint first")
@@ -99,6 +112,31 @@ def stop_left_run(study_dir: Path) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)
+
+
+def _wait_for_left_job(study_dir: Path, job: str, run: Path) -> None:
+    from lmpt.study.slurm_jobs import JOBS_FOLDER, job_active
+
+    if not job_active(study_dir / JOBS_FOLDER, job):
+        return
+    console.print(f"waiting for SLURM job {job}, which a stopped study left training {run}")
+    while job_active(study_dir / JOBS_FOLDER, job):
+        time.sleep(5)
+
+
+def stop_left_run(study_dir: Path) -> None:
+    """Stop the runs a killed study left training (STUDY/.running, each confirmed by the run's lock) and wait for
+    them to end, so this study continues them instead of training beside them; a SLURM job it left is waited for
+    (its run ends, or commits a checkpoint and is requeued by SLURM, on its own)."""
+    for entry in left_runs(study_dir):
+        try:
+            if "job" in entry:
+                _wait_for_left_job(study_dir, str(entry["job"]), Path(str(entry["run"])))
+            else:
+                _stop_left_process(int(entry["pid"]), Path(str(entry["run"])))
+        except (ValueError, TypeError):
+            continue
+    (study_dir / RUNNING).unlink(missing_ok=True)
 
 
 def refuse_another_run(path: Path, command: list[str]) -> None:
@@ -115,30 +153,7 @@ def refuse_another_run(path: Path, command: list[str]) -> None:
                         "study's run; pick another study.dir or move it away")  # fmt: skip
 
 
-def _stop_with_parent() -> None:
+def stop_with_study() -> None:
     """In the child, before lmpt starts (Linux): SIGTERM when the study dies, however it dies."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def run_lmpt(study_dir: Path, path: Path, command: list[str]) -> int:
-    """Run `command` (an lmpt run into `path`) to its end and return its exit code. A stop signal to the study is
-    passed on to the run, which saves a checkpoint; once it has ended, StudyStopped is raised again."""
-    running = study_dir / RUNNING
-    holder = lock_holder(path)
-    if holder is not None:
-        raise LmptError(f"{path} is in use by another lmpt process (PID {holder}): wait for it to end or stop it, "
-                        "then run the same command")  # fmt: skip
-    linux = sys.platform.startswith("linux")
-    child = subprocess.Popen(command, preexec_fn=_stop_with_parent if linux else None)  # noqa: PLW1509
-    running.write_text(json.dumps({"pid": child.pid, "run": str(path)}) + "\n")
-    try:
-        return child.wait()
-    except StudyStopped:
-        child.send_signal(signal.SIGTERM)  # a Ctrl-C reached it already: a SIGTERM beside it does not abort it
-        with contextlib.suppress(StudyStopped):  # a second signal: the run still ends on its own
-            child.wait()
-        raise
-    finally:
-        if child.poll() is not None:  # a run still saving its checkpoint stays named for the next launch
-            running.unlink(missing_ok=True)

@@ -50,6 +50,21 @@ class StudyConfig:
     HIGH)) or choice(A, B, ...); empty = by optimizer: muon searches optimizer.lr in [5e-3, 0.2] and
     optimizer.adamw_lr in [2e-3, 0.1], adamw and adafactor optimizer.lr in [1e-4, 1e-2] (log-uniform each). Typed
     Any, so `study.space={...}` sets it without a `+` (a typed dict under Hydra's struct mode takes no new key)."""
+    slots: str = "1"
+    """How many runs train at once: a number, or auto (every visible GPU; on a CPU every core, one core a run; under
+    SLURM every run queued at once). 1 = one run after another, each taking its threads as lmpt alone does. On a CPU
+    the cores are split into study.slots groups, each run pinned to its group with as many threads as it has cores.
+    The records are the same in any order the runs end."""
+    slot_device: str = "auto"
+    """What a slot holds: gpu (one visible GPU a run, CUDA_VISIBLE_DEVICES; LMPT_STUDY_GPUS=0,1 picks them), cpu (a
+    group of cores), or auto (gpu where one is visible, else cpu)."""
+    launcher: str = "local"
+    """Where the runs train: local (child processes of the study) or slurm (each run a SLURM job through submitit,
+    `pip install "lmpt[slurm]"`; study.slots bounds how many are queued at once, and the study waits for them)."""
+    slurm: Any = None
+    """The SLURM jobs' sbatch options under study.launcher=slurm, by submitit's SlurmExecutor names, e.g.
+    study.slurm={partition:gpu,time:240,cpus_per_task:8,gpus_per_node:1,max_num_timeout:20}; empty: 4 hours, one
+    CPU (and one GPU under study.slot_device=gpu). A run takes its job's CPUs as its threads."""
 
 
 @dataclass
@@ -69,7 +84,8 @@ def study_keys(*, _root_: DictConfig) -> str:
         elif isinstance(value, DictConfig):
             shown = "{" + ",".join(f"{k}:'{v}'" for k, v in value.items()) + "}"
         else:
-            shown = "{}  (empty: the optimizer's default space)" if f.name == "space" and value is None else str(value)
+            shown = {"space": "{}  (empty: the optimizer's default space)", "slurm": "{}"}.get(f.name, str(value))
+            shown = shown if value is None else str(value)
         lines.append(f"  study.{f.name}={shown}")
     return "\n".join(lines)
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.report.runs import read_run, read_status
-from lmpt.study.launch import refuse_another_run, run_lmpt
+from lmpt.study.launch import refuse_another_run
 from lmpt.study.plan import StudyPlan, search_overrides
+from lmpt.study.pool import Launch
 
 FINISHED = ("completed", "failed")
 """Trial endings that count: a failed trial (a non-finite loss at a learning rate too high) is a result too."""
@@ -114,26 +114,35 @@ def trial_command(plan: StudyPlan, objective: str, index: int) -> list[str]:
     ]  # fmt: skip
 
 
-def run_search(plan: StudyPlan, objective: str) -> Search:
-    """Run (or continue) every trial of the objective's search that has not finished; returns the whole search."""
-    search = read_search(plan, objective)
-    if len(search.finished) == plan.trials:
-        console.print(f"search {objective}: {plan.trials} trials done, reused")
-        return search
-    for k, trial in enumerate(search.trials):
-        command = trial_command(plan, objective, k)
-        refuse_another_run(trial.path, command)
-        if trial.status in FINISHED:
-            continue
-        recipe = " ".join(f"{key}={value}" for key, value in trial.recipe.items())
-        console.print(f"search {objective} trial {k + 1}/{plan.trials} at trainer.budget={plan.search_budget}: "
-                      f"{recipe} into {trial.path}")  # fmt: skip
-        code = run_lmpt(plan.directory, trial.path, command)
-        search.trials[k] = read_trial(trial.path, trial.recipe)
-        if search.trials[k].status not in FINISHED:  # every objective gets the same trials
-            raise LmptError(f"search {objective}: trial {k} did not finish (lmpt exited with {code}; see "
-                            f"{trial.path}): run the same command to resume it")  # fmt: skip
+def trial_launch(plan: StudyPlan, objective: str, index: int) -> Launch:
+    """Trial `index` of the objective's search as the study launches it (its directory checked: another study's run
+    directory there is refused)."""
+    path, command = trial_dir(plan, objective, index), trial_command(plan, objective, index)
+    refuse_another_run(path, command)
+    return Launch(f"search {objective} trial {index + 1}/{plan.trials}", path, command, objective, trial=index)
+
+
+def unfinished_trials(plan: StudyPlan, search: Search) -> list[Launch]:
+    """The trials of `search` still to run (every trial's directory checked first); none when all finished."""
+    launches = [trial_launch(plan, search.objective, k) for k in range(plan.trials)]
+    return [launch for launch, trial in zip(launches, search.trials, strict=True) if trial.status not in FINISHED]
+
+
+def check_trial(plan: StudyPlan, launch: Launch, code: int | None) -> Trial:
+    """The trial `launch` trained, as its directory records it; LmptError when it did not finish (every objective
+    gets the same trials, so the search cannot choose without it)."""
+    assert launch.trial is not None
+    trial = read_trial(launch.path, plan.recipes[launch.trial])
+    if trial.status not in FINISHED:
+        ended = f"lmpt exited with {code}" if code is not None else f"its run is {trial.status}"
+        raise LmptError(f"search {launch.objective}: trial {launch.trial} did not finish ({ended}; see "
+                        f"{launch.path}): run the same command to resume it")  # fmt: skip
+    return trial
+
+
+def check_search(plan: StudyPlan, search: Search) -> Search:
+    """`search` once every trial finished; LmptError when none completed with a finite val_loss."""
     if search.chosen() is None:
-        raise LmptError(f"search {objective}: no trial completed with a finite val_loss (see "
-                        f"{search_dir(plan, objective)}): widen study.space or raise the budget")  # fmt: skip
+        raise LmptError(f"search {search.objective}: no trial completed with a finite val_loss (see "
+                        f"{search_dir(plan, search.objective)}): widen study.space or raise the budget")  # fmt: skip
     return search
