@@ -6,14 +6,24 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from lmpt.config.budget import Budget, parse_budget
+from lmpt.config.quality_schema import QualityConfig
+from lmpt.config.schema import (
+    DataConfig,
+    DownstreamConfig,
+    ModelConfig,
+    OptimizerConfig,
+    SchedulerConfig,
+    TokenizerConfig,
+    TrainerConfig,
+)
 from lmpt.config.validate import validate_config
 from lmpt.objectives.registry import preflight_objective
+from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.train.budget import refuse_two_lengths
 from lmpt.train.init_from import Origin, adopt_origin, read_origin
 
@@ -21,7 +31,8 @@ from lmpt.train.init_from import Origin, adopt_origin, read_origin
 @dataclass(frozen=True)
 class RunSpec:
     """What a run is, resolved: the config it records (read-only, `model.init_from`'s keys adopted), the source of
-    its starting weights, and the keys the user set on the command line."""
+    its starting weights, and the keys the user set on the command line. Each section is typed as its schema
+    dataclass (lmpt.config.schema): a structured config, composed from that schema, holds exactly its fields."""
 
     config: DictConfig
     """The whole resolved config: what the run directory and each checkpoint record, and what drift compares."""
@@ -31,39 +42,41 @@ class RunSpec:
     """Config keys set on the command line (not by conf/'s defaults)."""
 
     @property
-    def trainer(self) -> Any:
+    def trainer(self) -> TrainerConfig:
         return self.config.trainer
 
     @property
-    def data(self) -> Any:
+    def data(self) -> DataConfig:
         return self.config.data
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> TokenizerConfig:
         return self.config.tokenizer
 
     @property
-    def objective(self) -> Any:
+    def objective(self) -> ObjectiveConfig:
+        """The objective's own config class (e.g. MlmConfig), an ObjectiveConfig."""
         return self.config.objective
 
     @property
-    def model(self) -> Any:
+    def model(self) -> ModelConfig:
         return self.config.model
 
     @property
-    def optimizer(self) -> Any:
+    def optimizer(self) -> OptimizerConfig:
+        """The optimizer's own config class (MuonConfig, AdamWConfig, AdafactorConfig)."""
         return self.config.optimizer
 
     @property
-    def scheduler(self) -> Any:
+    def scheduler(self) -> SchedulerConfig:
         return self.config.scheduler
 
     @property
-    def downstream(self) -> Any:
+    def downstream(self) -> DownstreamConfig:
         return self.config.downstream
 
     @property
-    def quality(self) -> Any:
+    def quality(self) -> QualityConfig:
         return self.config.quality
 
     @cached_property
