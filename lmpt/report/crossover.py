@@ -100,12 +100,14 @@ class Crossover:
                 f"({_flops(self.below.flops)} FLOPs{_epochs(self.below)}): {self.below.mean:.3f}{diff}."
             )
         lowest = self.bound.best()
-        tail = (
-            f"; its trend over its last {TREND_POINTS} budgets would reach it at about "
-            f"{_flops(self.projected_flops)} FLOPs"
-            if self.projected_flops
-            else "; its trend does not fall"
-        )
+        if self.projected_flops:
+            tail = (f"; its trend over its last {TREND_POINTS} budgets would reach it at about "
+                    f"{_flops(self.projected_flops)} FLOPs")  # fmt: skip
+        elif self.bound.points[-1] is not lowest:
+            rest = f"so more compute does not bring it down to {self.exact.objective}'s best"
+            tail = f"; it rises past {lowest.budget}, {rest}"
+        else:
+            tail = "; its trend does not fall"
         return (
             f"{head}. {self.bound.objective}'s bound stays above it at every budget (lowest "
             f"{lowest.mean:.3f} at {lowest.budget}){tail}."
@@ -174,9 +176,10 @@ def _difference(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, floa
 
 def _projected_flops(line: Line, target: float) -> float | None:
     """Where a least-squares line through the last TREND_POINTS (mean bits, log10 FLOPs) reaches `target`; None when
-    it has fewer than two points or does not fall."""
+    it has fewer than two points, does not fall, or the line's largest budget is not its best (the bound has turned
+    up: more compute no longer brings it down)."""
     tail = line.points[-TREND_POINTS:]
-    if len(tail) < 2:
+    if len(tail) < 2 or line.points[-1] is not line.best():
         return None
     slope, intercept = np.polyfit([math.log10(p.flops) for p in tail], [p.mean for p in tail], 1)
     if slope >= 0:

@@ -1,0 +1,223 @@
+"""Diffusion against autoregression once data repeats: the reproduction of docs/data_constrained_study.md.
+
+Prabhudesai et al. 2025 ("Diffusion Beats Autoregressive in Data-Constrained Settings") find that a masked diffusion
+model overtakes an autoregressive one once the same text is read many times, and that the compute where it does grows
+with the unique data. This script repeats their comparison at a scale 2 CPU cores finish: two lmpt-study runs, one per
+count of unique training tokens (data.unique_tokens: the first N tokens of WikiText-2's training text, the same for
+every objective and seed), each comparing clm and mdlm at 1, 4, 16 and 64 epochs over two seeds, each objective at its
+own learning rate (4 trials searched at 8 epochs). Every run is ranked by held-out bits per token on the same windows
+(exact for clm, the mdlm figure an upper bound). Then BLiMP's fast subset scores each objective's largest-budget runs
+and clm's best-budget runs beside their untrained controls (lmpt-eval control=scratch).
+
+It writes docs/data_constrained_study.md and docs/data_constrained_study.png (bits per token against training FLOPs,
+one line per objective and count, clm's best starred and each crossing ringed).
+
+Usage: python scripts/data_constrained_study.py [--dir DIR] [--reuse]
+The two studies run side by side, one thread each (LMPT_THREADS=1: a one-thread run holds its core against other
+work, and every run of the study computes alike); the same command resumes them. --reuse only reads DIR and writes
+the docs. About 70 minutes on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # lmpt from this checkout, as the studies run it
+from lmpt.report.crossover import crossover_lines, find_crossovers, plot_crossover  # noqa: E402
+from lmpt.report.runs import RunSummary, find_runs  # noqa: E402
+
+DOC = REPO / "docs" / "data_constrained_study.md"
+PLOT = DOC.with_suffix(".png")
+UNIQUE_TOKENS = (10_000, 20_000)
+BUDGETS = ("1epochs", "4epochs", "16epochs", "64epochs")
+BLIMP = "bundled:blimp-fast"
+
+
+def study_command(unique: int, directory: Path) -> list[str]:
+    """The lmpt-study command of one count of unique tokens."""
+    keys = ["data=wikitext", "trainer.amp=true", f"data.unique_tokens={unique}", "trainer.eval_every=0",
+            "trainer.progress=plain"]  # fmt: skip
+    return [
+        "lmpt-study", "study.objectives=[clm,mdlm]", "study.seeds=[0,1]", "study.trials=4",
+        "study.search_fraction=0.125", f"study.budgets=[{','.join(BUDGETS)}]",
+        "study.run_keys=[" + ",".join(f"'{k}'" for k in keys) + "]", f"study.dir={directory}",
+    ]  # fmt: skip
+
+
+def run_studies(root: Path) -> None:
+    """Both studies side by side, one thread each; their logs in ROOT/uN.log."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LMPT_THREADS": "1"}
+    jobs = []
+    for unique in UNIQUE_TOKENS:
+        log = (root / f"u{unique}.log").open("a")
+        jobs.append(subprocess.Popen(study_command(unique, root / f"u{unique}"), cwd=root, env=env, stdout=log,
+                                     stderr=subprocess.STDOUT))  # fmt: skip
+    failed = [u for u, job in zip(UNIQUE_TOKENS, jobs, strict=True) if job.wait() != 0]
+    if failed:
+        sys.exit(f"data_constrained_study: the study of {failed} unique tokens failed (see its log in {root}); "
+                 "run the same command to resume it")  # fmt: skip
+
+
+def blimp_runs(runs: list[RunSummary]) -> list[RunSummary]:
+    """Each objective's largest-budget runs, and clm's best-budget runs, per count of unique tokens."""
+    lines = crossover_lines(runs)
+    wanted: set[tuple[str, int | None, str]] = set()
+    for line in lines:
+        wanted.add((line.objective, line.unique_tokens, line.points[-1].budget))
+        if not line.bound:
+            wanted.add((line.objective, line.unique_tokens, line.best().budget))
+    return [r for r in runs if (r.objective, r.unique_tokens, r.budget) in wanted]
+
+
+def score_blimp(run: RunSummary, out: Path) -> dict:
+    """lmpt-eval of BLiMP's fast subset with the untrained control, kept as JSON in `out` (read back if there)."""
+    if not out.exists():
+        env = {**os.environ, "PYTHONPATH": str(REPO), "LMPT_THREADS": "1"}
+        done = subprocess.run(["lmpt-eval", str(run.path), f"task={BLIMP}", "control=scratch", "json=true"],
+                              capture_output=True, text=True, env=env)  # fmt: skip
+        if done.returncode != 0:
+            sys.exit(f"data_constrained_study: lmpt-eval of {run.path} failed: {done.stderr.strip()[-500:]}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(done.stdout)
+    return json.loads(out.read_text())
+
+
+def blimp_cell(result: dict) -> tuple[str, str, str]:
+    """(accuracy, control accuracy, gain [95%]) of an lmpt-eval JSON result."""
+    control = result.get("control") or {}
+    gain = result.get("gain") or {}
+    interval = gain.get("interval") or [None, None]
+    acc = result.get("accuracy")
+    cacc = control.get("accuracy")
+    shown = f"{gain['accuracy']:+.3f} [{interval[0]:+.3f}, {interval[1]:+.3f}]" if "accuracy" in gain else "—"
+    return (f"{acc:.3f}" if acc is not None else "—", f"{cacc:.3f}" if cacc is not None else "—", shown)
+
+
+def bits_table(runs: list[RunSummary]) -> list[str]:
+    """Per count of unique tokens and objective, each budget's mean bits per token with its 95% interval over seeds."""
+    lines = crossover_lines(runs)
+    budgets = sorted({p.budget for line in lines for p in line.points}, key=lambda b: float(b.removesuffix("epochs")))
+    header = ["unique tokens", "objective", *budgets]
+    rows = []
+    for line in lines:
+        by_budget = {p.budget: p for p in line.points}
+        cells = []
+        for budget in budgets:
+            p = by_budget.get(budget)
+            if p is None:
+                cells.append("—")
+                continue
+            span = p.interval
+            best = " ★" if not line.bound and p is line.best() else ""
+            cells.append(f"{p.mean:.3f}{best}" + (f" [{span[0]:.3f}, {span[1]:.3f}]" if span else ""))
+        rows.append([f"{line.unique_tokens:,}", f"{line.objective} ({'bound' if line.bound else 'exact'})", *cells])
+    flops = {}
+    for line in lines:
+        for p in line.points:
+            flops.setdefault(p.budget, []).append(p.flops)
+    rows.append(["", "training FLOPs (mean)", *(f"{sum(flops[b]) / len(flops[b]):.2e}" for b in budgets)])
+    return _markdown(header, rows)
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def blimp_table(root: Path, runs: list[RunSummary]) -> list[str]:
+    rows = []
+    for run in sorted(blimp_runs(runs), key=lambda r: (r.unique_tokens or 0, str(r.objective), r.budget, r.seed)):
+        result = score_blimp(
+            run, root / "blimp" / f"u{run.unique_tokens}" / f"{run.budget}-{run.objective}-seed{run.seed}.json"
+        )
+        rows.append([f"{run.unique_tokens:,}", str(run.objective), str(run.budget), str(run.seed), *blimp_cell(result)])
+    return _markdown(["unique tokens", "objective", "budget", "seed", "BLiMP-fast accuracy", "untrained control",
+                      "gain [95%]"], rows)  # fmt: skip
+
+
+def write_docs(root: Path) -> None:
+    """docs/data_constrained_study.md and .png from the two studies under `root`."""
+    runs = [r for r in find_runs([root / f"u{u}" / "runs" for u in UNIQUE_TOKENS]) if r.status == "completed"]
+    lines = crossover_lines(runs)
+    crossings = find_crossovers(lines)
+    if not crossings:
+        sys.exit(f"data_constrained_study: {root} holds no finished clm and mdlm runs to compare: run the studies")
+    plot_crossover(lines, crossings, PLOT, "clm against mdlm once data repeats: held-out bits per token")
+    hours = sum(r.wall_s or 0 for r in find_runs([root])) / 3600
+    commands = "\n".join(" ".join(study_command(u, Path(f"studies/u{u}"))) for u in UNIQUE_TOKENS)
+    text = [
+        "# Diffusion against autoregression once data repeats",
+        "",
+        'Prabhudesai et al. 2025 ("Diffusion Beats Autoregressive in Data-Constrained Settings") find that masked',
+        "diffusion overtakes autoregression once the same text is read many times, and that the compute at which it",
+        "does grows with the unique data. This is that comparison at a scale 2 CPU cores finish, as measured.",
+        "",
+        "Written by `python scripts/data_constrained_study.py`, which runs these two studies side by side (one",
+        "thread each) and then scores BLiMP:",
+        "",
+        "```",
+        commands,
+        "```",
+        "",
+        "- Data: the first 10,000 and 20,000 tokens of WikiText-2's training text (`data.unique_tokens`), the same",
+        "  tokens for every objective and seed; validation on the same held-out windows for every run.",
+        "- Models: the tiny model (1.38M parameters) as a decoder for clm and as a bidirectional encoder for mdlm,",
+        "  bf16 on the CPU. Each budget is its own run with its own cosine schedule (not a point along one run).",
+        "- Learning rate: searched per objective and count, 4 trials at 8 epochs (recipes drawn before any ran).",
+        "- Yardstick: held-out bits per token (`val_bits_per_token`), exact for clm; for mdlm the continuous-time",
+        "  bound, an upper bound on its negative log-likelihood, over 64 fixed passes of masks (standard error",
+        "  below 0.01 bits). A bound below a clm figure is therefore a win for mdlm.",
+        f"- Cost: {hours:.1f} hours of training over every run and trial (two studies side by side).",
+        "",
+        "## Findings",
+        "",
+        *(f"- {c.sentence()}" for c in crossings),
+        "",
+        "## Held-out bits per token",
+        "",
+        "Mean over seeds 0 and 1 with the 95% t interval (two seeds: wide); ★ clm's best budget.",
+        "",
+        *bits_table(runs),
+        "",
+        f"![bits per token against training FLOPs]({PLOT.name})",
+        "",
+        "## BLiMP beside the untrained control",
+        "",
+        "BLiMP's fast subset (2,010 minimal pairs) scored zero-shot: clm by each sentence's",
+        "log-likelihood, mdlm by each sentence's bound; each beside the same architecture untrained (gain with its",
+        "paired 95% interval).",
+        "",
+        *blimp_table(root, runs),
+        "",
+        "## What this shows and what it does not",
+        "",
+        "- It is one small model on a few thousand words: the crossover's place in FLOPs is specific to this scale.",
+        "  What it checks is the direction the paper reports: clm stops improving within a few epochs and then",
+        "  degrades, while mdlm keeps improving across many more passes.",
+        "- Two seeds give wide intervals; the budgets are a factor of 4 apart, so a crossing is placed to within",
+        "  that factor.",
+        "- mdlm's figure is an upper bound: its true likelihood is at least as good as shown.",
+    ]
+    DOC.write_text("\n".join(text) + "\n")
+    print(f"wrote {DOC.relative_to(REPO)} and {PLOT.relative_to(REPO)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", type=Path, default=REPO / "studies" / "data-constrained")
+    parser.add_argument("--reuse", action="store_true", help="only read the studies in --dir and write the docs")
+    args = parser.parse_args()
+    root = args.dir.resolve()
+    if not args.reuse:
+        root.mkdir(parents=True, exist_ok=True)
+        run_studies(root)
+    write_docs(root)
+
+
+if __name__ == "__main__":
+    main()
