@@ -15,7 +15,7 @@ from typing import Any
 from lmpt.errors import LmptError
 from lmpt.report.control_gain import within_noise_sentence
 from lmpt.report.crossover import CROSSOVER_PLOT, report_crossover
-from lmpt.report.ranking import Ranking, rank_runs
+from lmpt.report.ranking import Ranking, likelihood, rank_runs
 from lmpt.report.runs import RunSummary, read_run
 from lmpt.report.significance import neighbour_significance
 from lmpt.safe_files import write_atomically
@@ -244,7 +244,7 @@ def study_markdown(
         f"Objectives {', '.join(plan.objectives)} at {at} per run, seeds {', '.join(map(str, plan.seeds))}. Each "
         f"objective's learning rate was searched with {plan.trials} trials (recipes drawn before any ran: "
         f"{plan.sampler} sampler, seed {plan.search_seed}) at `trainer.budget={plan.search_budget}`{share} "
-        f"(about {steps} steps) over {space}, by its own final val_loss.",
+        f"(about {steps} steps) over {space}, by its own final val_loss{_bound_note(plan.objectives)}.",
         f"Run keys of every run: `{' '.join(plan.run_overrides) or '(defaults)'}`.",
         f"One rule for every objective: the tasks score each run's {weights_rule(plan.weights)}.",
     ]
@@ -285,6 +285,12 @@ def study_markdown(
                   f"![crossover]({CROSSOVER_PLOT})", ""]  # fmt: skip
     lines += final_runs or []
     return "\n".join(lines) + "\n"
+
+
+def _bound_note(objectives: list[str]) -> str:
+    """What a bound objective's search ranks by, when the study has one."""
+    bounds = [name for name in objectives if likelihood(name) == "bound"]
+    return f" ({', '.join(bounds)}: its bound over the yardstick's fixed passes of masks)" if bounds else ""
 
 
 def study_full_markdown(plan: StudyPlan, summaries: dict[str, list[dict]]) -> str:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from lmpt.errors import LmptError
-from lmpt.report.runs import read_run, read_status
+from lmpt.report.ranking import BITS_PER_TOKEN, likelihood
+from lmpt.report.runs import RunSummary, read_run, read_status
 from lmpt.study.launch import refuse_another_run
 from lmpt.study.plan import StudyPlan, search_overrides
 from lmpt.study.pool import Launch
@@ -92,7 +93,16 @@ def read_trial(path: Path, recipe: dict[str, str]) -> Trial:
     """The trial of `recipe` as its run directory `path` records it (incomplete when it has no status)."""
     status = str(read_status(path).get("status", "incomplete"))
     run = read_run(path)
-    return Trial(path, recipe, status, run.val_loss if status == "completed" else None, run.step)
+    return Trial(path, recipe, status, trial_loss(run) if status == "completed" else None, run.step)
+
+
+def trial_loss(run: RunSummary) -> float | None:
+    """The loss a trial is ranked by: its final val_loss, or for a bound (mdlm) the same bound over the yardstick's
+    fixed passes of masks (val_bits_per_token in nats), where val_loss is one pass's noisy draw."""
+    bits = run.measures.get(BITS_PER_TOKEN)
+    if likelihood(run.objective) == "bound" and bits is not None:
+        return bits * math.log(2)
+    return run.val_loss
 
 
 def read_search(plan: StudyPlan, objective: str) -> Search:
