@@ -67,9 +67,10 @@ def study(cfg: DictConfig) -> int:
     lock_study(plan.directory)
     pool = LocalPool(plan.directory, slots) if jobs is None else SlurmPool(plan.directory, len(slots), jobs)
     runs = StudyRuns(plan, pool, lambda searches, finals: write_study(plan, searches, finals))
-    if pool.side_by_side:
-        console.print(f"{len(slots) if jobs is None else 'up to ' + str(len(slots))} slots: "
-                      f"{', '.join(s.name for s in slots[:8])}{' ...' if len(slots) > 8 else ''}")  # fmt: skip
+    if jobs is not None:
+        console.print(f"SLURM jobs, up to {len(slots)} at once: {', '.join(f'{k}={v}' for k, v in jobs.items())}")
+    elif pool.side_by_side:
+        console.print(f"{len(slots)} slots: {', '.join(s.name for s in slots)}")
     try:
         stop_left_run(plan.directory)
         runs.run()
