@@ -40,7 +40,8 @@ SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("zero_shot", ("zero_shot",)),  # zero-shot scoring
     ("finetuning", ("finetuning",)),  # fine-tuning
     ("kinds", ("kinds",)),  # the task kinds and their registry
-    ("commands", ("codec", "preemption", "curves", "task_items", "after_training", "eval_cli", "finetune_cli")),
+    ("commands", ("codec", "preemption", "curves", "task_items", "after_training", "eval_cli", "finetune_cli",
+                  "glue_score", "glue_cli")),
 )
 """lmpt/downstream/'s floors, lowest first, as names inside it; its __init__ sits on the lowest."""
 KINDS_HOME = "downstream.kinds"

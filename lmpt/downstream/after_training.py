@@ -17,7 +17,7 @@ from rich.table import Table
 
 from lmpt.console import console
 from lmpt.downstream.figures import METRIC_PREFIX, metric_key, task_figure
-from lmpt.downstream.kinds.classification import Classification
+from lmpt.downstream.kinds.registry import fine_tuned_kind
 from lmpt.downstream.kinds.zero_shot import check_zero_shot_fits, logged_zero_shot, read_zero_shot, score_zero_shot
 from lmpt.downstream.preemption import ScoringProgress
 from lmpt.downstream.record import record_path
@@ -39,9 +39,9 @@ def _names_unique(names: list[str]) -> None:
 def check_downstream(downstream: Any, objective: type[Objective], seq_len: int, max_seq_len: int) -> None:
     """Every task of the `downstream` section is readable and named uniquely, and the run's `objective` can score
     it (before any training); its numbers and mode are checked with the rest of the config (lmpt.config.validate).
-    A classification task is checked as fine-tuning checks it (`Classification.check`). Zero-shot tasks score tokens: an
-    objective whose model keeps no trained token head (electra) is refused them, the same rule lmpt-eval follows;
-    whether their choices fit the model is checked once the run's tokenizer exists (`check_downstream_fits`)."""
+    A fine-tuned task is checked by its kind as fine-tuning checks it (`FineTunedKind.check`). Zero-shot tasks score
+    tokens: an objective whose model keeps no trained token head (electra) is refused them, the same rule lmpt-eval
+    follows; whether their choices fit the model is checked once the tokenizer exists (`check_downstream_fits`)."""
     if downstream.choice_tasks and objective.token_head_missing:
         raise LmptError(
             f"downstream.choice_tasks are scored zero-shot by the model's token head, and "
@@ -54,10 +54,10 @@ def check_downstream(downstream: Any, objective: type[Objective], seq_len: int, 
         except LmptError as exc:
             raise LmptError(f"downstream.choice_tasks[{i}]: {exc}") from None
     names = [task_name(str(t)) for t in downstream.choice_tasks]
-    for i, task in enumerate(downstream.classification_tasks):
-        key = f"downstream.classification_tasks[{i}]"
-        found = Classification.find(str(task), key)
-        Classification.check(Classification.options(downstream, found, "cpu"), key, seq_len, max_seq_len)
+    for i, task in enumerate(map(str, downstream.classification_tasks)):
+        key, kind = f"downstream.classification_tasks[{i}]", fine_tuned_kind(task)
+        found = kind.find(task, key)
+        kind.check(kind.options(downstream, found, "cpu"), key, seq_len, max_seq_len)
         names.append(found.name)
     _names_unique(names)
     for name in names:
@@ -105,12 +105,13 @@ def score_downstream(
         })  # fmt: skip
         figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items() if v is not None}
     for i, task in enumerate(map(str, downstream.classification_tasks)):
-        spec = Classification.find(task, f"downstream.classification_tasks[{i}]")
-        options = Classification.options(downstream, spec, device if device == "cuda" else "cpu")
+        kind = fine_tuned_kind(task)
+        spec = kind.find(task, f"downstream.classification_tasks[{i}]")
+        options = kind.options(downstream, spec, device if device == "cuda" else "cpu")
         result = progress.kept_record(run_dir, spec.name) or progress.write_record(
-            run_dir, spec.name, {**Classification.score(trained(), options), "weights": downstream.weights}
+            run_dir, spec.name, {**kind.score(trained(), options), "weights": downstream.weights}
         )
-        figures |= {metric_key(spec.name, k): v for k, v in Classification.logged(result).items() if v is not None}
+        figures |= {metric_key(spec.name, k): v for k, v in kind.logged(result).items() if v is not None}
     metrics = MetricsLog(run_dir / METRICS_FILE)
     metrics.drop(lambda r: r["step"] == step and any(k.startswith(METRIC_PREFIX) for k in r))  # a stopped scoring's
     metrics.write({"step": step, **figures})

@@ -20,6 +20,14 @@ MCC = "mcc"
 """Matthews correlation (two-class tasks only)."""
 MAJORITY_ACCURACY = "majority_accuracy"
 """Fine-tuning: dev accuracy of always answering the training split's most common class."""
+PEARSON = "pearson"
+"""Regression: Pearson correlation of the predicted and gold scores (0 when either is constant)."""
+SPEARMAN = "spearman"
+"""Regression: Spearman rank correlation of the predicted and gold scores (0 when either is constant)."""
+MSE = "mse"
+"""Regression: mean squared error of the predicted scores (lower is better)."""
+MEAN_BASELINE_MSE = "mean_baseline_mse"
+"""Regression: dev mean squared error of always predicting the training split's mean score."""
 
 
 def mean_of(figure: str) -> str:
@@ -34,8 +42,9 @@ def std_of(figure: str) -> str:
 
 ACCURACY_MEAN, ACCURACY_STD, MACRO_F1_MEAN = mean_of(ACCURACY), std_of(ACCURACY), mean_of(MACRO_F1)
 
-SEED_FIGURES = (ACCURACY, MACRO_F1, MCC)
-"""What each fine-tuning seed reports, in table order (mcc only for two-class tasks)."""
+SEED_FIGURES = (ACCURACY, MACRO_F1, MCC, PEARSON, SPEARMAN, MSE)
+"""What each fine-tuning seed reports, in table order: a classification the first three (mcc only for two-class
+tasks), a regression the last three."""
 CHOICE_FIGURES = (ACCURACY, ACCURACY_NORM, CHANCE)
 """The zero-shot multiple-choice figures logged after training."""
 SCRATCH = "scratch"
@@ -55,6 +64,13 @@ BOW_ACCURACY = f"bow_{ACCURACY}"
 """Dev accuracy of the bag-of-words floor."""
 CLASSIFICATION_FIGURES = (ACCURACY_MEAN, ACCURACY_STD, MACRO_F1_MEAN, MAJORITY_ACCURACY)
 """The fine-tuning figures logged after training."""
+PEARSON_MEAN, SPEARMAN_MEAN, MSE_MEAN = mean_of(PEARSON), mean_of(SPEARMAN), mean_of(MSE)
+REGRESSION_FIGURES = (PEARSON_MEAN, std_of(PEARSON), SPEARMAN_MEAN, MSE_MEAN, MEAN_BASELINE_MSE)
+"""The regression figures logged after training."""
+MSE_GAIN = f"{MSE}_{GAIN}"
+"""Regression with a scratch control: the control's dev MSE less the model's (positive: the model predicts better)."""
+REGRESSION_CONTROL_FIGURES = (f"{SCRATCH}_{PEARSON_MEAN}", MSE_GAIN, f"bow_{PEARSON}")
+"""Logged after training beside REGRESSION_FIGURES when the fine-tuning had a scratch control."""
 CONTROL_FIGURES = (SCRATCH_ACCURACY_MEAN, ACCURACY_GAIN, BOW_ACCURACY)
 """Logged after training beside CLASSIFICATION_FIGURES when the fine-tuning had a scratch control."""
 ZERO_SHOT_CONTROL_FIGURES = (SCRATCH_ACCURACY, ACCURACY_GAIN)

@@ -15,10 +15,22 @@ from rich.table import Table
 from lmpt.config.command_options import parse_command, run_command
 from lmpt.console import console
 from lmpt.downstream.codec import write_record
-from lmpt.downstream.figures import ACCURACY, BAG_OF_WORDS, GAIN, SCRATCH, mean_of, std_of
+from lmpt.downstream.figures import (
+    ACCURACY,
+    BAG_OF_WORDS,
+    GAIN,
+    MAJORITY_ACCURACY,
+    MEAN_BASELINE_MSE,
+    SCRATCH,
+    mean_of,
+    std_of,
+)
 from lmpt.downstream.finetuning.finetune import check_settings, finetune
 from lmpt.downstream.finetuning.scores import FIGURES
 from lmpt.downstream.gain import describe_gain
+from lmpt.downstream.glue_cli import glue_run, is_glue, render_glue
+from lmpt.downstream.kinds.classification import Classification
+from lmpt.downstream.kinds.regression import Regression
 from lmpt.downstream.record import hand_record_path
 from lmpt.downstream.tasks.labelled_task import task_name
 from lmpt.downstream.tasks.options import MODE_MEANINGS, FinetuneOptions
@@ -37,6 +49,8 @@ SUMMARY = (
     "RUN/downstream/TASK.json, the run's own scoring's)."
 )
 POSITIONALS = [RUN_ARGUMENT]
+BASELINES = {MAJORITY_ACCURACY: "majority class", MEAN_BASELINE_MSE: "mean prediction"}
+"""The trivial baseline's figure of a record, and its row's name: a classification's, or a regression's."""
 
 
 def _cell(mean: float, std: float | None) -> str:
@@ -63,10 +77,14 @@ def render(result: dict) -> None:
                 table.add_row(f"{split} {figure}", _cell(result[f"{key}_mean"], result[f"{key}_std"]), *seeds)
     table.add_row("train loss", "", *(f"{run['train_loss']:.4f}" for run in result["per_seed"]))
     console.print(table)
+    baseline = (
+        f"dev mean-prediction MSE {result[MEAN_BASELINE_MSE]:.4f}" if MEAN_BASELINE_MSE in result
+        else f"classes {result['classes']} · dev majority-class accuracy {result[MAJORITY_ACCURACY]:.4f}"
+    )  # fmt: skip
     console.print(
-        f"classes {result['classes']} · dev majority-class accuracy {result['majority_accuracy']:.4f} · "
-        f"{result['train_examples']:,} train / {result['dev_examples']:,} dev examples · {result['precision']} · "
-        f"record {result['record']} (a hand run: the run's own records in RUN/downstream/ are left as they are)"
+        f"{baseline} · {result['train_examples']:,} train / {result['dev_examples']:,} dev examples · "
+        f"{result['precision']} · record {result['record']} (a hand run: the run's own records in RUN/downstream/ "
+        "are left as they are)"
     )
     if "search" in result:
         console.print(describe_search("pre-trained", result))
@@ -77,33 +95,37 @@ def render(result: dict) -> None:
 def describe_search(name: str, tuned: dict) -> str:
     """One line: the recipe a search chose and every candidate's accuracy on the held-back slice."""
     search = tuned["search"]
-    tried = ", ".join(f"{c['lr']:g}/{c['pooling']} {c[ACCURACY]:.3f}" for c in search["candidates"])
+    figure = str(search.get("picked_by", ACCURACY)).split()[0]  # the figure the search picked by
+    tried = ", ".join(f"{c['lr']:g}/{c['pooling']} {c[figure]:.3f}" for c in search["candidates"])
     return (
         f"{name} recipe searched on {search['held_out']} examples held back from train (never dev), "
         f"{search['steps']} steps per candidate: lr {tuned['lr']:g}, pooling {tuned['pooling']} (lr/pooling "
-        f"accuracy: {tried})"
+        f"{figure}: {tried})"
     )
 
 
 def render_control(result: dict) -> None:
-    """The run's model against its scratch control, the bag-of-words floor and the majority class, then the gain."""
+    """The run's model against its scratch control, the bag-of-words floor and the trivial baseline (the majority
+    class; a regression's mean prediction), then the gain in the figure it is of (accuracy; a regression's MSE)."""
     scratch, bow, gains = result[SCRATCH], result[BAG_OF_WORDS], result[GAIN]
     splits = ["", "test_"] if "test_examples" in result else [""]
+    figure = next(iter(gains))  # the dev figure the gain is of: accuracy, or a regression's mse
     table = Table(title=f"{result['task']}: against the controls", title_justify="left")
     table.add_column("model")
     for prefix in splits:
-        table.add_column(f"{prefix.rstrip('_') or 'dev'} accuracy", justify="right")
+        table.add_column(f"{prefix.rstrip('_') or 'dev'} {figure}", justify="right")
     table.add_column("recipe")
 
     def row(name: str, tuned: dict) -> None:
-        cells = [_cell(tuned[mean_of(p + ACCURACY)], tuned[std_of(p + ACCURACY)]) for p in splits]
+        cells = [_cell(tuned[mean_of(p + figure)], tuned[std_of(p + figure)]) for p in splits]
         table.add_row(name, *cells, f"lr {tuned['lr']:g}, {tuned['pooling']}")
 
     row(f"pre-trained {result['objective']}", result)
     row(f"scratch {result['arch']}", scratch)
-    table.add_row("bag of words", *(f"{bow[p + ACCURACY]:.4f}" for p in splits), "tf-idf + logistic regression")
-    table.add_row("majority class", f"{result['majority_accuracy']:.4f}", *[""] * (len(splits) - 1), "")
-    intervals = [gains[p + ACCURACY] for p in splits]
+    table.add_row("bag of words", *(f"{bow[p + figure]:.4f}" for p in splits), bow["method"])
+    baseline, value = next((name, result[k]) for k, name in BASELINES.items() if k in result)
+    table.add_row(baseline, f"{value:.4f}", *[""] * (len(splits) - 1), "")
+    intervals = [gains[p + figure] for p in splits]
     verdicts = ", ".join("significant" if g["significant"] else "not significant" for g in intervals)
     shown = [f"{g['gain']:+.4f} [{g['interval'][0]:+.3f}, {g['interval'][1]:+.3f}]" for g in intervals]
     table.add_row("gain [95%]", *shown, verdicts)
@@ -116,7 +138,7 @@ def render_control(result: dict) -> None:
     if "search" in scratch:
         console.print(describe_search("scratch", scratch))
     for prefix in splits:
-        console.print(describe_gain(f"{prefix.rstrip('_') or 'dev'} accuracy:", gains[prefix + ACCURACY]))
+        console.print(describe_gain(f"{prefix.rstrip('_') or 'dev'} {figure}:", gains[prefix + figure]))
 
 
 def finetune_run(run: str | Path, o: FinetuneOptions) -> dict:
@@ -127,18 +149,20 @@ def finetune_run(run: str | Path, o: FinetuneOptions) -> dict:
     run_dir = locate_weights(run).run_dir
     named_by = None if o.task else f"data.train={o.data.train}"
     path = hand_record_path(run_dir, task_name(o), named_by)  # a bad task name is refused before any work
-    result = finetune(load_trained(run, o.device), o)
+    kind = Regression if o.regression else Classification
+    result = finetune(load_trained(run, o.device), o, kind.target())
     write_record(path, {**result, "record": str(path)})
     return {**result, "record": str(path)}
 
 
 def finetune_command(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, FinetuneOptions)
-    result = finetune_run(run, with_task_files(o))
+    glue = is_glue(o.task)
+    result = glue_run(run, o) if glue else finetune_run(run, with_task_files(o))
     if o.json:
         print(json.dumps(result))
     else:
-        render(result)
+        (render_glue if glue else render)(result)
 
 
 def main() -> None:

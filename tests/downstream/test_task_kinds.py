@@ -21,9 +21,10 @@ from tests.composed import composed
 
 
 def test_the_registry_finds_every_kind_in_its_own_module() -> None:
-    assert list(KINDS) == ["pairs", "choice", "classification"]
+    assert list(KINDS) == ["pairs", "choice", "classification", "regression"]
     assert all(issubclass(k, TaskKind) and k.__module__ == f"lmpt.downstream.kinds.{m}" for k, m in
-               zip(KINDS.values(), ("minimal_pairs", "multiple_choice", "classification"), strict=True))  # fmt: skip
+               zip(KINDS.values(), ("minimal_pairs", "multiple_choice", "classification", "regression"),
+                   strict=True))  # fmt: skip
     assert [k for k in KINDS.values() if issubclass(k, ZeroShotKind)] == [MinimalPairs, MultipleChoice]
 
 

@@ -22,7 +22,8 @@ from lmpt.tokenizer.base import Tokenizer
 
 @dataclass
 class EncodedSplit:
-    """A split tokenised: one id row (and segment row, when used) per example, and the class of each."""
+    """A split tokenised: one id row (and segment row, when used) per example, and the label of each (a class id,
+    or a number to predict)."""
 
     rows: list[torch.Tensor]
     segments: list[torch.Tensor] | None
@@ -49,9 +50,10 @@ def fit_pair(text: list[int], pair: list[int] | None, room: int) -> tuple[list[i
 
 
 def encode_split(
-    examples: list[Example], classes: dict[str, int], tokenizer: Tokenizer, arch: str, seq_len: int, segments: bool
+    examples: list[Example], labels: torch.Tensor, tokenizer: Tokenizer, arch: str, seq_len: int, segments: bool
 ) -> EncodedSplit:
-    """The examples laid out for `arch` (see the module's table), at most `seq_len` tokens each."""
+    """The examples laid out for `arch` (see the module's table), at most `seq_len` tokens each, with their
+    `labels` (one a row, as the task's target reads them)."""
     sp = tokenizer.special
     texts = tokenizer.encode_batch([e.text for e in examples])
     pairs = tokenizer.encode_batch([e.pair or "" for e in examples]) if examples[0].pair is not None else None
@@ -70,7 +72,6 @@ def encode_split(
         else:
             row = [*text, *tail, sp.eos]
         rows.append(torch.tensor(row))
-    labels = torch.tensor([classes[e.label] for e in examples])
     return EncodedSplit(rows, segment_rows if segments and arch == "encoder" else None, labels)
 
 

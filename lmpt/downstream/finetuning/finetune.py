@@ -25,7 +25,6 @@ from lmpt.downstream.figures import (
     SCRATCH,
     mean_of,
 )
-from lmpt.downstream.finetuning.bag_of_words import bag_of_words_floor
 from lmpt.downstream.finetuning.encoded_task import Task, encode_task
 from lmpt.downstream.finetuning.recipe_search import (
     SEARCH,
@@ -36,10 +35,12 @@ from lmpt.downstream.finetuning.recipe_search import (
 )
 from lmpt.downstream.finetuning.scores import mean_and_std
 from lmpt.downstream.finetuning.shared_control import control_key, read_control, store_control
+from lmpt.downstream.finetuning.targets import CLASSES, Target
 from lmpt.downstream.finetuning.tuning import Tuned, tune, tuning_work
 from lmpt.downstream.gain import paired_gain
-from lmpt.downstream.tasks.labelled_task import LabelledTask, read_labelled
+from lmpt.downstream.tasks.labelled_task import LabelledTask, capped, read_labelled
 from lmpt.downstream.tasks.options import FinetuneOptions
+from lmpt.downstream.tasks.task_files import Example
 from lmpt.inference.progress import WorkBar
 from lmpt.rundir.trained import Trained
 from lmpt.train.precision import pick_precision
@@ -65,29 +66,40 @@ def check_settings(o: FinetuneOptions) -> None:
     )
 
 
-def check_task(o: FinetuneOptions, max_seq_len: int, run_seq_len: int) -> tuple[int, LabelledTask]:
+def check_task(
+    o: FinetuneOptions, max_seq_len: int, run_seq_len: int, target: Target = CLASSES,
+    labelled: LabelledTask | None = None,
+) -> tuple[int, LabelledTask]:  # fmt: skip
     """What a fine-tuning can check without a model, so `lmpt` checks it at start-up (before training the model
     it will fine-tune) and `finetune` before any fine-tuning: the options, the input length (`o.seq_len`, else the
-    run's data.seq_len `run_seq_len`, at most the model's `max_seq_len`) and the task's files and labels. Returns
-    (the input length, the task read)."""
+    run's data.seq_len `run_seq_len`, at most the model's `max_seq_len`) and the task's files and labels (read as
+    `target` reads them; `labelled`: the task read already, by a reader of its own). Returns (the input length, the
+    task read)."""
     check_settings(o)
     seq_len = min(o.seq_len or run_seq_len, max_seq_len)
     checked = o.seq_len or seq_len
     named = f"seq_len={checked}" + ("" if o.seq_len else " (the run's data.seq_len)")
     require(8 <= checked <= max_seq_len, f"{named} must be in [8, {max_seq_len}] (the model's max_seq_len)")
-    labelled = read_labelled(o)
+    require(o.max_train_examples is None or o.max_train_examples >= 1,
+            f"max_train_examples={o.max_train_examples} must be at least 1 (or null: every example)")  # fmt: skip
+    labelled = capped(labelled or read_labelled(o, target.numeric_labels), o.max_train_examples, o.seed)
     if parse_lr(o.lr) == SEARCH:
         check_search_size(len(labelled.examples["train"]), o)
     return seq_len, labelled
 
 
-def finetune(trained: Trained, o: FinetuneOptions) -> dict:
-    """Fine-tune `trained` (left unchanged) on the task `o.data` names, `o.seeds` times, and with control=scratch its
-    freshly initialised twin beside it; the figures as a dict (what `lmpt-finetune json=true` prints). Bad input
-    raises LmptError before any training."""
+def finetune(
+    trained: Trained, o: FinetuneOptions, target: Target = CLASSES, labelled: LabelledTask | None = None,
+    unlabelled: list[Example] | None = None, keep: list[dict] | None = None,
+) -> dict:  # fmt: skip
+    """Fine-tune `trained` (left unchanged) on the task `o.data` names (or `labelled`, read already), predicting
+    `target`, `o.seeds` times, and with control=scratch its freshly initialised twin beside it; the figures as a dict
+    (what `lmpt-finetune json=true` prints). `unlabelled`: examples to predict too, never scored. `keep`, when given,
+    receives the predictions by model ("pretrained", "scratch") and split. Bad input raises LmptError before any
+    training."""
     space = recipe_space(trained.arch, o)  # a pooling that does not fit the architecture: refused first
-    seq_len, labelled = check_task(o, trained.model.max_seq_len, int(trained.config.data.seq_len))
-    task = encode_task(trained, labelled, seq_len)
+    seq_len, labelled = check_task(o, trained.model.max_seq_len, int(trained.config.data.seq_len), target, labelled)
+    task = encode_task(trained, labelled, seq_len, target, unlabelled)
     device = trained.model.head_weight.device
     precision = pick_precision(OmegaConf.create({"precision": o.precision, "amp": o.amp}), device)
     bodies = {"pretrained": trained.model if o.mode == "probe" else copy.deepcopy(trained.model)}  # probe only reads
@@ -96,10 +108,12 @@ def finetune(trained: Trained, o: FinetuneOptions) -> dict:
         scratch = scratch_model(trained)
         key = control_key(scratch, task, o, space, precision.name, trained.tokenizer.special, trained.arch)
         shape = {p: (o.seeds, len(s)) for p, s in (("", task.dev), ("test_", task.test)) if s is not None}
-        shared = read_control(key, shape, o.json)  # the same control fine-tuned for another run (objective, budget)
+        # the same control fine-tuned for another run (objective, budget); its entry keeps no predictions
+        shared = read_control(key, shape, o.json) if target.shares_control and keep is None else None
         if shared is None:
             bodies[SCRATCH] = scratch
-        floor = bag_of_words_floor(task.examples, task.classes)  # cheap, and any failure comes before training
+        floor_predictions: dict[str, list] = {}
+        floor = target.floor(task.examples, task.classes, floor_predictions)  # cheap; any failure before training
     doing = f"{task.name} {'probe' if o.mode == 'probe' else 'fine-tune'}"
     labels = {"pretrained": doing, SCRATCH: f"{doing} (scratch control)"}
     with WorkBar(doing, hidden=o.json, unit="example passes") as bar:
@@ -108,17 +122,23 @@ def finetune(trained: Trained, o: FinetuneOptions) -> dict:
             name: tune(body, task, o, space, precision, trained.tokenizer.special, trained.arch, bar, labels[name])
             for name, body in bodies.items()
         }
+    if keep is not None:
+        keep.append({name: t.runs.predictions for name, t in tuned.items()})
+        if floor is not None:
+            keep[-1][BAG_OF_WORDS] = floor_predictions
     result = _figures(trained, o, task, seq_len, precision.name, tuned["pretrained"])
     if floor is not None and key is not None:
-        control, entry = shared or (tuned[SCRATCH], store_control(key, tuned[SCRATCH]))
-        result |= _control_figures(tuned["pretrained"], control, floor, int(trained.config.trainer.seed))
+        if shared is None:  # fine-tuned here: kept for the next run with the same control, where the cache may
+            stored = store_control(key, tuned[SCRATCH]) if target.shares_control else None
+        control, entry = shared or (tuned[SCRATCH], stored)
+        result |= _control_figures(tuned["pretrained"], control, floor, int(trained.config.trainer.seed),
+                                   target.gain_figure)  # fmt: skip
         result[SCRATCH] |= {"key": key, "shared": shared is not None, "entry_digest": entry}
     return result
 
 
 def _figures(trained: Trained, o: FinetuneOptions, task: Task, seq_len: int, precision: str, tuned: Tuned) -> dict:
     runs = tuned.runs
-    majority = task.classes.index(task.majority)
     return {
         "task": task.name,
         "objective": trained.objective_name,
@@ -129,9 +149,10 @@ def _figures(trained: Trained, o: FinetuneOptions, task: Task, seq_len: int, pre
         "seeds": o.seeds,
         "classes": task.classes,
         "train_examples": len(task.train),
+        **({"max_train_examples": o.max_train_examples} if o.max_train_examples is not None else {}),
         "dev_examples": len(task.dev),
         **({"test_examples": len(task.test)} if task.test is not None else {}),
-        "majority_accuracy": float((task.dev.labels == majority).float().mean()),
+        **task.target.baseline(task.examples, task.dev.labels, task.classes),
         "epochs": o.epochs,
         "steps": tuned.steps,
         "lr": tuned.lr,
@@ -145,8 +166,9 @@ def _figures(trained: Trained, o: FinetuneOptions, task: Task, seq_len: int, pre
     }
 
 
-def _control_figures(pretrained: Tuned, control: Tuned, floor: dict, init_seed: int) -> dict:
-    """The control's figures, the bag-of-words floor and the gain of every accuracy with its paired interval."""
+def _control_figures(pretrained: Tuned, control: Tuned, floor: dict, init_seed: int, figure: str = ACCURACY) -> dict:
+    """The control's figures, the bag-of-words floor and the gain of `figure` (dev and test) with its paired
+    interval, from the per-item outcomes (higher better) of both."""
     scratch = {
         "init_seed": init_seed, "lr": control.lr, "pooling": control.pooling, "steps": control.steps,
         **mean_and_std(control.runs.per_seed), "per_seed": control.runs.per_seed,
@@ -155,8 +177,8 @@ def _control_figures(pretrained: Tuned, control: Tuned, floor: dict, init_seed: 
     gains = {}
     for prefix, correct in pretrained.runs.correct.items():
         gain = paired_gain(correct.numpy(), control.runs.correct[prefix].numpy())
-        figure = prefix + ACCURACY
-        gains[figure] = {"pretrained": seed_mean(pretrained, figure), SCRATCH: seed_mean(control, figure), **gain}
+        key = prefix + figure
+        gains[key] = {"pretrained": seed_mean(pretrained, key), SCRATCH: seed_mean(control, key), **gain}
     return {"control": SCRATCH, SCRATCH: scratch, BAG_OF_WORDS: floor, GAIN: gains}
 
 

@@ -133,11 +133,11 @@ PlanMaker = Callable[[float, str, int, int], SeedPlan]
 
 def search_recipe(
     make_plan: PlanMaker, train: EncodedSplit, space: RecipeSpace, o: FinetuneOptions, probe: bool, bar: WorkBar,
-    label: str = "",
+    label: str = "", figure: str = ACCURACY,
 ) -> tuple[float, str, dict]:  # fmt: skip
     """(lr, pooling, the search's record): every candidate of `space` trained on `train` less the held-back slice,
-    scored on the slice. Only the training split is passed in: dev cannot reach the choice. `bar` shows `label` and
-    the candidate running."""
+    scored on the slice by `figure` (the task's headline; higher is better). Only the training split is passed in: dev
+    cannot reach the choice. `bar` shows `label` and the candidate running."""
     fit, held = search_slice(len(train), o.search_fraction, o.seed)
     splits = {"train": train.subset(fit), "": train.subset(held)}
     tried, first_seed = [], range(o.seed, o.seed + 1)
@@ -145,11 +145,11 @@ def search_recipe(
         plan = make_plan(lr, pooling, len(fit), o.search_epochs)
         phase = f"{label} recipe search {i}/{len(space.candidates)} (lr {lr:g}, {pooling} pooling)".lstrip()
         figures = run_seeds(plan, splits, probe, first_seed, bar, phase=phase).per_seed[0]
-        tried.append({"lr": lr, "pooling": pooling, ACCURACY: figures[ACCURACY], "train_loss": figures["train_loss"]})
-    best = max(tried, key=lambda c: c[ACCURACY])  # the first of equals: the default pooling, the lower lr
+        tried.append({"lr": lr, "pooling": pooling, figure: figures[figure], "train_loss": figures["train_loss"]})
+    best = max(tried, key=lambda c: c[figure])  # the first of equals: the default pooling, the lower lr
     record = {
         "lr": best["lr"], "pooling": best["pooling"], "held_out": len(held), "trained_on": len(fit),
         "fraction": o.search_fraction, "seed": o.seed, "epochs": o.search_epochs, "steps": search_steps(len(train), o),
-        "picked_by": f"{ACCURACY} on the held-back slice of the training split", "candidates": tried,
+        "picked_by": f"{figure} on the held-back slice of the training split", "candidates": tried,
     }  # fmt: skip
     return best["lr"], best["pooling"], record

@@ -10,13 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from omegaconf import OmegaConf
 
 from lmpt.config.schema import AdamWConfig, SchedulerConfig
 from lmpt.downstream.finetuning.classifier import SequenceClassifier
 from lmpt.downstream.finetuning.encoding import EncodedSplit, collate
-from lmpt.downstream.finetuning.scores import classification_scores
+from lmpt.downstream.finetuning.targets import CLASSES, Target
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.rng import derive_seed, generator
@@ -46,6 +45,10 @@ class SeedPlan:
     lr: float
     warmup_steps: int
     weight_decay: float
+    classes: list[str]
+    """The task's classes in class-id order (empty for numbers to predict)."""
+    target: Target = CLASSES
+    """What the head predicts: its loss, predictions and figures."""
 
 
 def steps_per_seed(n_examples: int, batch_size: int, epochs: int, max_steps: int | None) -> int:
@@ -127,7 +130,7 @@ def train_seed(
             indices = order[start : start + plan.batch_size]
             with plan.precision.autocast():
                 logits = classifier(pooled_of(indices))
-            loss = F.cross_entropy(logits, train.labels[indices].to(device))
+            loss = plan.target.loss(logits, train.labels[indices].to(device))
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.unscale_(optimizer)
@@ -150,15 +153,15 @@ def train_seed(
 
 
 def predict(plan: SeedPlan, split: EncodedSplit, features: torch.Tensor | None, bar: WorkBar) -> torch.Tensor:
-    """The predicted class of every example of `split`, in order (the model in eval mode: no dropout); `bar` counts
-    the examples the body reads (none when `features` are given)."""
+    """The prediction of every example of `split` (a class id, or a number), in order (the model in eval mode: no
+    dropout); `bar` counts the examples the body reads (none when `features` are given)."""
     plan.classifier.eval()
     pooled_of = _pooler(plan, split, features)
     out = []
     with torch.inference_mode(), plan.precision.autocast():
         for start in range(0, len(split), plan.batch_size):
             indices = list(range(start, min(start + plan.batch_size, len(split))))
-            out.append(plan.classifier(pooled_of(indices)).argmax(dim=-1).cpu())
+            out.append(plan.target.predict(plan.classifier(pooled_of(indices))).cpu())
             if features is None:
                 bar.advance(len(indices))
     return torch.cat(out)
@@ -166,8 +169,9 @@ def predict(plan: SeedPlan, split: EncodedSplit, features: torch.Tensor | None, 
 
 @dataclass
 class SeedRuns:
-    """What fine-tuning once per seed gives: the figures of each seed and, per scored split, which items each seed
-    got right ([seeds, items] booleans, in split order: what a paired bootstrap resamples)."""
+    """What fine-tuning once per seed gives: the figures of each seed and, per scored split, how well each seed
+    predicted each item ([seeds, items], higher better: right/wrong for classes, the negated squared error for numbers;
+    in split order: what a paired bootstrap resamples)."""
 
     per_seed: list[dict]
     correct: dict[str, torch.Tensor]
@@ -175,6 +179,13 @@ class SeedRuns:
     """Examples trained, over every seed."""
     seconds: float
     """Seconds spent training, over every seed."""
+    predictions: dict[str, torch.Tensor] | None = None
+    """Per predicted split (scored ones by prefix, and UNLABELLED), each seed's prediction of each item [seeds,
+    items]: what a benchmark's files and a recomputed figure read. None when read back from a shared control."""
+
+
+UNLABELLED = "unlabelled"
+"""run_seeds' key of a split predicted but never scored (its labels withheld)."""
 
 
 def run_seeds(
@@ -182,14 +193,13 @@ def run_seeds(
 ) -> SeedRuns:
     """One fine-tuning per seed, each scored. `splits`: "train", then the scored splits keyed by their figures'
     prefix ("" dev, "test_" test). `bar` shows `phase` and the seed running, and counts `seeds_work`."""
-    n_classes = plan.classifier.head.out_features
     features = {}
     if probe:  # a frozen body gives every seed the same features: compute them once
         bar.describe(f"{phase} features".lstrip())
         features = {key: pooled_features(plan, split, bar) for key, split in splits.items() if split is not None}
         mean, std = features["train"].mean(dim=0), features["train"].std(dim=0).clamp(min=1e-6)
         features = {key: (f - mean) / std for key, f in features.items()}  # standardised, as linear probes are
-    per_seed, correct, examples, seconds = [], {}, 0, 0.0
+    per_seed, correct, predictions, examples, seconds = [], {}, {}, 0, 0.0
     for i, seed in enumerate(seeds, 1):
         bar.describe(f"{phase} seed {i}/{len(seeds)}".lstrip() if len(seeds) > 1 else phase)
         loss, trained, took = train_seed(plan, splits["train"], features.get("train"), seed, bar)
@@ -198,7 +208,11 @@ def run_seeds(
         for prefix, split in splits.items():
             if prefix != "train" and split is not None:
                 predicted = predict(plan, split, features.get(prefix), bar)
-                figures |= classification_scores(split.labels, predicted, n_classes, prefix)
-                correct.setdefault(prefix, []).append(predicted == split.labels)
+                predictions.setdefault(prefix, []).append(predicted)
+                if prefix == UNLABELLED:
+                    continue
+                figures |= plan.target.scores(split.labels, predicted, plan.classes, prefix)
+                correct.setdefault(prefix, []).append(plan.target.outcomes(split.labels, predicted))
         per_seed.append(figures)
-    return SeedRuns(per_seed, {prefix: torch.stack(rows) for prefix, rows in correct.items()}, examples, seconds)
+    stacked = lambda rows: {prefix: torch.stack(r) for prefix, r in rows.items()}  # noqa: E731
+    return SeedRuns(per_seed, stacked(correct), examples, seconds, stacked(predictions))

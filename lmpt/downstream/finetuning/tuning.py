@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from lmpt.downstream.finetuning.classifier import SequenceClassifier
 from lmpt.downstream.finetuning.encoded_task import Task
 from lmpt.downstream.finetuning.recipe_search import RecipeSpace, search_recipe, search_work
-from lmpt.downstream.finetuning.training import SeedPlan, SeedRuns, run_seeds, seeds_work, steps_per_seed
+from lmpt.downstream.finetuning.training import UNLABELLED, SeedPlan, SeedRuns, run_seeds, seeds_work, steps_per_seed
 from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.inference.progress import WorkBar
 from lmpt.model import LanguageModel
@@ -33,7 +33,7 @@ def tuning_work(task: Task, o: FinetuneOptions, space: RecipeSpace) -> int:
     """One model's fine-tuning, search included, in examples through the body (training.seeds_work): the progress
     bar's total."""
     probe, n_train = o.mode == "probe", len(task.train)
-    n_scored = len(task.dev) + (len(task.test) if task.test is not None else 0)
+    n_scored = sum(len(s) for s in (task.dev, task.test, task.unlabelled) if s is not None)
     steps = steps_per_seed(n_train, o.batch_size, o.epochs, o.max_steps)
     work = seeds_work(n_train, n_scored, o.batch_size, steps, o.seeds, probe)
     return work + (len(space.candidates) * search_work(n_train, o, probe) if space.searched else 0)
@@ -47,7 +47,8 @@ def tune(
     shows `label` (the task and model) and the phase running."""
     probe = o.mode == "probe"
     pretrained = None if probe else {k: v.clone() for k, v in body.state_dict().items()}
-    classifier = SequenceClassifier(body, space.poolings[0], len(task.classes), o.dropout).to(precision.device)
+    outputs = task.target.outputs(task.classes)
+    classifier = SequenceClassifier(body, space.poolings[0], outputs, o.dropout).to(precision.device)
     if o.compile:
         classifier.compile_body()
 
@@ -55,12 +56,12 @@ def tune(
         classifier.pooling = pooling  # the head reads a d_model vector whatever the pooling: one classifier serves
         steps = steps_per_seed(n_train, o.batch_size, epochs, o.max_steps)
         return SeedPlan(classifier, pretrained, precision, arch, special, o.batch_size, steps, lr,
-                        round(o.warmup * steps), o.weight_decay)  # fmt: skip
+                        round(o.warmup * steps), o.weight_decay, task.classes, task.target)  # fmt: skip
 
     lr, pooling, search = space.lrs[0], space.poolings[0], None
     if space.searched:
-        lr, pooling, search = search_recipe(make_plan, task.train, space, o, probe, bar, label)
+        lr, pooling, search = search_recipe(make_plan, task.train, space, o, probe, bar, label, task.target.headline)
     plan = make_plan(lr, pooling, len(task.train), o.epochs)
-    splits = {"train": task.train, "": task.dev, "test_": task.test}
+    splits = {"train": task.train, "": task.dev, "test_": task.test, UNLABELLED: task.unlabelled}
     runs = run_seeds(plan, splits, probe, range(o.seed, o.seed + o.seeds), bar, phase=label)
     return Tuned(lr, pooling, plan.steps, runs, search)

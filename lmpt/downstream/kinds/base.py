@@ -44,6 +44,9 @@ class TaskKind:
     name: ClassVar[str] = ""
     """The kind's name, as `task_kind` returns it."""
     listing_order: ClassVar[int] = 100
+    record_precedence: ClassVar[int] = 0
+    """Kinds whose records are told apart by more specific keys are asked first (lower first) which wrote a record:
+    a regression's record holds per_seed, as a classification's does, and pearson_mean besides."""
 
     @classmethod
     def names_folder(cls, task: str) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 import lmpt.downstream.kinds
 from lmpt.data.readers.jsonl import jsonl_records, shown
 from lmpt.downstream.kinds.base import TaskKind, ZeroShotKind, ZeroShotTask
+from lmpt.downstream.kinds.fine_tuned import FineTunedKind
 from lmpt.downstream.tasks.choice_tasks import resolve_task
 from lmpt.errors import LmptError
 
@@ -65,14 +66,28 @@ def kind_of_task(task: str) -> type[TaskKind]:
     return next((k for k in KINDS.values() if k.names_folder(task)), None) or zero_shot_kind(task)
 
 
+def fine_tuned_kinds() -> list[type[FineTunedKind]]:
+    """The kinds fine-tuned (downstream.classification_tasks), in listing order."""
+    return [k for k in KINDS.values() if issubclass(k, FineTunedKind)]
+
+
+def fine_tuned_kind(task: str) -> type[FineTunedKind]:
+    """The kind of the downstream.classification_tasks entry `task`: the one that names it, else the first (which
+    refuses it naming what it reads)."""
+    kinds = fine_tuned_kinds()
+    return next((k for k in kinds if k.names_folder(task)), kinds[0])
+
+
 def kind_of(task: ZeroShotTask) -> type[ZeroShotKind]:
     """The kind that read `task`."""
     return next(k for k in zero_shot_kinds() if k.owns(task))
 
 
 def record_kind(raw: dict[str, Any]) -> type[TaskKind] | None:
-    """The kind whose scoring wrote the record `raw`; None when no kind's record looks like it."""
-    return next((k for k in KINDS.values() if k.holds_record(raw)), None)
+    """The kind whose scoring wrote the record `raw` (the kinds asked in `record_precedence` order); None when no
+    kind's record looks like it."""
+    asked = sorted(KINDS.values(), key=lambda k: k.record_precedence)
+    return next((k for k in asked if k.holds_record(raw)), None)
 
 
 KINDS.update(discover_kinds())

@@ -4,10 +4,12 @@ training labels, classes in a fixed order by `label_order`, and the task's name)
 
 from __future__ import annotations
 
+import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from lmpt.downstream.tasks.glue import glue_examples
 from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.downstream.tasks.task_files import Example, read_examples
 from lmpt.errors import LmptError
@@ -68,15 +70,37 @@ class LabelledTask:
 
     name: str
     classes: list[str]
-    """The training labels as written, in class-id order (`label_order`)."""
+    """The training labels as written, in class-id order (`label_order`); empty for a task whose labels are numbers
+    to predict (regression)."""
     examples: dict[str, list[Example]]
     """The examples by split: "train", "dev" and, when given, "test"."""
 
 
-def read_labelled(o: FinetuneOptions) -> LabelledTask:
+def capped(labelled: LabelledTask, most: int | None, seed: int) -> LabelledTask:
+    """`labelled` training on at most `most` of its training examples, drawn from `seed` (kept in file order); the
+    other splits whole."""
+    train = labelled.examples["train"]
+    if most is None or len(train) <= most:
+        return labelled
+    kept = sorted(random.Random(f"max_train_examples/{seed}").sample(range(len(train)), most))
+    return replace(labelled, examples={**labelled.examples, "train": [train[i] for i in kept]})
+
+
+def read_labelled(o: FinetuneOptions, numbers: bool = False) -> LabelledTask:
     """Every split of `o.data` read and its labels checked against the training labels: a task of one class, or
-    with a label training never saw, is refused."""
+    with a label training never saw, is refused. `numbers`: the labels are numbers to predict, each checked as it
+    is read; training needs two different ones."""
     data = o.data
+    if data.dir is not None:  # a GLUE task (downstream.classification_tasks=[glue:NAME@DIR]), read as it ships
+        task, examples = glue_examples(data.dir, o.task or "", "data.dir")
+        return LabelledTask(task.name, list(task.labels), examples)
+    if numbers:
+        splits = {role: read_examples(getattr(data, role), role, data, numbers=True) for role in ("train", "dev")}
+        if data.test is not None:
+            splits["test"] = read_examples(data.test, "test", data, numbers=True)
+        if len({float(e.label) for e in splits["train"]}) < 2:
+            raise LmptError(f"data.train={data.train} gives every example the same score: nothing to predict")
+        return LabelledTask(task_name(o), [], splits)
     train = read_examples(data.train, "train", data)
     check_labels_agree(train, data.train)
     classes = label_order([e.label for e in train])

@@ -31,9 +31,13 @@ class TaskData:
     pair_field: str | None = None
     """Field holding the second text of a sentence-pair task (MRPC, RTE); null = single-text task."""
     label_field: str = "label"
-    """Field holding the label: integers or strings, mapped to classes in sorted order of the training labels."""
+    """Field holding the label: integers or strings, mapped to classes in sorted order of the training labels (with
+    regression=true: a number to predict)."""
     header: bool | None = None
     """csv/tsv: whether the first row names the columns; null = yes unless every field given is a column number."""
+    dir: str | None = None
+    """task=glue: the folder GLUE's download script writes (DIR/TASK/train.tsv ...), or a folder of Hugging Face
+    save_to_disk copies of nyu-mll/glue (DIR/rte, DIR/stsb ...)."""
 
 
 @dataclass
@@ -44,7 +48,17 @@ class FinetuneOptions:
     task: str | None = None
     """Name of the task in the record RUN/downstream/TASK.json; null = the train file's name (its folder's name
     when the file is called train.*). bundled:NAME fine-tunes on a task shipped in lmpt/tasks/NAME/ (its train, dev
-    and test .jsonl, no data.* files needed), named NAME, as downstream.classification_tasks reads it."""
+    and test .jsonl, no data.* files needed), named NAME, as downstream.classification_tasks reads it. glue runs
+    GLUE's nine tasks from data.dir, glue:rte,mrpc,sts-b some of them (names as GLUE's folders or Hugging Face's
+    configs, any case)."""
+    max_train_examples: int | None = None
+    """Train on at most this many training examples of each task, drawn from `seed` (MNLI and QQP hold about 400k
+    pairs); the table states it. null = all."""
+    wnli_in_score: bool = False
+    """task=glue: count WNLI in the GLUE score (BERT's table left it out: every model scored its majority class)."""
+    regression: bool = False
+    """The label is a number to predict (STS-B's similarity): one output trained by mean squared error, scored by
+    Pearson and Spearman correlation and MSE, beside a ridge-regression floor. false = classes."""
     mode: str = DownstreamConfig.mode
     """probe (the pre-trained body frozen, only the linear head trains) or full (every weight trains). The
     default is downstream.mode's, so lmpt-finetune and a run's own scoring fine-tune the same way."""

@@ -12,6 +12,7 @@ import dataclasses
 import io
 import itertools
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,8 +89,9 @@ def task_format(path: Path) -> str:
     return fmt
 
 
-def read_examples(path: str, role: str, data: TaskData) -> list[Example]:
-    """Every example of the `role` split (train, dev, test) at `path`; an empty split is refused."""
+def read_examples(path: str, role: str, data: TaskData, numbers: bool = False) -> list[Example]:
+    """Every example of the `role` split (train, dev, test) at `path`; an empty split is refused. `numbers`: every
+    label must be a finite number (a regression task's), refused naming its file and line otherwise."""
     file = Path(path).expanduser()
     if file.is_dir():
         raise LmptError(f"data.{role}={path} is a directory: give the task's {role} file inside it")
@@ -97,7 +99,7 @@ def read_examples(path: str, role: str, data: TaskData) -> list[Example]:
         raise LmptError(f"data.{role}={path} does not exist: give the task's {role} file")
     fmt = task_format(file)
     records = _parquet_records(file, data) if fmt == ".parquet" else _text_records(file, fmt, data)
-    examples = [_example(file, where, record, data) for where, record in records]
+    examples = [_example(file, where, record, data, numbers) for where, record in records]
     if not examples:
         raise LmptError(f"data.{role}={path} holds no examples: give a file with at least one labelled row")
     if fmt in (".csv", ".tsv") and data.header is None and not _has_header(data):
@@ -204,7 +206,7 @@ def _parquet_records(path: Path, data: TaskData) -> Iterator[tuple[str, dict[str
         yield f"{path} row {i}", record
 
 
-def _example(path: Path, where: str, record: dict[str, Any], data: TaskData) -> Example:
+def _example(path: Path, where: str, record: dict[str, Any], data: TaskData, numbers: bool = False) -> Example:
     def field(key: str, what: str) -> Any:
         if key not in record:
             named = [k for k in record if not k.isdigit()] or [str(len(record)) + " columns"]
@@ -223,9 +225,25 @@ def _example(path: Path, where: str, record: dict[str, Any], data: TaskData) -> 
                 "set data.text_field (and data.pair_field) to fields holding strings"
             )
     label = field(data.label_field, "label")
+    if numbers:
+        return Example(text, pair, number_label(where, label, data.label_field))
     if not isinstance(label, int | str) or (isinstance(label, str) and not label.strip()):
         raise LmptError(
             f"{where}: label {shown(label)} ({type(label).__name__}) in field '{data.label_field}' is not a class: "
-            "labels are integers or non-empty strings (regression tasks are not supported)"
+            "labels are integers or non-empty strings (numbers to predict: regression=true)"
         )
     return Example(text, pair, json.dumps(label) if isinstance(label, bool) else str(label).strip())
+
+
+def number_label(where: str, label: Any, field: str) -> str:
+    """A regression label as written, once it reads as a finite number; anything else is refused naming `where`."""
+    try:
+        value = float(label) if isinstance(label, int | float | str) and not isinstance(label, bool) else math.nan
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise LmptError(
+            f"{where}: label {shown(label)} in field '{field}' is not a number: a regression task's labels are "
+            "finite numbers (fix that line, or set data.label_field to the field holding the score)"
+        )
+    return str(label).strip()

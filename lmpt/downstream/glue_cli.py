@@ -1,0 +1,186 @@
+"""`lmpt-finetune RUN task=glue data.dir=DIR` (or `task=glue:rte,mrpc,sts-b`): GLUE's tasks read as they ship
+(lmpt.downstream.tasks.glue), every file read and checked before any model is loaded, then each task fine-tuned as
+lmpt-finetune fine-tunes one (recipe searched per task, the scratch control and the bag-of-words floor beside it; STS-B
+with a regression head and a ridge floor). The official figures of every model (lmpt.downstream.glue_score) come from
+the dev predictions, which are kept beside the record (RUN/downstream/hand/glue-TIME/dev/TASK.json) so that anyone can
+compute them again; the test predictions of the first seed go into the files the GLUE server takes
+(RUN/downstream/hand/glue-TIME/test/CoLA.tsv ...). MNLI's mismatched dev set is scored as its fine-tuning's second
+split (test_* in its result)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.table import Table
+
+from lmpt.config.command_options import require
+from lmpt.console import console
+from lmpt.downstream.codec import write_record
+from lmpt.downstream.figures import BAG_OF_WORDS, SCRATCH
+from lmpt.downstream.finetuning.finetune import check_settings, check_task, finetune
+from lmpt.downstream.finetuning.targets import Target
+from lmpt.downstream.finetuning.training import UNLABELLED
+from lmpt.downstream.glue_score import glue_score, task_metrics, task_score, write_server_file
+from lmpt.downstream.kinds.classification import Classification
+from lmpt.downstream.kinds.regression import Regression
+from lmpt.downstream.record import hand_record_path
+from lmpt.downstream.tasks.glue import GlueSplits, GlueTask, glue_tasks, read_glue, server_file
+from lmpt.downstream.tasks.labelled_task import LabelledTask
+from lmpt.downstream.tasks.options import FinetuneOptions
+from lmpt.downstream.tasks.task_files import SPLITS, Example
+from lmpt.rundir.trained import load_trained, locate_weights
+from lmpt.safe_files import write_atomically
+
+GLUE = "glue"
+PRETRAINED = "pretrained"
+MODELS = (PRETRAINED, SCRATCH, BAG_OF_WORDS)
+"""The models of the table: the run's, its untrained control, the bag-of-words floor."""
+SPLIT_PREFIXES = ("", "test_")
+"""The fine-tuning's prefixes of a task's first and second dev file (MNLI's matched and mismatched)."""
+
+
+def is_glue(task: str | None) -> bool:
+    """Whether `task=` asks for GLUE (glue, or glue:NAMES)."""
+    return task is not None and task.partition(":")[0].strip().lower() == GLUE
+
+
+@dataclass(frozen=True)
+class GlueJob:
+    """One GLUE task read and ready to fine-tune."""
+
+    splits: GlueSplits
+    labelled: LabelledTask
+    target: Target
+
+    @property
+    def task(self) -> GlueTask:
+        return self.splits.task
+
+    @property
+    def unlabelled(self) -> list[Example]:
+        return [e for _, examples in self.splits.tests.values() for e in examples]
+
+
+def read_jobs(o: FinetuneOptions) -> list[GlueJob]:
+    """Every task `o.task` names, read from `o.data.dir` and checked; refused in one line before any model."""
+    given = [f"data.{s}" for s in SPLITS if getattr(o.data, s) is not None]
+    require(not given, f"task={o.task} reads each task's files from data.dir: drop {', '.join(given)}")
+    require(o.data.dir is not None, f"task={o.task} needs data.dir=DIR, the folder GLUE's download script writes")
+    jobs = []
+    for task in glue_tasks(o.task or GLUE):
+        splits = read_glue(str(o.data.dir), task)
+        kind = Regression if task.regression else Classification
+        jobs.append(GlueJob(splits, LabelledTask(task.name, list(task.labels), splits.fine_tuned), kind.target()))
+    return jobs
+
+
+def glue_run(run: str | Path, o: FinetuneOptions) -> dict:
+    """Fine-tune RUN on every GLUE task `o.task` names and keep the record, its dev predictions and the test files
+    (module docstring); the record as a dict, with `record` its path."""
+    check_settings(o)
+    jobs = read_jobs(o)
+    run_dir = locate_weights(run).run_dir
+    path = hand_record_path(run_dir, GLUE)
+    trained = load_trained(run, o.device)
+    seq_len, max_seq_len = int(trained.config.data.seq_len), trained.model.max_seq_len
+    options = {job.task.hf: dataclasses.replace(o, task=job.task.name) for job in jobs}
+    for job in jobs:  # every task's options and sizes checked before the first trains
+        check_task(options[job.task.hf], max_seq_len, seq_len, job.target, job.labelled)
+    results, kept = {}, {}
+    for job in jobs:
+        keep: list[dict] = []
+        results[job.task.hf] = finetune(trained, options[job.task.hf], job.target, job.labelled,
+                                        job.unlabelled or None, keep)  # fmt: skip
+        kept[job.task.hf] = keep[0]
+    folder = path.with_suffix("")
+    models = {m: {} for m in MODELS}
+    for job in jobs:
+        predicted = _predictions(job, kept[job.task.hf])
+        gold = {name: [e.label for e in job.splits.labelled[name]] for name in job.task.dev_files}
+        _write_json(folder / "dev" / f"{job.task.name}.json", {"task": job.task.name, "gold": gold, **predicted})
+        for model, runs in predicted.items():
+            per_seed = [task_metrics(job.task, gold, seed) for seed in runs]
+            figures = {k: statistics.fmean(s[k] for s in per_seed) for k in per_seed[0]}
+            models[model][job.task.hf] = {"figures": figures, "score": task_score(figures)}
+        _write_test_files(folder / "test", job, kept[job.task.hf])
+    record = {
+        "task": GLUE, "tasks": [job.task.name for job in jobs], "wnli_in_score": o.wnli_in_score,
+        "max_train_examples": o.max_train_examples, "seeds": o.seeds, "mode": o.mode, "control": o.control,
+        "scores": {m: glue_score({t: f["score"] for t, f in tasks.items()}, o.wnli_in_score)
+                   for m, tasks in models.items() if tasks},
+        "models": {m: tasks for m, tasks in models.items() if tasks},
+        "dev_predictions": str(folder / "dev"), "test_predictions": str(folder / "test"),
+        "test_predictions_seed": o.seed, "results": results, "record": str(path),
+    }  # fmt: skip
+    write_record(path, record)
+    return record
+
+
+def _as_written(job: GlueJob, values: list) -> list:
+    """Predictions as GLUE's files write labels (class names; STS-B's scores as numbers)."""
+    classes = job.labelled.classes
+    return [float(v) for v in values] if not classes else [classes[int(v)] for v in values]
+
+
+def _predictions(job: GlueJob, kept: dict) -> dict[str, list[dict[str, list]]]:
+    """model -> one {dev file: predictions} a seed (the floor has one), as GLUE's files write labels."""
+    names = dict(zip(SPLIT_PREFIXES, job.task.dev_files, strict=False))
+    out = {}
+    for model in MODELS:
+        found = kept.get(model)
+        if not found:
+            continue
+        if model == BAG_OF_WORDS:  # one fit: its predictions are lists, not [seeds, items] tensors
+            out[model] = [{names[p]: _as_written(job, found[p]) for p in names}]
+        else:
+            seeds = found[""].shape[0]
+            out[model] = [{names[p]: _as_written(job, found[p][s].tolist()) for p in names} for s in range(seeds)]
+    return out
+
+
+def _write_json(path: Path, content: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, lambda tmp: tmp.write_text(json.dumps(content) + "\n", encoding="utf-8"))
+
+
+def _write_test_files(folder: Path, job: GlueJob, kept: dict) -> None:
+    """The first seed's predictions of each test file, as the GLUE server takes them."""
+    if not job.splits.tests:
+        return
+    predicted = _as_written(job, kept[PRETRAINED][UNLABELLED][0].tolist())
+    start = 0
+    for test, (indices, examples) in job.splits.tests.items():
+        values = predicted[start : start + len(examples)]
+        start += len(examples)
+        shown = [f"{v:.3f}" for v in values] if job.task.regression else values
+        write_server_file(folder / server_file(job.task, test), indices, shown)
+
+
+def render_glue(record: dict) -> None:
+    """The GLUE table: one row a task (its official figures), a column a model, and the GLUE score."""
+    wnli = "WNLI counted" if record["wnli_in_score"] else "WNLI not counted (as BERT)"
+    cap = record["max_train_examples"]
+    capped = f"at most {cap:,} training examples a task" if cap else "every training example"
+    table = Table(title=f"GLUE dev ({wnli}; {capped}; {record['seeds']} seed(s), mode={record['mode']})",
+                  title_justify="left")  # fmt: skip
+    table.add_column("task")
+    models = list(record["models"])
+    for model in models:
+        table.add_column(model.replace("_", " "), justify="right")
+    for hf in record["models"][PRETRAINED]:
+        cells = []
+        for model in models:
+            entry = record["models"][model][hf]
+            cells.append(" / ".join(f"{k} {100 * v:.1f}" for k, v in entry["figures"].items()))
+        table.add_row(record["results"][hf]["task"], *cells)
+    table.add_row("GLUE score", *(f"{100 * record['scores'][m]:.1f}" if record["scores"][m] is not None else "-"
+                                  for m in models))  # fmt: skip
+    console.print(table)
+    console.print(
+        f"record {record['record']}; dev predictions {record['dev_predictions']}; test files for the GLUE server "
+        f"{record['test_predictions']} (seed {record['test_predictions_seed']})"
+    )

@@ -1,0 +1,64 @@
+"""GLUE's official figures and score, computed from predictions (what `lmpt-finetune RUN task=glue` keeps beside its
+record, so anyone can compute them again): CoLA Matthews correlation; SST-2, QNLI, RTE, WNLI accuracy; MRPC and QQP
+F1 of the positive class and accuracy; STS-B Pearson and Spearman correlation; MNLI accuracy on the matched and the
+mismatched dev sets (scikit-learn and scipy). A task's score is the mean of its figures; the GLUE score is the mean
+of the task scores, WNLI left out unless asked for (as BERT reported it: every model then scored at most its majority
+class). The test predictions are written as the GLUE server takes them: NAME.tsv, `index<TAB>prediction`."""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+from lmpt.downstream.tasks.glue import ACCURACY, F1, MCC, PEARSON, SPEARMAN, GlueTask
+from lmpt.safe_files import write_atomically
+
+WNLI = "wnli"
+
+
+def task_metrics(task: GlueTask, gold: dict[str, Sequence], predicted: dict[str, Sequence]) -> dict[str, float]:
+    """The official figures of `task` from each dev file's gold labels and predictions (labels as GLUE's files write
+    them; STS-B's as numbers), by dev file name (MNLI: dev_matched and dev_mismatched, the others dev)."""
+    from scipy.stats import pearsonr, spearmanr  # on demand: --help needs neither
+    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+
+    dev = task.dev_files[0]
+    y, p = list(gold[dev]), list(predicted[dev])
+    figures: dict[str, float] = {}
+    with warnings.catch_warnings():  # a constant prediction: MCC 0 (sklearn), a correlation undefined (0 below)
+        warnings.simplefilter("ignore")
+        for metric in task.metrics:
+            if metric == MCC:
+                figures[MCC] = float(matthews_corrcoef(y, p))
+            elif metric == ACCURACY:
+                figures[ACCURACY] = float(accuracy_score(y, p))
+            elif metric == F1:
+                figures[F1] = float(f1_score(y, p, pos_label="1", zero_division=0.0))
+            elif metric in (PEARSON, SPEARMAN):
+                value = (pearsonr if metric == PEARSON else spearmanr)([float(v) for v in y], [float(v) for v in p])[0]
+                figures[metric] = 0.0 if value != value else float(value)  # NaN: a constant prediction
+            else:  # MNLI: accuracy on each dev file
+                name = task.dev_files[task.metrics.index(metric)]
+                figures[metric] = float(accuracy_score(list(gold[name]), list(predicted[name])))
+    return figures
+
+
+def task_score(figures: dict[str, float]) -> float:
+    """A task's GLUE score: the mean of its official figures."""
+    return statistics.fmean(figures.values())
+
+
+def glue_score(scores: dict[str, float], with_wnli: bool = False) -> float | None:
+    """The mean of the task scores (by Hugging Face config), WNLI's counted only `with_wnli`; None when no task
+    counts."""
+    counted = [s for name, s in scores.items() if with_wnli or name != WNLI]
+    return statistics.fmean(counted) if counted else None
+
+
+def write_server_file(path: Path, indices: Sequence[str], predictions: Sequence[str]) -> None:
+    """A test split's predictions as the GLUE server takes them: a header, then `index<TAB>prediction` a line."""
+    lines = ["index\tprediction", *(f"{i}\t{p}" for i, p in zip(indices, predictions, strict=True))]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, lambda tmp: tmp.write_text("\n".join(lines) + "\n", encoding="utf-8"))

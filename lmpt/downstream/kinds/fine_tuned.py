@@ -1,0 +1,109 @@
+"""What the fine-tuned kinds share (`FineTunedKind`): a task named in downstream.classification_tasks (or given to
+lmpt-finetune) is found, read and checked before any training, fine-tuned once per seed beside its scratch control and
+bag-of-words floor (lmpt.downstream.finetuning.finetune), and logged; each kind says what its head predicts (its
+`target`), how its entries are named and which figures it logs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lmpt.data.readers.jsonl import jsonl_records
+from lmpt.downstream.kinds.base import TaskKind
+from lmpt.downstream.tasks.glue import glue_examples, is_entry, parse_entry
+from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
+from lmpt.errors import LmptError
+
+if TYPE_CHECKING:
+    from lmpt.downstream.finetuning.targets import Target
+    from lmpt.quality.decontamination import TaskItems
+    from lmpt.rundir.trained import Trained
+
+
+@dataclass(frozen=True)
+class FineTunedTask:
+    """A fine-tuned task as downstream.classification_tasks names it: its record's name and its files."""
+
+    name: str
+    data: TaskData
+
+
+class FineTunedKind(TaskKind):
+    """A kind whose tasks are fine-tuned (listed in downstream.classification_tasks, or given to lmpt-finetune)."""
+
+    @classmethod
+    def target(cls) -> Target:
+        """What the kind's head predicts (lmpt.downstream.finetuning.targets): imported when a task is used."""
+        raise NotImplementedError
+
+    @classmethod
+    def find(cls, task: str, key: str) -> FineTunedTask:
+        """The task `key=task` names: its name and files; a problem is one LmptError naming `key`. Any kind reads a
+        GLUE entry (glue:NAME@DIR: the task named as GLUE's folder, its files in DIR); `find_files` the rest."""
+        if is_entry(task):
+            glue, root = parse_entry(task, key)
+            return FineTunedTask(glue.name, TaskData(dir=root))
+        return cls.find_files(task, key)
+
+    @classmethod
+    def find_files(cls, task: str, key: str) -> FineTunedTask:
+        """The task `key=task` names, when it is not a GLUE entry."""
+        raise NotImplementedError
+
+    @classmethod
+    def decontamination_texts(cls, task: str, key: str) -> TaskItems:
+        """Every string field of every dev and test record, one text a record (a GLUE task's: each example's texts)."""
+        from lmpt.quality.decontamination import TaskItems
+
+        found = cls.find(task, key)
+        if found.data.dir is not None:
+            _, examples = glue_examples(found.data.dir, found.name, key)
+            texts = [" ".join(filter(None, (e.text, e.pair))) for s in ("dev", "test") for e in examples.get(s, [])]
+            return TaskItems(found.name, texts)
+        files = [Path(found.data.dev), *([Path(found.data.test)] if found.data.test else [])]
+        return TaskItems(found.name, [text for file in files for text in _record_texts(file)])
+
+    @classmethod
+    def options(cls, downstream: Any, task: FineTunedTask, device: str) -> FinetuneOptions:
+        """How a run fine-tunes `task` after training on `device` (cpu or cuda): downstream.lr fixed is the mode's
+        fixed rate (lr=None), search or a number as lmpt-finetune takes them (checked at start-up with the task)."""
+        return FinetuneOptions(
+            data=task.data, task=task.name, mode=downstream.mode, seeds=downstream.seeds, epochs=downstream.epochs,
+            batch_size=downstream.batch_size, device=device, lr=None if downstream.lr == "fixed" else downstream.lr,
+            control=downstream.control, max_train_examples=getattr(downstream, "max_train_examples", None),
+        )  # fmt: skip
+
+    @classmethod
+    def check(cls, options: FinetuneOptions, key: str, seq_len: int, max_seq_len: int) -> None:
+        """The task read and checked as fine-tuning checks it (lmpt.downstream.finetuning.finetune.check_task: its
+        options, its labels, and the run's data.seq_len `seq_len` against the model's `max_seq_len`), before any
+        training; a problem is one LmptError naming `key` and the task."""
+        from lmpt.downstream.finetuning.finetune import check_task  # torch-heavy: only when a task is named
+
+        try:
+            check_task(options, max_seq_len, seq_len, cls.target())
+        except LmptError as exc:
+            raise LmptError(f"{key} ({options.task}): {exc}") from None
+
+    @classmethod
+    def score(cls, trained: Trained, options: FinetuneOptions) -> dict:
+        """The task fine-tuned on `trained` (lmpt.downstream.finetuning.finetune.finetune): its result."""
+        from lmpt.downstream.finetuning.finetune import finetune  # torch-heavy: only when a task is scored
+
+        return finetune(trained, options, cls.target())
+
+    @classmethod
+    def logged(cls, result: dict) -> dict[str, float]:
+        """What a fine-tuning logs to metrics.jsonl after training."""
+        raise NotImplementedError
+
+
+def _record_texts(path: Path) -> Iterator[str]:
+    """Every string field of every record of a .jsonl file, as one text per record."""
+    for _, record in jsonl_records(path):
+        values = record.values() if isinstance(record, dict) else [record]
+        text = " ".join(v for v in values if isinstance(v, str))
+        if text.strip():
+            yield text

@@ -1,0 +1,180 @@
+"""Regression, a fine-tuned kind (STS-B's): each example's label is a number to predict. A folder of SPLIT.jsonl files
+named `regression:FOLDER` in downstream.classification_tasks (or `lmpt-finetune RUN regression=true data.train=...`),
+or a GLUE task scored by a correlation. Its head has one output trained by mean squared error; its figures are
+Pearson and Spearman correlation (scipy.stats) and the MSE; its floor is a ridge regression on the same TF-IDF
+features as classification's bag of words; the gain over the untrained control is the drop in squared error, paired
+over (seed, item) as classification's gain in accuracy is. A label that does not read as a number is refused naming
+its file and line (lmpt.downstream.tasks.task_files)."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from lmpt.downstream.figures import (
+    BAG_OF_WORDS,
+    GAIN,
+    MEAN_BASELINE_MSE,
+    MSE,
+    MSE_GAIN,
+    PEARSON,
+    PEARSON_MEAN,
+    REGRESSION_FIGURES,
+    SCRATCH,
+    SPEARMAN,
+    mean_of,
+)
+from lmpt.downstream.kinds.fine_tuned import FineTunedKind, FineTunedTask
+from lmpt.downstream.tasks.glue import entry_is_regression
+from lmpt.downstream.tasks.task_files import task_folder
+
+if TYPE_CHECKING:
+    import torch
+
+    from lmpt.downstream.finetuning.targets import Target
+    from lmpt.downstream.tasks.task_files import Example
+
+PREFIX = "regression:"
+"""downstream.classification_tasks=[regression:FOLDER]: a folder of SPLIT.jsonl whose labels are numbers."""
+FLOOR_METHOD = "bag of words (tf-idf 1-2 grams + ridge regression)"
+
+
+def correlations(gold: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    """Pearson and Spearman correlation (scipy.stats) of `predicted` with `gold`; 0 when either is constant (where
+    the correlation is undefined: a head that predicts one number has learned no ordering)."""
+    from scipy.stats import pearsonr, spearmanr  # scipy on demand: --help needs none
+
+    gold, predicted = np.asarray(gold, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
+    if np.ptp(gold) == 0 or np.ptp(predicted) == 0:
+        return {PEARSON: 0.0, SPEARMAN: 0.0}
+    with warnings.catch_warnings():  # near-constant input: scipy warns, the figure stands
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {PEARSON: float(pearsonr(gold, predicted)[0]), SPEARMAN: float(spearmanr(gold, predicted)[0])}
+
+
+def regression_scores(gold: np.ndarray, predicted: np.ndarray, prefix: str = "") -> dict[str, float]:
+    """Pearson, Spearman (`correlations`) and mean squared error, keyed `prefix + name`."""
+    gold, predicted = np.asarray(gold, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
+    scores = {**correlations(gold, predicted), MSE: float(np.mean((predicted - gold) ** 2))}
+    return {prefix + name: value for name, value in scores.items()}
+
+
+def _numbers(examples: list[Example]) -> np.ndarray:
+    return np.array([float(e.label) for e in examples], dtype=np.float64)
+
+
+def ridge_floor(examples: dict[str, list[Example]], predictions: dict[str, list] | None = None) -> dict:
+    """The floor's figures keyed as the fine-tuning's (pearson, spearman, mse; test_* for a test split): a ridge
+    regression (scikit-learn, alpha 1) on tf-idf 1-2 grams fit on "train"; no word in any training text: the
+    training mean. `predictions`, when given, receives each scored split's predictions by prefix."""
+    from sklearn.feature_extraction.text import TfidfVectorizer  # slow to import: only when a floor is asked for
+    from sklearn.linear_model import Ridge
+
+    from lmpt.downstream.finetuning.bag_of_words import texts_of
+
+    train = _numbers(examples["train"])
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, token_pattern=r"(?u)\b\w+\b")
+    try:
+        features = vectorizer.fit_transform(texts_of(examples["train"]))
+    except ValueError:  # an empty vocabulary: no word in any training text
+        predict = lambda texts: np.full(len(texts), train.mean())  # noqa: E731
+    else:
+        model = Ridge(alpha=1.0).fit(features, train)
+        predict = lambda texts: model.predict(vectorizer.transform(texts))  # noqa: E731
+    figures: dict = {"method": FLOOR_METHOD}
+    for prefix, split in (("", "dev"), ("test_", "test")):
+        if split in examples:
+            predicted = np.asarray(predict(texts_of(examples[split])), dtype=np.float64)
+            figures |= regression_scores(_numbers(examples[split]), predicted, prefix)
+            if predictions is not None:
+                predictions[prefix] = predicted.tolist()
+    return figures
+
+
+@functools.cache
+def _number_target() -> Target:
+    """The regression target, built on first use (it subclasses the torch-importing Target)."""
+    import torch.nn.functional as F
+
+    from lmpt.downstream.finetuning.targets import Target
+
+    class Numbers(Target):
+        """One output, mean squared error, correlations."""
+
+        numeric_labels: ClassVar[bool] = True
+        headline: ClassVar[str] = PEARSON
+        gain_figure: ClassVar[str] = MSE
+        shares_control: ClassVar[bool] = False  # the shared cache keeps right/wrong outcomes only
+
+        def outputs(self, classes: list[str]) -> int:
+            return 1
+
+        def labels(self, examples: list[Example], classes: list[str]) -> torch.Tensor:
+            import torch
+
+            return torch.tensor(_numbers(examples), dtype=torch.float32)
+
+        def loss(self, outputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+            return F.mse_loss(outputs.squeeze(-1), labels.float())
+
+        def predict(self, outputs: torch.Tensor) -> torch.Tensor:
+            return outputs.squeeze(-1).float()
+
+        def scores(self, gold: torch.Tensor, predicted: torch.Tensor, classes: list[str], prefix: str = "") -> dict:
+            return regression_scores(gold.numpy(), predicted.numpy(), prefix)
+
+        def outcomes(self, gold: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+            return -((predicted.double() - gold.double()) ** 2)  # higher better: the gain is the drop in MSE
+
+        def floor(
+            self, examples: dict[str, list[Example]], classes: list[str], predictions: dict[str, list] | None = None
+        ) -> dict:
+            return ridge_floor(examples, predictions)
+
+        def baseline(self, examples: dict[str, list[Example]], dev_labels: torch.Tensor, classes: list[str]) -> dict:
+            mean = _numbers(examples["train"]).mean()
+            return {MEAN_BASELINE_MSE: float(np.mean((dev_labels.double().numpy() - mean) ** 2))}
+
+        def as_written(self, prediction: float, classes: list[str]) -> str:
+            return f"{prediction:.3f}"
+
+    return Numbers()
+
+
+class Regression(FineTunedKind):
+    name: ClassVar[str] = "regression"
+    listing_order: ClassVar[int] = 3
+    record_precedence: ClassVar[int] = -1  # its record holds per_seed, as classification's does: asked first
+
+    @classmethod
+    def target(cls) -> Target:
+        """One output trained by mean squared error; Pearson picks the recipe."""
+        return _number_target()
+
+    @classmethod
+    def holds_record(cls, raw: dict[str, Any]) -> bool:
+        return PEARSON_MEAN in raw  # what only a regression's fine-tuning reports
+
+    @classmethod
+    def names_folder(cls, task: str) -> bool:
+        return task.startswith(PREFIX) or entry_is_regression(task)  # regression:FOLDER, or glue:sts-b@DIR
+
+    @classmethod
+    def find_files(cls, task: str, key: str) -> FineTunedTask:
+        """regression:FOLDER, a folder holding train.jsonl and dev.jsonl (test.jsonl optional), named as the
+        folder; its labels are numbers."""
+        return FineTunedTask(*task_folder(task.removeprefix(PREFIX), key))
+
+    @classmethod
+    def logged(cls, result: dict) -> dict[str, float]:
+        """REGRESSION_FIGURES and, with a scratch control, the control's dev Pearson, the drop in MSE over it and the
+        ridge floor's Pearson."""
+        figures = {k: result[k] for k in REGRESSION_FIGURES if k in result}
+        if result.get("control") == SCRATCH:
+            figures[f"{SCRATCH}_{PEARSON_MEAN}"] = result[SCRATCH][mean_of(PEARSON)]
+            figures[MSE_GAIN] = result[GAIN][MSE]["gain"]
+            figures[f"bow_{PEARSON}"] = result[BAG_OF_WORDS][PEARSON]
+        return figures

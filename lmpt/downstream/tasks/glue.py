@@ -1,0 +1,333 @@
+"""GLUE's nine tasks as they ship, read without any field mapped by hand, from either:
+
+- the folder GLUE's download script writes: DIR/TASK/{train,dev,test}.tsv (MNLI: dev_matched, dev_mismatched,
+  test_matched, test_mismatched; the diagnostic set DIR/diagnostic/diagnostic.tsv, predicted by MNLI's model), each
+  read as GLUE's own processors read it (tab-separated, no quoting): CoLA's train and dev have no header, QQP's
+  malformed rows are skipped, every other file's header names its columns;
+- a folder of Hugging Face `save_to_disk` copies of nyu-mll/glue, one a config: DIR/cola, DIR/sst2, ... (read offline
+  by `datasets`, imported only then).
+
+A task is named as GLUE's folder or Hugging Face's config, in any case (STS-B, sts-b, stsb). Every problem (an
+unknown name, a missing file, a file whose columns are not the task's, a label that is not the task's) is one
+LmptError naming the file and what to do, raised before any training."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lmpt.downstream.tasks.task_files import MAX_ROW_CHARS, Example, number_label
+from lmpt.errors import LmptError
+
+
+@dataclass(frozen=True)
+class GlueTask:
+    """One GLUE task: where its files are, which columns hold its texts and label, and how it is scored."""
+
+    name: str
+    """GLUE's folder name (CoLA, SST-2 ...): the task's record name and its test file's name."""
+    hf: str
+    """The Hugging Face config (cola, sst2 ...)."""
+    text: str | int
+    pair: str | int | None
+    label: str | int
+    """Columns of the labelled splits: header names, or (CoLA, headerless) column numbers."""
+    test_columns: tuple[str, str, str | None]
+    """The test split's (index, text, pair) columns: its header names."""
+    hf_columns: tuple[str, str | None]
+    """The Hugging Face dataset's (text, pair) columns."""
+    labels: tuple[str, ...]
+    """The labels as GLUE's files write them (class order of the Hugging Face ClassLabel); () for STS-B's scores."""
+    metrics: tuple[str, ...]
+    """The official metrics, the task's GLUE score their mean."""
+    dev_files: tuple[str, ...] = ("dev",)
+    test_files: tuple[str, ...] = ("test",)
+    server_files: tuple[str, ...] = ()
+    """The names of the test-prediction files the GLUE server takes, one a test file (default: NAME.tsv)."""
+    skip_bad_rows: bool = False
+    """QQP: rows with missing columns are skipped, as GLUE's processor skips them."""
+
+    @property
+    def regression(self) -> bool:
+        """Whether the task's labels are numbers to predict (STS-B)."""
+        return not self.labels
+
+    @property
+    def columns(self) -> tuple[str | int, ...]:
+        return tuple(c for c in (self.text, self.pair, self.label) if c is not None)
+
+
+MCC, ACCURACY, F1, PEARSON, SPEARMAN = "mcc", "accuracy", "f1", "pearson", "spearman"
+MATCHED, MISMATCHED = "matched_accuracy", "mismatched_accuracy"
+_BINARY, _NLI2 = ("0", "1"), ("entailment", "not_entailment")
+_PAIR_TEST = ("index", "sentence1", "sentence2")
+
+TASKS: dict[str, GlueTask] = {t.hf: t for t in (
+    GlueTask("CoLA", "cola", 3, None, 1, ("index", "sentence", None), ("sentence", None), _BINARY, (MCC,)),
+    GlueTask("SST-2", "sst2", "sentence", None, "label", ("index", "sentence", None), ("sentence", None), _BINARY,
+             (ACCURACY,)),
+    GlueTask("MRPC", "mrpc", "#1 String", "#2 String", "Quality", ("index", "#1 String", "#2 String"),
+             ("sentence1", "sentence2"), _BINARY, (F1, ACCURACY)),
+    GlueTask("QQP", "qqp", "question1", "question2", "is_duplicate", ("id", "question1", "question2"),
+             ("question1", "question2"), _BINARY, (F1, ACCURACY), skip_bad_rows=True),
+    GlueTask("STS-B", "stsb", "sentence1", "sentence2", "score", _PAIR_TEST, ("sentence1", "sentence2"), (),
+             (PEARSON, SPEARMAN)),
+    GlueTask("MNLI", "mnli", "sentence1", "sentence2", "gold_label", _PAIR_TEST, ("premise", "hypothesis"),
+             ("entailment", "neutral", "contradiction"), (MATCHED, MISMATCHED), ("dev_matched", "dev_mismatched"),
+             ("test_matched", "test_mismatched"), ("MNLI-m.tsv", "MNLI-mm.tsv")),
+    GlueTask("QNLI", "qnli", "question", "sentence", "label", ("index", "question", "sentence"),
+             ("question", "sentence"), _NLI2, (ACCURACY,)),
+    GlueTask("RTE", "rte", "sentence1", "sentence2", "label", _PAIR_TEST, ("sentence1", "sentence2"), _NLI2,
+             (ACCURACY,)),
+    GlueTask("WNLI", "wnli", "sentence1", "sentence2", "label", _PAIR_TEST, ("sentence1", "sentence2"), _BINARY,
+             (ACCURACY,)),
+)}  # fmt: skip
+"""The nine tasks by Hugging Face config, in GLUE's order."""
+DIAGNOSTIC = ("diagnostic/diagnostic.tsv", "ax", "AX.tsv")
+"""The diagnostic set (its file in the download, its Hugging Face config, its server file): MNLI's model predicts it."""
+HF_SPLITS = {"train": "train", "dev": "validation", "dev_matched": "validation_matched",
+             "dev_mismatched": "validation_mismatched", "test": "test", "test_matched": "test_matched",
+             "test_mismatched": "test_mismatched"}  # fmt: skip
+"""The download's split names and the Hugging Face dataset's."""
+
+
+def _key(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def glue_task(name: str, key: str = "task") -> GlueTask:
+    """The task `name` names (GLUE's folder or the Hugging Face config, any case); an unknown one is refused."""
+    found = next((t for t in TASKS.values() if _key(name) in (_key(t.name), t.hf)), None)
+    if found is None:
+        known = ", ".join(t.name for t in TASKS.values())
+        raise LmptError(f"{key}: GLUE has no task {name!r}: name one of {known} (any case, e.g. sts-b or stsb)")
+    return found
+
+
+def glue_tasks(names: str, key: str = "task") -> list[GlueTask]:
+    """The tasks of `task=glue` (all nine) or `task=glue:rte,mrpc,sts-b` (those, in GLUE's order, each once)."""
+    listed = names.partition(":")[2]
+    if not listed.strip():
+        return list(TASKS.values())
+    wanted = {glue_task(n.strip(), key).hf for n in listed.split(",") if n.strip()}
+    return [t for t in TASKS.values() if t.hf in wanted]
+
+
+ENTRY_PREFIX = "glue:"
+"""downstream.classification_tasks=[glue:rte@DIR]: one GLUE task of the folder DIR, fine-tuned as any other."""
+
+
+def is_entry(task: str) -> bool:
+    """Whether a downstream.classification_tasks entry names a GLUE task (glue:NAME@DIR)."""
+    return task.lower().startswith(ENTRY_PREFIX)
+
+
+def parse_entry(entry: str, key: str) -> tuple[GlueTask, str]:
+    """(the task, its folder) of `key=glue:NAME@DIR`; an entry without a folder or of an unknown task is refused."""
+    name, at, root = entry[len(ENTRY_PREFIX) :].partition("@")
+    if not at or not root.strip() or "," in name:
+        raise LmptError(f"{key}={entry} names no GLUE folder: write glue:NAME@DIR (one task, e.g. glue:rte@glue_data)")
+    return glue_task(name.strip(), key), root.strip()
+
+
+def entry_is_regression(entry: str) -> bool:
+    """Whether `entry` (glue:NAME@DIR) names a task scored by correlation (STS-B); False for any other, or one that
+    does not parse (refused by whoever reads it, naming its key)."""
+    try:
+        return parse_entry(entry, "task")[0].regression
+    except LmptError:
+        return False
+
+
+def glue_examples(root: str, name: str, key: str = "data.dir") -> tuple[GlueTask, dict[str, list[Example]]]:
+    """The task `name` of the folder `root` as a fine-tuning reads it: train, dev (its first dev file) and, for
+    MNLI, the mismatched dev set as the scored "test" split."""
+    task = glue_task(name, key)
+    return task, read_glue(root, task, key).fine_tuned
+
+
+@dataclass(frozen=True)
+class GlueSplits:
+    """One task read: its labelled splits ("train", then its dev files by name) and its unlabelled test files, each
+    with their index column."""
+
+    task: GlueTask
+    labelled: dict[str, list[Example]]
+    tests: dict[str, tuple[list[str], list[Example]]]
+    """test file name -> (indices, examples), in the order of `task.test_files` (and the diagnostic set, for MNLI)."""
+
+    @property
+    def fine_tuned(self) -> dict[str, list[Example]]:
+        """The splits as a fine-tuning scores them: train, dev (the first dev file) and, for MNLI, the mismatched
+        dev set as its second scored split ("test")."""
+        examples = {"train": self.labelled["train"], "dev": self.labelled[self.task.dev_files[0]]}
+        if len(self.task.dev_files) > 1:
+            examples["test"] = self.labelled[self.task.dev_files[1]]
+        return examples
+
+
+def is_hf_folder(folder: Path) -> bool:
+    """Whether `folder` is a `save_to_disk` copy of a Hugging Face dataset (a DatasetDict)."""
+    return (folder / "dataset_dict.json").is_file()
+
+
+def read_glue(root: str, task: GlueTask, key: str = "data.dir") -> GlueSplits:
+    """Every split of `task` under `root`: DIR/TASK/*.tsv, or DIR/CONFIG a `save_to_disk` folder."""
+    base = Path(root).expanduser()
+    if not base.is_dir():
+        raise LmptError(f"{key}={root} is not a folder: give the folder GLUE's download script writes (DIR/TASK/)")
+    if is_hf_folder(base / task.hf):
+        return _read_hf(base, task)
+    folder = base / task.name
+    if not folder.is_dir():
+        folder = next((p for p in base.iterdir() if p.is_dir() and _key(p.name) == _key(task.name)), folder)
+    labelled = {"train": _read_tsv(folder / "train.tsv", task, labelled=True)}
+    labelled |= {dev: _read_tsv(folder / f"{dev}.tsv", task, labelled=True) for dev in task.dev_files}
+    tests = {name: _read_test(folder / f"{name}.tsv", task) for name in task.test_files
+             if (folder / f"{name}.tsv").is_file()}  # fmt: skip
+    diagnostic = base / DIAGNOSTIC[0]
+    if task.hf == "mnli" and diagnostic.is_file():
+        tests[DIAGNOSTIC[1]] = _read_test(diagnostic, task)
+    return GlueSplits(task, labelled, tests)
+
+
+def _rows(path: Path) -> list[tuple[int, list[str]]]:
+    """(line number, columns) of every non-empty row of a GLUE .tsv, read as GLUE's processors read it."""
+    if not path.is_file():
+        raise LmptError(
+            f"{path} is missing: a GLUE folder holds TASK/train.tsv, dev.tsv (MNLI: dev_matched.tsv and "
+            "dev_mismatched.tsv) and test.tsv, as GLUE's download script writes them"
+        )
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LmptError(f"{path} cannot be read as UTF-8 text ({e}): download the task again") from None
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+    rows = []
+    for row in reader:
+        if sum(map(len, row)) > MAX_ROW_CHARS:
+            raise LmptError(f"{path}:{reader.line_num} is too long to be one example: check the file")
+        if row:
+            rows.append((reader.line_num, row))
+    return rows
+
+
+def _not_its_columns(path: Path, task: GlueTask, found: list[str], wanted: list[str]) -> LmptError:
+    return LmptError(
+        f"{path}: its columns ({', '.join(found[:8]) or 'none'}) are not {task.name}'s (it needs "
+        f"{', '.join(map(str, wanted))}): give the folder GLUE's download script writes"
+    )
+
+
+def _label(path: Path, line: int, value: str, task: GlueTask) -> str:
+    if task.regression:
+        return number_label(f"{path}:{line}", value, str(task.label))
+    if value.strip() not in task.labels:
+        raise LmptError(
+            f"{path}:{line}: label {value!r} is not one of {task.name}'s ({', '.join(task.labels)}): the file's "
+            "columns are not that task's"
+        )
+    return value.strip()
+
+
+def _read_tsv(path: Path, task: GlueTask, labelled: bool) -> list[Example]:
+    rows = _rows(path)
+    if isinstance(task.label, int):  # CoLA: no header, columns by number
+        width = max(task.columns) + 1
+        index = {c: c for c in task.columns}
+    else:
+        header = rows.pop(0)[1] if rows else []
+        missing = [c for c in task.columns if c not in header]
+        if missing:
+            raise _not_its_columns(path, task, header, list(task.columns))
+        width, index = len(header), {c: header.index(c) for c in task.columns}  # type: ignore[arg-type]
+    examples = []
+    for line, row in rows:
+        if len(row) < width and not isinstance(task.label, int) and task.skip_bad_rows:
+            continue  # QQP's broken rows: GLUE's processor skips them too
+        if len(row) <= max(index.values()):
+            raise LmptError(f"{path}:{line} has {len(row)} columns where {task.name} has {width}: fix that line")
+        pair = row[index[task.pair]] if task.pair is not None else None
+        examples.append(Example(row[index[task.text]], pair, _label(path, line, row[index[task.label]], task)))
+    if not examples:
+        raise LmptError(f"{path} holds no examples: download the task again")
+    return examples
+
+
+def _read_test(path: Path, task: GlueTask) -> tuple[list[str], list[Example]]:
+    rows = _rows(path)
+    header = rows.pop(0)[1] if rows else []
+    wanted = [c for c in task.test_columns if c is not None]
+    if any(c not in header for c in wanted):
+        raise _not_its_columns(path, task, header, wanted)
+    at = [header.index(c) for c in wanted]
+    indices, examples = [], []
+    for line, row in rows:
+        if len(row) <= max(at):
+            if task.skip_bad_rows:
+                continue
+            raise LmptError(f"{path}:{line} has {len(row)} columns where {task.name}'s test has {len(header)}")
+        indices.append(row[at[0]])
+        examples.append(Example(row[at[1]], row[at[2]] if len(at) > 2 else None, ""))
+    return indices, examples
+
+
+def _read_hf(base: Path, task: GlueTask) -> GlueSplits:
+    """A `save_to_disk` copy of nyu-mll/glue's config `task.hf` (and `ax`, for MNLI's diagnostic predictions)."""
+    from lmpt.config.errors import require_extra
+
+    require_extra("datasets", "reading GLUE from a Hugging Face save_to_disk folder")
+    import datasets
+
+    def load(folder: Path) -> Any:
+        try:
+            return datasets.load_from_disk(str(folder))
+        except (OSError, ValueError, FileNotFoundError) as e:
+            raise LmptError(f"{folder} is not a readable save_to_disk folder ({e}): save the dataset again") from None
+
+    found = load(base / task.hf)
+    where = base / task.hf
+
+    def split(name: str) -> Any:
+        hf = HF_SPLITS[name]
+        if hf not in found:
+            raise LmptError(f"{where} has no {hf} split (it has {', '.join(found)}): save nyu-mll/glue's {task.hf}")
+        data = found[hf]
+        wanted = [c for c in (*task.hf_columns, "label", "idx") if c is not None]
+        if any(c not in data.column_names for c in wanted):
+            raise _not_its_columns(where / hf, task, data.column_names, wanted)
+        return data
+
+    def examples(data: Any, labelled: bool) -> list[Example]:
+        text, pair = task.hf_columns
+        names = getattr(data.features["label"], "names", None)
+        out = []
+        for i, row in enumerate(data):
+            label = ""
+            if labelled:
+                value = row["label"]
+                label = (number_label(f"{where} row {i}", value, "label") if task.regression
+                         else _label(where, i, task.labels[int(value)] if names else str(value), task))  # fmt: skip
+            out.append(Example(row[text], row[pair] if pair else None, label))
+        return out
+
+    labelled = {name: examples(split(name), True) for name in ("train", *task.dev_files)}
+    tests = {}
+    for name in task.test_files:
+        if HF_SPLITS[name] in found:
+            data = split(name)
+            tests[name] = ([str(i) for i in data["idx"]], examples(data, False))
+    if task.hf == "mnli" and is_hf_folder(base / DIAGNOSTIC[1]):
+        ax = load(base / DIAGNOSTIC[1])["test"]
+        tests[DIAGNOSTIC[1]] = ([str(i) for i in ax["idx"]], [Example(r["premise"], r["hypothesis"], "") for r in ax])
+    return GlueSplits(task, labelled, tests)
+
+
+def server_file(task: GlueTask, test: str) -> str:
+    """The name of the GLUE server's file of `task`'s test file `test` (AX.tsv for the diagnostic set)."""
+    if test == DIAGNOSTIC[1]:
+        return DIAGNOSTIC[2]
+    return task.server_files[task.test_files.index(test)] if task.server_files else f"{task.name}.tsv"
