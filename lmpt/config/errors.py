@@ -62,6 +62,19 @@ PLUGIN_EXTRAS = {
 }
 """Hydra plugin configs an lmpt option composes, and the extra of lmpt that installs each plugin."""
 
+PACKAGE_EXTRAS = {"datasets": "hf"}
+"""Packages an lmpt option imports when it is used, and the extra of lmpt that installs each."""
+
+
+def require_extra(package: str, what: str) -> None:
+    """Import `package` or refuse in one line naming the extra that installs it; `what` says who needs it."""
+    try:
+        __import__(package)
+    except ImportError:
+        extra = PACKAGE_EXTRAS[package]
+        message = f"{what} needs the `{package}` package, which is not installed: pip install 'lmpt[{extra}]'"
+        raise LmptError(message) from None
+
 
 def _describe_missing_option(message: str) -> str:
     match = re.search(r"Could not (?:find|load) '([^']+)'", message)

@@ -173,6 +173,19 @@ class DataConfig:
     verify: str = "stat"
     """stat: a file whose path, size and modification time are unchanged keeps its recorded content hash (a warm
     launch reads no text); full: hash every byte again (a changed file gets a new cache)."""
+    name: str | None = None
+    """data=hf: the dataset to stream through `datasets`, a Hugging Face Hub name (HuggingFaceFW/fineweb-edu) or a
+    local parquet or JSONL file, a folder of them, or a save_to_disk folder; null = read data.paths."""
+    subset: str | None = None
+    """data=hf: the dataset's configuration (the Hub's subset, e.g. sample-10BT); null = its default."""
+    split: str = "train"
+    """data=hf: the split streamed; data.val_fraction of its documents is held out for validation."""
+    revision: str | None = None
+    """data=hf: a Hub branch, tag or commit; null = main. The Hub's commit it resolves to when the run starts is
+    in the token cache's key (a local dataset keeps the text given here as a label)."""
+    max_tokens: str | None = None
+    """data=hf: take at most this many tokens from the stream (50M; k, M, G or B, T scale), counted with the
+    run's tokenizer, one eos a document included, before the quality stage; null = the whole split."""
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from lmpt.config.budget import parse_budget
+from lmpt.config.budget import SCALES, parse_budget
 from lmpt.config.choices import (
     ARCHS,
     CONTROLS,
@@ -28,6 +28,7 @@ from lmpt.config.strict import refuse_unknown_keys
 from lmpt.errors import LmptError
 
 _LABEL = re.compile(r"[A-Za-z0-9_.-]+")
+_TOKEN_COUNT = re.compile(r"^\s*([+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([kKMGBT]?)\s*(?:tokens?)?\s*$")
 
 
 def _require(ok: bool, key: str, value: Any, rule: str) -> None:
@@ -59,6 +60,46 @@ def _validate_sources(sources: Any) -> None:
         _require(math.isfinite(weight) and weight > 0, f"{key}.weight", weight, "a positive number (a share)")
         if source.documents is not None:
             _choice(source.documents, f"{key}.documents", DOCUMENT_MODES)
+
+
+def parse_max_tokens(text: str | None) -> int | None:
+    """`data.max_tokens` as a whole number of tokens (50M, 2.5B, 1e6; k, M, G or B, T scale); None when unset."""
+    if text is None:
+        return None
+    match = _TOKEN_COUNT.match(str(text))
+    amount = float(match.group(1)) * SCALES[match.group(2)] if match else math.nan
+    if not (math.isfinite(amount) and amount >= 1):
+        raise LmptError(
+            f"data.max_tokens={text} is invalid: it must be a positive number of tokens, e.g. data.max_tokens=50M "
+            "(or null: the whole split)"
+        )
+    return int(amount)
+
+
+def _validate_dataset(d: DictConfig) -> None:
+    """data=hf: a dataset name, no files beside it, a positive token cap (and a cap only on a stream)."""
+    if d.name is not None and not str(d.name).strip():  # data=hf sets "": the dataset must be named
+        raise LmptError(
+            "data=hf needs data.name: a Hugging Face Hub dataset (e.g. data.name=HuggingFaceFW/fineweb-edu) or a "
+            "local parquet, JSONL or save_to_disk path"
+        )
+    parse_max_tokens(d.max_tokens)
+    if d.name is None:
+        if d.max_tokens is not None:
+            raise LmptError(
+                "data.max_tokens caps a dataset streamed with data=hf: set data.name too, or use data.unique_tokens "
+                "to train on the first N tokens of data.paths"
+            )
+        return
+    if d.paths or d.sources:
+        raise LmptError(
+            f"data.name={d.name} streams a dataset but data.paths or data.sources also name text: use one "
+            "(data=hf sets data.paths=[])"
+        )
+    if d.val_paths:
+        raise LmptError(
+            f"data.val_paths cannot be given with data.name={d.name}: data.val_fraction of the stream is held out"
+        )
 
 
 def _numbers(node: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
@@ -178,6 +219,7 @@ def validate_config(cfg: DictConfig) -> None:
     if not d.val_paths:
         _require(0 < d.val_fraction < 1, "data.val_fraction", d.val_fraction, "in (0, 1) (or set data.val_paths)")
     _validate_sources(d.sources)
+    _validate_dataset(d)
     if d.unique_tokens is not None:  # too many for the text is known once it is tokenised (lmpt.data.sampling)
         _require(d.unique_tokens > 0, "data.unique_tokens", d.unique_tokens, "> 0 (or null: all the training text)")
 

@@ -13,16 +13,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lmpt.config.schema import DataConfig, TokenizerConfig
+from lmpt.config.validate import parse_max_tokens
 from lmpt.console import info
 from lmpt.data.corpus import META_NAME, TokenCorpus, token_dtype
 from lmpt.data.fingerprint import corpus_fingerprint
 from lmpt.data.mixture import resolve_sources
 from lmpt.data.readers import format_of
+from lmpt.data.readers.hf import StreamInterrupted
 from lmpt.data.readers.streams import compression_of
 from lmpt.data.sampler import Span
 from lmpt.data.shard_build import build_shards
 from lmpt.data.shards import assemble, read_manifest, shard_path, shards_dir
 from lmpt.data.split import Items, source_items, train_only
+from lmpt.data.streamed import streamed_inputs
 from lmpt.errors import LmptError
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.train import known_tokenizer, prepare_tokenizer
@@ -120,6 +123,10 @@ def prepare_part(
     sources = resolve_sources(cfg, base_dir)
     fingerprint = corpus_fingerprint(cfg, sources, Path(cache_root) / "fingerprints")
     items = [source_items(source, cfg.text_field, cfg.val_fraction) for source in sources]
+    streamed = any(source.dataset is not None for source in sources)
+    if streamed:  # data=hf: the tokenizer first, from the stream's head, so data.max_tokens can count its tokens
+        tokenizer, items = streamed_inputs(items, tokenizer_cfg, tokenizer, parse_max_tokens(cfg.max_tokens),
+                                           fingerprint, cache_root)  # fmt: skip
     if quality is not None:
         fingerprint, items = quality.apply(fingerprint, items, Path(cache_root))
     if tokenizer is None:
@@ -129,8 +136,9 @@ def prepare_part(
     meta = _read_meta(cache_dir, tokenizer)
     reused = meta is not None
     if meta is None:
-        paths = [p for source in sources for p in source.train_paths + source.val_paths]
-        meta = _build_cache(cache_dir, items, tokenizer, cfg, paths, part)
+        paths = [p for s in sources for p in s.train_paths + s.val_paths + (s.dataset.files if s.dataset else [])]
+        sized = not streamed or (bool(paths) and cfg.max_tokens is None)  # a Hub stream or a capped one: no known end
+        meta = _build_cache(cache_dir, items, tokenizer, cfg, paths if sized else None, part)
         if meta is None:
             return None
     else:
@@ -177,21 +185,23 @@ def _build_cache(
     items: list[Items],
     tokenizer: Tokenizer,
     cfg: DataConfig,
-    paths: list[Path],
+    paths: list[Path] | None,
     part: tuple[int, int] = (0, 1),
 ) -> dict | None:
     """Tokenise the shards of part `part` = (i, N) (all of them when N is 1) that are not sealed yet (see
     shards.py); once every shard is sealed, assemble them into a temporary directory, write meta.json last and
-    rename it into place (a lost race is fine). None when other parts' shards are still missing."""
-    total_bytes = sum(p.stat().st_size for p in paths)
+    rename it into place (a lost race is fine). None when other parts' shards are still missing. `paths`: the
+    files read (their size sizes the work), None for a stream of unknown length."""
+    total_bytes = sum(p.stat().st_size for p in paths or [])
     workers = max(1, cfg.tokenize_workers or os.cpu_count() or 1)
-    if not cfg.tokenize_workers and total_bytes < _POOL_MIN_BYTES:
+    if not cfg.tokenize_workers and paths is not None and total_bytes < _POOL_MIN_BYTES:
         workers = 1  # starting a pool costs more than it saves on a few MB (one process still uses all cores)
-    plain = all(format_of(p) != "parquet" and not compression_of(p) for p in paths)  # file size = text size
-    what = "text" if plain else "files"
+    plain = paths is not None and all(format_of(p) != "parquet" and not compression_of(p) for p in paths)
+    what = "text" if plain else "files"  # plain: file size = text size
     index, count = part
     which = f" (part {index}/{count}: shards j with j % {count} == {index})" if count > 1 else ""
-    info(f"tokenising {total_bytes / 1e6:.1f} MB of {what}{which} with {workers} process(es) into {cache_dir}")
+    size = f"{total_bytes / 1e6:.1f} MB of {what}" if paths is not None else "a streamed dataset"
+    info(f"tokenising {size}{which} with {workers} process(es) into {cache_dir}")
     shards = shards_dir(cache_dir, cfg.shard_docs)
     started = time.perf_counter()
     try:
@@ -218,6 +228,8 @@ def _build_cache(
         extra = dict(text_bytes=total_bytes, shards=plan.n_shards, shard_docs=cfg.shard_docs)
         extra.update(build_seconds=round(time.perf_counter() - started, 3))
         meta = _assemble(cache_dir, shards, manifests, tokenizer, len(items), extra)
+    except StreamInterrupted:
+        raise  # a dropped connection: the sealed shards are what the next launch resumes from
     except LmptError:
         shutil.rmtree(shards, ignore_errors=True)  # bad text: fixing it changes the key, so no shard is of use
         raise
@@ -228,10 +240,9 @@ def _build_cache(
         return meta  # another process completed the cache (and removed the shards) meanwhile
     seconds = time.perf_counter() - started
     counts = meta["splits"]
-    info(
-        f"token cache {cache_dir}: {counts['train']['n_tokens']:,} train / {counts['val']['n_tokens']:,} val "
-        f"tokens ({total_bytes / 1e6 / max(seconds, 1e-9):.1f} MB/s of {what})"
-    )
+    rate = f" ({total_bytes / 1e6 / max(seconds, 1e-9):.1f} MB/s of {what})" if paths is not None else ""
+    train, val = counts["train"]["n_tokens"], counts["val"]["n_tokens"]
+    info(f"token cache {cache_dir}: {train:,} train / {val:,} val tokens{rate}")
     return meta
 
 

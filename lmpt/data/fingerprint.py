@@ -9,8 +9,10 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from lmpt.config.schema import DataConfig
+from lmpt.config.validate import parse_max_tokens
 from lmpt.console import info
 from lmpt.data.mixture import Source
 from lmpt.data.readers import format_of
@@ -55,6 +57,16 @@ def file_sha256(path: Path, memo_dir: Path, verify: str) -> tuple[str, bool]:
     return digest, True
 
 
+def _hash_files(h: Any, paths: list[Path], memo_dir: Path, verify: str) -> int:
+    """Feed each file's format, size and content hash to `h`; return the bytes read to hash them now."""
+    read = 0
+    for path in paths:
+        digest, was_read = file_sha256(path, memo_dir, verify)
+        read += path.stat().st_size if was_read else 0
+        h.update(f"{format_of(path)}:{path.stat().st_size}:{digest}\n".encode())  # the format decides parsing
+    return read
+
+
 def corpus_fingerprint(cfg: DataConfig, sources: list[Source], memo_dir: Path) -> str:
     """sha256 over every source's files (format, size, content hash) and every setting that changes how
     the text splits into documents; reads text only for files never hashed before (all: data.verify=full).
@@ -64,12 +76,13 @@ def corpus_fingerprint(cfg: DataConfig, sources: list[Source], memo_dir: Path) -
     read = 0
     for source in sources:
         h.update(json.dumps({"source": source.name, "documents": source.documents}).encode())
+        if source.dataset is not None:  # data=hf: the dataset's identity and the cap; a local one's files below
+            identity = {**source.dataset.identity(), "max_tokens": parse_max_tokens(cfg.max_tokens)}
+            h.update(json.dumps(identity, sort_keys=True).encode())
+            read += _hash_files(h, source.dataset.files, memo_dir, cfg.verify)
         for label, paths in (("train", source.train_paths), ("val", source.val_paths)):
             h.update(f"{label}:{len(paths)}\n".encode())
-            for path in paths:
-                digest, was_read = file_sha256(path, memo_dir, cfg.verify)
-                read += path.stat().st_size if was_read else 0
-                h.update(f"{format_of(path)}:{path.stat().st_size}:{digest}\n".encode())  # the format decides parsing
+            read += _hash_files(h, paths, memo_dir, cfg.verify)
     if read:
         info(f"hashed {read / 1e6:.1f} MB of data files (remembered: the next launch reads none of them)")
     return h.hexdigest()

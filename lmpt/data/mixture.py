@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from lmpt.data.sampler import Span, StepSamples, WindowSampler
 from lmpt.data.sources import resolve_paths
 from lmpt.errors import LmptError
 from lmpt.rng import derive_seed
+
+if TYPE_CHECKING:
+    from lmpt.data.readers.hf import HubDataset
 
 BLOCK = 4096
 _SCALE = 1 << 48  # shares as integers: the cumulative counts are exact, whatever the weights
@@ -36,6 +40,8 @@ class Source:
     train_paths: list[Path]
     val_paths: list[Path]
     documents: str
+    dataset: HubDataset | None = None
+    """data=hf: the dataset streamed instead of files (then `train_paths` and `val_paths` are empty)."""
 
 
 def _resolved(paths: list[str], what: str, base_dir: Path) -> list[Path]:
@@ -46,7 +52,14 @@ def _resolved(paths: list[str], what: str, base_dir: Path) -> list[Path]:
 
 
 def resolve_sources(cfg: DataConfig, base_dir: Path) -> list[Source]:
-    """The run's sources: data.sources when given (a mixture), else one unnamed source of data.paths."""
+    """The run's sources: data.sources when given (a mixture), data.name's dataset (data=hf, opened here: one that
+    cannot be is refused before anything is written), else one unnamed source of data.paths."""
+    if cfg.name is not None:
+        from lmpt.data.readers.hf import open_dataset, require_text_field  # `datasets` only for data=hf
+
+        dataset = open_dataset(cfg.name, cfg.subset, cfg.split, cfg.revision, base_dir)
+        require_text_field(dataset, cfg.text_field)
+        return [Source("", 1.0, [], [], cfg.documents, dataset)]
     if not cfg.sources:
         train = resolve_paths(list(cfg.paths), base_dir)
         val = resolve_paths(list(cfg.val_paths), base_dir) if cfg.val_paths else []
