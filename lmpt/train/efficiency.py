@@ -18,15 +18,28 @@ DATASHEET_BF16_PEAK = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
 """Dense bf16 FLOP/s (never the 2:4-sparse figure), by GPU name."""
 
 
+BUSY: dict[tuple[str, torch.dtype], str] = {}
+"""Why each measured peak's machine was busy, by (device type, dtype): said once a run trains (say_if_busy), never
+while a command only plans or refuses."""
+
+
 @functools.cache
 def measured_matmul_peak(device_type: str, dtype: torch.dtype) -> float:
     """FLOP/s of a large square matmul in the run's dtype, the best this machine has shown (lmpt.train.matmul_peak:
-    the best of several timings, cached per machine): the CPU has no datasheet figure to trust. Says once when the
-    machine is busy, as the run's throughput and MFU then read low."""
+    the best of several timings, cached per machine): the CPU has no datasheet figure to trust. Notes in BUSY when
+    the machine is busy, as the run's throughput and MFU then read low."""
     peak = matmul_peak(device_type, dtype, peaks_file())
     if peak.busy:
-        info(f"[yellow]machine busy: {peak.busy}; throughput and MFU are low[/]")  # the machine's, not the run's fault
+        BUSY[(device_type, dtype)] = peak.busy
     return peak.flops
+
+
+def say_if_busy(device: torch.device, dtype: torch.dtype) -> None:
+    """Once per process, when the run's peak was measured on a busy machine: its throughput and MFU read low through
+    no fault of its own."""
+    busy = BUSY.pop((device.type, dtype), None)
+    if busy:
+        info(f"[yellow]machine busy: {busy}; throughput and MFU are low[/]")
 
 
 def peak_flops(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:

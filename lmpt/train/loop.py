@@ -26,7 +26,7 @@ from lmpt.train.budget import RunLength
 from lmpt.train.curves import CurveScorer, curve_due, take_curve_point
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
-from lmpt.train.efficiency import peak_flops, peak_memory_mb
+from lmpt.train.efficiency import peak_flops, peak_memory_mb, say_if_busy
 from lmpt.train.evaluation import Evaluator
 from lmpt.train.finite import refuse_nonfinite_weights
 from lmpt.train.loggers import open_sinks
@@ -72,6 +72,7 @@ class TrainLoop:
         self.interval_start, self.interval_started = Work(), time.perf_counter()  # both set again as `run` starts
         self.wall_before, self.launch_started = 0.0, time.perf_counter()  # earlier launches' wall, this one's start
         self.peak_flops, self.peak_source = peak_flops(self.device, precision.dtype or torch.float32)
+        say_if_busy(self.device, precision.dtype or torch.float32)  # a run that trains says it; planning does not
         self.evaluate = Evaluator(model, self.forward, objective, precision, self.ctx)
         self.best = best  # None: no RUN/best (the run never evaluates before its end, or trainer.keep_best=false)
         self.curves = curves  # None: no curve points (downstream.score_every=0)
