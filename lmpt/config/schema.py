@@ -44,7 +44,7 @@ class TokenizerConfig:
 @dataclass
 class ModelConfig:
     name: str = MISSING
-    """Size preset: tiny, small, base or large."""
+    """Size preset: micro (data-constrained CPU studies), tiny, small, base or large."""
     arch: str = "auto"
     """auto (the objective's natural one), decoder, encoder or encoder-decoder."""
     d_model: int = 128

@@ -45,7 +45,7 @@ def test_help_lists_groups_options_and_every_key(tmp_path: Path) -> None:
     ).stdout  # fmt: skip
     listed = out.split("objective: ", 1)[1].split("\n", 1)[0].split(", ")
     assert {"clm", "electra", "mlm", "nsp", "prefix", "span", "ul2-mixture"} <= set(listed) and listed == sorted(listed)
-    assert "model: base, large, small, tiny" in out
+    assert "model: base, large, micro, small, tiny" in out
     assert "schema/" not in out
     for _, key, _, doc in reference_rows():
         assert key in out and doc[:40] in out, key
