@@ -222,3 +222,13 @@ def test_glue_entries_are_scored_when_a_run_ends(run, tmp_path) -> None:
     record = task_record(run, "STS-B")
     assert record is not None and record.kind is Regression and record.figure("train_examples") == 30
     assert record.seed_figures("pearson") is not None and len(record.seed_figures("pearson")) == 2
+
+
+def test_a_save_to_disk_folder_without_datasets_says_which_extra_to_install(tmp_path: Path, monkeypatch) -> None:
+    root = write_glue(tmp_path / "glue", ("RTE",))
+    (root / "rte").mkdir()
+    (root / "rte" / "dataset_dict.json").write_text('{"splits": ["train"]}')
+    monkeypatch.setitem(__import__("sys").modules, "datasets", None)  # as a bare install: no datasets
+    with pytest.raises(LmptError) as caught:
+        read_glue(str(root), TASKS["rte"])
+    assert "pip install 'lmpt[hf]'" in str(caught.value) and "\n" not in str(caught.value)

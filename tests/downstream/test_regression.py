@@ -131,3 +131,15 @@ def test_a_tiny_run_fine_tunes_a_one_output_head_beside_its_control(run, folder,
     assert record is not None and record.kind is Regression
     logged = Regression.logged(result)
     assert set(logged) >= {PEARSON_MEAN, "mse_gain", "bow_pearson", "scratch_pearson_mean"}
+
+
+def test_runs_with_only_a_regression_figure_rank_by_its_pearson(tmp_path: Path) -> None:
+    from lmpt.report.ranking import choose_ranking
+    from lmpt.report.runs import RunSummary
+
+    runs = [RunSummary(tmp_path / n, n, [], "mlm", "completed", 2, None, None,
+                       downstream={"downstream/STS-B/pearson_mean": v, "downstream/STS-B/mse_mean": 1.0})
+            for n, v in (("a", 0.2), ("b", 0.4))]  # fmt: skip
+    ranking = choose_ranking(runs)
+    assert ranking.key == "downstream/STS-B/pearson_mean" and ranking.higher_is_better  # never the mse (lower wins)
+    assert [ranking.value(r) for r in runs] == [0.2, 0.4]
