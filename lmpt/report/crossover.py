@@ -52,6 +52,8 @@ class Point:
 @dataclass(frozen=True)
 class Line:
     objective: str
+    model: str | None
+    """model.name: lines of different model sizes are never pooled."""
     unique_tokens: int | None
     bound: bool
     """True when the figure is an upper bound on the negative log-likelihood (mdlm), False when exact (clm)."""
@@ -61,7 +63,8 @@ class Line:
     @property
     def label(self) -> str:
         data = f"{self.unique_tokens:,} unique tokens" if self.unique_tokens else "all the training text"
-        return f"{self.objective} ({'bound' if self.bound else 'exact'}), {data}"
+        model = f", model={self.model}" if self.model else ""
+        return f"{self.objective} ({'bound' if self.bound else 'exact'}), {data}{model}"
 
     def best(self) -> Point:
         return min(self.points, key=lambda p: p.mean)
@@ -86,6 +89,7 @@ class Crossover:
         """The finding in words, as measured."""
         best = self.exact.best()
         data = f"{self.exact.unique_tokens:,} unique tokens" if self.exact.unique_tokens else "the whole training text"
+        data += f" (model={self.exact.model})" if self.exact.model else ""
         head = (
             f"At {data}, {self.exact.objective} is best at {best.budget} ({_flops(best.flops)} FLOPs"
             f"{_epochs(best)}): {best.mean:.3f} bits per token"
@@ -125,14 +129,16 @@ def _epochs(point: Point) -> str:
 def crossover_lines(runs: list[RunSummary]) -> list[Line]:
     """The completed likelihood runs with held-out bits per token, grouped into lines by objective and unique tokens,
     a point per trainer.budget (seeds pooled); runs without a budget are their own points."""
-    groups: dict[tuple[str, int | None], dict[str, list[RunSummary]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[tuple[str, str | None, int | None], dict[str, list[RunSummary]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     for run in runs:
         bits = run.measures.get(BITS_PER_TOKEN)
         if run.status != "completed" or bits is None or run.flops is None or likelihood(run.objective) is None:
             continue
-        groups[(str(run.objective), run.unique_tokens)][run.budget or str(run.path)].append(run)
+        groups[(str(run.objective), run.model, run.unique_tokens)][run.budget or str(run.path)].append(run)
     lines = []
-    for (objective, unique), by_budget in groups.items():
+    for (objective, model, unique), by_budget in groups.items():
         points = [
             Point(
                 budget,
@@ -143,16 +149,17 @@ def crossover_lines(runs: list[RunSummary]) -> list[Line]:
             for budget, members in by_budget.items()
         ]
         points.sort(key=lambda p: p.flops)
-        lines.append(Line(objective, unique, likelihood(objective) == "bound", tuple(points)))
-    return sorted(lines, key=lambda line: (line.unique_tokens or 0, line.bound, line.objective))
+        lines.append(Line(objective, model, unique, likelihood(objective) == "bound", tuple(points)))
+    return sorted(lines, key=lambda line: (line.model or "", line.unique_tokens or 0, line.bound, line.objective))
 
 
 def find_crossovers(lines: list[Line]) -> list[Crossover]:
-    """Each bound line against the exact line at its count of unique tokens (none where either is missing)."""
-    exact = {line.unique_tokens: line for line in lines if not line.bound}
+    """Each bound line against the exact line of its model at its count of unique tokens (none where either is
+    missing)."""
+    exact = {(line.model, line.unique_tokens): line for line in lines if not line.bound}
     found = []
     for bound in (line for line in lines if line.bound):
-        ref = exact.get(bound.unique_tokens)
+        ref = exact.get((bound.model, bound.unique_tokens))
         if ref is None:
             continue
         best = ref.best()
@@ -210,10 +217,10 @@ def draw_crossover(lines: list[Line], crossovers: list[Crossover], title: str = 
     import matplotlib.pyplot as plt
 
     figure, ax = plt.subplots(figsize=(8.5, 5.2))
-    counts = sorted({line.unique_tokens or 0 for line in lines})
-    colours = {u: plt.get_cmap("tab10")(i) for i, u in enumerate(counts)}
+    pairs = sorted({(line.model or "", line.unique_tokens or 0) for line in lines})
+    colours = {pair: plt.get_cmap("tab10")(i) for i, pair in enumerate(pairs)}
     for line in lines:
-        colour = colours[line.unique_tokens or 0]
+        colour = colours[(line.model or "", line.unique_tokens or 0)]
         x = [p.flops for p in line.points]
         y = [p.mean for p in line.points]
         ax.plot(x, y, "--" if line.bound else "-", marker="o", color=colour, label=line.label)
@@ -235,7 +242,7 @@ def draw_crossover(lines: list[Line], crossovers: list[Crossover], title: str = 
             ax.axhline(best.mean, color=colour, linewidth=0.6, alpha=0.5)
     for crossing in crossovers:
         if crossing.below is not None:
-            colour = colours[crossing.bound.unique_tokens or 0]
+            colour = colours[(crossing.bound.model or "", crossing.bound.unique_tokens or 0)]
             ax.plot(
                 [crossing.below.flops],
                 [crossing.below.mean],

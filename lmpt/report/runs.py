@@ -70,6 +70,8 @@ class RunSummary:
     """The latest `downstream/TASK/FIGURE` values (the downstream config group's tasks, scored when training ends)."""
     seed: int | None = None
     """trainer.seed, from config.yaml (None when it does not say)."""
+    model: str | None = None
+    """model.name (the size preset), from config.yaml."""
     unique_tokens: int | None = None
     """data.unique_tokens, from config.yaml: the training text held to its first N tokens (None: all of it)."""
     budget: str | None = None
@@ -164,6 +166,7 @@ def read_run(path: Path) -> RunSummary:
         train_curve=[(r["step"], r["loss"]) for r in train if r["loss"] is not None],
         downstream={k: v for r in records for k, v in r.items() if k.startswith(DOWNSTREAM) and v is not None},
         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        model=str(_section(config, "model").get("name")) if _section(config, "model").get("name") else None,
         unique_tokens=unique_tokens if _is_number(unique_tokens) else None,
         budget=str(budget) if budget is not None else None,
         epochs=float(epochs) if _is_number(epochs) else None,

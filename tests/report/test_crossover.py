@@ -19,26 +19,32 @@ EPOCHS = (1, 4, 16, 64)
 FLOPS_PER_EPOCH = 1e11
 
 
-def likelihood_run(root: Path, objective: str, unique: int, epochs: int, seed: int, bits: float) -> Path:
+def likelihood_run(
+    root: Path, objective: str, unique: int, epochs: int, seed: int, bits: float, model: str = "tiny"
+) -> Path:
     """A completed run at `epochs` over `unique` tokens whose last evaluation holds `bits` per token."""
     flops = FLOPS_PER_EPOCH * epochs * unique / 10_000
     records = [
         train_record(10, 5.0, 1000.0, flops=flops, loss_tokens=1000),
         eval_record(10, 5.0, val_bits_per_token=bits),
     ]
-    path = make_run(root / f"u{unique}-{objective}-{epochs}-s{seed}", SHARED, records, objective=objective,
+    path = make_run(root / f"{model}-u{unique}-{objective}-{epochs}-s{seed}", SHARED, records, objective=objective,
                     status={"status": "completed", "epochs": float(epochs)})  # fmt: skip
-    with (path / "config.yaml").open("a") as config:
+    config_file = path / "config.yaml"
+    config_file.write_text(config_file.read_text().replace("name: tiny", f"name: {model}"))
+    with config_file.open("a") as config:
         config.write(f"data:\n  unique_tokens: {unique}\ntrainer:\n  budget: {epochs}epochs\n  seed: {seed}\n")
     return path
 
 
-def study_runs(root: Path, clm: dict[int, float], mdlm: dict[int, float], unique: int = 10_000) -> None:
+def study_runs(
+    root: Path, clm: dict[int, float], mdlm: dict[int, float], unique: int = 10_000, model: str = "tiny"
+) -> None:
     """Two seeds per budget, 0.02 bits apart."""
     for objective, curve in (("clm", clm), ("mdlm", mdlm)):
         for epochs, bits in curve.items():
             for seed, shift in ((0, -0.01), (1, 0.01)):
-                likelihood_run(root, objective, unique, epochs, seed, bits + shift)
+                likelihood_run(root, objective, unique, epochs, seed, bits + shift, model)
 
 
 def test_the_bound_crossing_below_clms_best_is_found_with_welchs_interval(tmp_path: Path) -> None:
@@ -83,6 +89,18 @@ def test_each_count_of_unique_tokens_is_its_own_pair_of_lines(tmp_path: Path) ->
     assert [(c.exact.unique_tokens, c.below.budget if c.below else None) for c in crossings] == [
         (10_000, "16epochs"), (20_000, None)
     ]  # fmt: skip
+
+
+def test_model_sizes_at_one_count_are_never_pooled(tmp_path: Path) -> None:
+    study_runs(tmp_path, clm={1: 9.0, 4: 7.0}, mdlm={1: 10.0, 4: 6.9}, model="tiny")
+    study_runs(tmp_path, clm={1: 8.0, 4: 6.0}, mdlm={1: 9.0, 4: 6.5}, model="micro")
+    lines = crossover_lines(find_runs([tmp_path]))
+    assert [(line.model, line.objective, len(line.points[0].bits)) for line in lines] == [
+        ("micro", "clm", 2), ("micro", "mdlm", 2), ("tiny", "clm", 2), ("tiny", "mdlm", 2)
+    ]  # fmt: skip
+    crossings = {c.exact.model: c for c in find_crossovers(lines)}
+    assert crossings["tiny"].below is not None and crossings["micro"].below is None
+    assert "At 10,000 unique tokens (model=micro), clm is best at 4epochs" in crossings["micro"].sentence()
 
 
 def test_lmpt_compare_writes_the_crossover_plot_and_says_where_it_falls(tmp_path: Path, capsys) -> None:
