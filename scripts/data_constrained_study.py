@@ -34,15 +34,22 @@ from lmpt.report.runs import RunSummary, find_runs  # noqa: E402
 
 DOC = REPO / "docs" / "data_constrained_study.md"
 PLOT = DOC.with_suffix(".png")
-UNIQUE_TOKENS = (10_000, 20_000)
+STUDIES = (("tiny", 10_000), ("tiny", 20_000), ("micro", 40_000), ("micro", 80_000))
+"""(model, unique tokens) of each study: the tiny model (1.38M parameters) at 10k and 20k tokens, then the micro one
+(0.24M parameters at a 2,048-piece vocabulary) at 40k and 80k, a few parameters per unique token as the paper's."""
+MODEL_KEYS = {"tiny": [], "micro": ["model=micro", "tokenizer.vocab_size=2048"]}
 BUDGETS = ("1epochs", "4epochs", "16epochs", "64epochs")
 BLIMP = "bundled:blimp-fast"
 
 
-def study_command(unique: int, directory: Path) -> list[str]:
-    """The lmpt-study command of one count of unique tokens."""
-    keys = ["data=wikitext", "trainer.amp=true", f"data.unique_tokens={unique}", "trainer.eval_every=0",
-            "trainer.progress=plain"]  # fmt: skip
+def study_dir(root: Path, model: str, unique: int) -> Path:
+    return root / (f"u{unique}" if model == "tiny" else f"{model}-u{unique}")
+
+
+def study_command(model: str, unique: int, directory: Path) -> list[str]:
+    """The lmpt-study command of one model at one count of unique tokens."""
+    keys = ["data=wikitext", *MODEL_KEYS[model], "trainer.amp=true", f"data.unique_tokens={unique}",
+            "trainer.eval_every=0", "trainer.progress=plain"]  # fmt: skip
     return [
         "lmpt-study", "study.objectives=[clm,mdlm]", "study.seeds=[0,1]", "study.trials=4",
         "study.search_fraction=0.125", f"study.budgets=[{','.join(BUDGETS)}]",
@@ -51,28 +58,30 @@ def study_command(unique: int, directory: Path) -> list[str]:
 
 
 def run_studies(root: Path) -> None:
-    """Both studies side by side, one thread each; their logs in ROOT/uN.log."""
+    """The studies two at a time (one per core), one thread each; their logs beside their directories."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "LMPT_THREADS": "1"}
-    jobs = []
-    for unique in UNIQUE_TOKENS:
-        log = (root / f"u{unique}.log").open("a")
-        jobs.append(subprocess.Popen(study_command(unique, root / f"u{unique}"), cwd=root, env=env, stdout=log,
-                                     stderr=subprocess.STDOUT))  # fmt: skip
-    failed = [u for u, job in zip(UNIQUE_TOKENS, jobs, strict=True) if job.wait() != 0]
-    if failed:
-        sys.exit(f"data_constrained_study: the study of {failed} unique tokens failed (see its log in {root}); "
-                 "run the same command to resume it")  # fmt: skip
+    for pair in (STUDIES[:2], STUDIES[2:]):
+        jobs = []
+        for model, unique in pair:
+            directory = study_dir(root, model, unique)
+            log = directory.with_suffix(".log").open("a")
+            jobs.append(subprocess.Popen(study_command(model, unique, directory), cwd=root, env=env, stdout=log,
+                                         stderr=subprocess.STDOUT))  # fmt: skip
+        failed = [study for study, job in zip(pair, jobs, strict=True) if job.wait() != 0]
+        if failed:
+            sys.exit(f"data_constrained_study: the studies {failed} failed (see their logs in {root}); run the same "
+                     "command to resume them")  # fmt: skip
 
 
 def blimp_runs(runs: list[RunSummary]) -> list[RunSummary]:
-    """Each objective's largest-budget runs, and clm's best-budget runs, per count of unique tokens."""
-    lines = crossover_lines(runs)
-    wanted: set[tuple[str, int | None, str]] = set()
-    for line in lines:
-        wanted.add((line.objective, line.unique_tokens, line.points[-1].budget))
+    """Seed 0 of each objective's largest-budget run and of clm's best budget, per model and count of unique tokens
+    (the interval of each gain is over BLiMP's pairs, paired with the control)."""
+    wanted: set[tuple[str, str | None, int | None, str]] = set()
+    for line in crossover_lines(runs):
+        wanted.add((line.objective, line.model, line.unique_tokens, line.points[-1].budget))
         if not line.bound:
-            wanted.add((line.objective, line.unique_tokens, line.best().budget))
-    return [r for r in runs if (r.objective, r.unique_tokens, r.budget) in wanted]
+            wanted.add((line.objective, line.model, line.unique_tokens, line.best().budget))
+    return [r for r in runs if r.seed == 0 and (r.objective, r.model, r.unique_tokens, r.budget) in wanted]
 
 
 def score_blimp(run: RunSummary, out: Path) -> dict:
@@ -88,22 +97,27 @@ def score_blimp(run: RunSummary, out: Path) -> dict:
     return json.loads(out.read_text())
 
 
-def blimp_cell(result: dict) -> tuple[str, str, str]:
-    """(accuracy, control accuracy, gain [95%]) of an lmpt-eval JSON result."""
-    control = result.get("control") or {}
-    gain = result.get("gain") or {}
-    interval = gain.get("interval") or [None, None]
-    acc = result.get("accuracy")
-    cacc = control.get("accuracy")
-    shown = f"{gain['accuracy']:+.3f} [{interval[0]:+.3f}, {interval[1]:+.3f}]" if "accuracy" in gain else "—"
-    return (f"{acc:.3f}" if acc is not None else "—", f"{cacc:.3f}" if cacc is not None else "—", shown)
+def _gain(gain: dict | None) -> str:
+    if not gain:
+        return "—"
+    low, high = gain["interval"]
+    return f"{gain['gain']:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def blimp_cells(result: dict) -> list[str]:
+    """Accuracy, the control's, the gain over it and the gain on pairs of equal length (each with its paired 95%
+    interval), from lmpt-eval's JSON."""
+    gains = result.get("gain") or {}
+    control = (result.get("scratch") or {}).get("accuracy")
+    return [f"{result['accuracy']:.3f}", f"{control:.3f}" if control is not None else "—",
+            _gain(gains.get("accuracy")), _gain(gains.get("accuracy_equal_length"))]  # fmt: skip
 
 
 def bits_table(runs: list[RunSummary]) -> list[str]:
     """Per count of unique tokens and objective, each budget's mean bits per token with its 95% interval over seeds."""
     lines = crossover_lines(runs)
     budgets = sorted({p.budget for line in lines for p in line.points}, key=lambda b: float(b.removesuffix("epochs")))
-    header = ["unique tokens", "objective", *budgets]
+    header = ["model", "unique tokens", "objective", *budgets]
     rows = []
     for line in lines:
         by_budget = {p.budget: p for p in line.points}
@@ -116,12 +130,8 @@ def bits_table(runs: list[RunSummary]) -> list[str]:
             span = p.interval
             best = " ★" if not line.bound and p is line.best() else ""
             cells.append(f"{p.mean:.3f}{best}" + (f" [{span[0]:.3f}, {span[1]:.3f}]" if span else ""))
-        rows.append([f"{line.unique_tokens:,}", f"{line.objective} ({'bound' if line.bound else 'exact'})", *cells])
-    flops = {}
-    for line in lines:
-        for p in line.points:
-            flops.setdefault(p.budget, []).append(p.flops)
-    rows.append(["", "training FLOPs (mean)", *(f"{sum(flops[b]) / len(flops[b]):.2e}" for b in budgets)])
+        kind = "bound" if line.bound else "exact"
+        rows.append([str(line.model), f"{line.unique_tokens:,}", f"{line.objective} ({kind})", *cells])
     return _markdown(header, rows)
 
 
@@ -131,25 +141,28 @@ def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def blimp_table(root: Path, runs: list[RunSummary]) -> list[str]:
     rows = []
-    for run in sorted(blimp_runs(runs), key=lambda r: (r.unique_tokens or 0, str(r.objective), r.budget, r.seed)):
-        result = score_blimp(
-            run, root / "blimp" / f"u{run.unique_tokens}" / f"{run.budget}-{run.objective}-seed{run.seed}.json"
-        )
-        rows.append([f"{run.unique_tokens:,}", str(run.objective), str(run.budget), str(run.seed), *blimp_cell(result)])
-    return _markdown(["unique tokens", "objective", "budget", "seed", "BLiMP-fast accuracy", "untrained control",
-                      "gain [95%]"], rows)  # fmt: skip
+    for run in sorted(
+        blimp_runs(runs), key=lambda r: (r.model or "", r.unique_tokens or 0, str(r.objective), r.budget)
+    ):
+        name = f"{run.model}-u{run.unique_tokens}-{run.budget}-{run.objective}-seed{run.seed}.json"
+        result = score_blimp(run, root / "blimp" / name)
+        rows.append([str(run.model), f"{run.unique_tokens:,}", str(run.objective), str(run.budget),
+                     *blimp_cells(result)])  # fmt: skip
+    header = ["model", "unique tokens", "objective", "budget", "BLiMP-fast", "untrained", "gain [95%]",
+              "gain on equal-length pairs [95%]"]  # fmt: skip
+    return _markdown(header, rows)
 
 
 def write_docs(root: Path) -> None:
     """docs/data_constrained_study.md and .png from the two studies under `root`."""
-    runs = [r for r in find_runs([root / f"u{u}" / "runs" for u in UNIQUE_TOKENS]) if r.status == "completed"]
+    runs = [r for r in find_runs([study_dir(root, *s) / "runs" for s in STUDIES]) if r.status == "completed"]
     lines = crossover_lines(runs)
     crossings = find_crossovers(lines)
     if not crossings:
         sys.exit(f"data_constrained_study: {root} holds no finished clm and mdlm runs to compare: run the studies")
     plot_crossover(lines, crossings, PLOT, "clm against mdlm once data repeats: held-out bits per token")
     hours = sum(r.wall_s or 0 for r in find_runs([root])) / 3600
-    commands = "\n".join(" ".join(study_command(u, Path(f"studies/u{u}"))) for u in UNIQUE_TOKENS)
+    commands = "\n".join(" ".join(study_command(m, u, study_dir(Path("studies"), m, u))) for m, u in STUDIES)
     text = [
         "# Diffusion against autoregression once data repeats",
         "",
@@ -157,22 +170,26 @@ def write_docs(root: Path) -> None:
         "diffusion overtakes autoregression once the same text is read many times, and that the compute at which it",
         "does grows with the unique data. This is that comparison at a scale 2 CPU cores finish, as measured.",
         "",
-        "Written by `python scripts/data_constrained_study.py`, which runs these two studies side by side (one",
-        "thread each) and then scores BLiMP:",
+        "Written by `python scripts/data_constrained_study.py`, which runs these four studies two at a time (one",
+        "per core, one thread each) and then scores BLiMP:",
         "",
         "```",
         commands,
         "```",
         "",
-        "- Data: the first 10,000 and 20,000 tokens of WikiText-2's training text (`data.unique_tokens`), the same",
-        "  tokens for every objective and seed; validation on the same held-out windows for every run.",
-        "- Models: the tiny model (1.38M parameters) as a decoder for clm and as a bidirectional encoder for mdlm,",
-        "  bf16 on the CPU. Each budget is its own run with its own cosine schedule (not a point along one run).",
-        "- Learning rate: searched per objective and count, 4 trials at 8 epochs (recipes drawn before any ran).",
+        "- Data: the first N tokens of WikiText-2's training text (`data.unique_tokens`), the same tokens for every",
+        "  objective and seed; validation on the same held-out windows for every run.",
+        "- Models: the tiny model (1.38M parameters, a 4,096-piece vocabulary) at 10,000 and 20,000 unique tokens,",
+        "  then the micro model (0.24M parameters, a 2,048-piece vocabulary) at 40,000 and 80,000: 3 to 6",
+        "  parameters per unique token, nearer the paper's sizing than the tiny model's 69 to 138. Each is a decoder",
+        "  for clm and a bidirectional encoder of the same size for mdlm, bf16 on the CPU.",
+        "- Budgets: 1, 4, 16 and 64 epochs, each its own run with its own cosine schedule (not a point along one run).",
+        "- Learning rate: searched per objective, model and count, 4 trials at 8 epochs (recipes drawn before any",
+        "  ran; the same recipes for both objectives).",
         "- Yardstick: held-out bits per token (`val_bits_per_token`), exact for clm; for mdlm the continuous-time",
         "  bound, an upper bound on its negative log-likelihood, over 64 fixed passes of masks (standard error",
         "  below 0.01 bits). A bound below a clm figure is therefore a win for mdlm.",
-        f"- Cost: {hours:.1f} hours of training over every run and trial (two studies side by side).",
+        f"- Cost: {hours:.1f} hours of training over every run and trial (two studies side by side on 2 cores).",
         "",
         "## Findings",
         "",
