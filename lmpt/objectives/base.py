@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 import torch
 from torch import nn
@@ -16,6 +17,7 @@ from lmpt.objectives.schema import ObjectiveConfig
 
 if TYPE_CHECKING:
     from lmpt.data.corpus import TokenCorpus
+    from lmpt.model.language_model import LanguageModel
     from lmpt.tokenizer.base import Tokenizer
     from lmpt.tokenizer.special import SpecialTokens
 
@@ -42,6 +44,27 @@ class ScoringFrame(NamedTuple):
     after: list[int]
     target: list[int]
     skip: int = 0
+
+
+class ChoiceScorer(Protocol):
+    """An objective's own way of scoring zero-shot choices (Objective.choice_scorer): each row of ids is scored from
+    a position on, the tokens before it read as given context."""
+
+    @property
+    def method(self) -> str:
+        """What a score is, in words (the records' `method`)."""
+        ...
+
+    def work(self, rows: list[list[int]]) -> int:
+        """The units of work `scores` advances by in all (a progress bar's total)."""
+        ...
+
+    def scores(
+        self, model: LanguageModel, rows: list[list[int]], scored_from: list[int], batch_size: int,
+        advance: Callable[[int], None],
+    ) -> list[float]:  # fmt: skip
+        """Each row's score (higher = more likely), `batch_size` rows per forward pass."""
+        ...
 
 
 class Objective(ABC):
@@ -181,6 +204,14 @@ class Objective(ABC):
         export's tokenizer encodes a text. The eos leads the context, so a context too long for the model loses it
         first, as lm_eval cuts the bos it encoded with the context."""
         return ScoringFrame([], [special.eos, *context], [], target)
+
+    @classmethod
+    def choice_scorer(cls, cfg: Any, tokenizer: Tokenizer) -> ChoiceScorer | None:
+        """How zero-shot choices (multiple choice, minimal pairs) are scored when the objective has its own way, from
+        the run's objective settings `cfg` (None: unknown, the defaults) (mdlm: the diffusion bound over fixed
+        draws); None (the default): by the architecture, a decoder's or encoder-decoder's log-likelihood, an
+        encoder's pseudo-log-likelihood."""
+        return None
 
     @classmethod
     def span_filling_prefix(cls, special: SpecialTokens) -> list[int]:

@@ -9,6 +9,9 @@ as lm-evaluation-harness scores its blimp tasks):
   empty input (span: <extra_id_0> eos, the sentence filling the one span).
 - Encoders (mlm, nsp): the pseudo-log-likelihood (Salazar et al. 2020), batched across sentences
   (lmpt.inference.sentence_pll); `within_word` masks the rest of the scored token's word too (Kauf & Ivanova 2023).
+- An objective with its own way of scoring (Objective.choice_scorer) scores each sentence by it as a choice after
+  an empty context. mdlm: minus the sentence's diffusion bound over fixed draws (LLaDA), every token of the sentence
+  maskable, the eos before it visible.
 
 The figures: accuracy with a 95% bootstrap interval over pairs (lmpt.downstream.intervals) overall, per field, per
 paradigm (UID), and on the pairs whose two sentences have the same number of tokens, where preferring the shorter
@@ -29,7 +32,7 @@ from lmpt.downstream.intervals import LEVEL, RESAMPLES, SEED, accuracy_with_inte
 from lmpt.downstream.significance import ITEMS_DIGEST, encode_outcomes, figure_outcomes, items_digest
 from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion
 from lmpt.downstream.tasks.pair_tasks import MinimalPair
-from lmpt.downstream.zero_shot.multiple_choice import choice_scores, split_tokens
+from lmpt.downstream.zero_shot.multiple_choice import choice_scores, own_scorer, split_tokens
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.sentence_pll import copy_tokens, framed_ids, text_plls
 from lmpt.rundir.trained import Trained
@@ -41,9 +44,9 @@ PAIR_FIGURES = (ACCURACY, EQUAL_LENGTH_ACCURACY, CHANCE, LENGTH_BASELINE)
 
 
 def sentence_tokens(trained: Trained, sentence: str) -> list[int]:
-    """The ids of `sentence` that the run scores: encoders its framed text, the others the choice's tokens after an
-    empty context (multiple_choice.split_tokens)."""
-    if trained.arch == "encoder":
+    """The ids of `sentence` that the run scores: encoders' PLL its framed text, the others the choice's tokens after
+    an empty context (multiple_choice.split_tokens)."""
+    if trained.arch == "encoder" and own_scorer(trained) is None:
         return framed_ids(trained, sentence)
     return split_tokens(trained, "", sentence)[1]
 
@@ -56,8 +59,9 @@ def pair_questions(pairs: list[MinimalPair]) -> list[ChoiceQuestion]:
 def pair_scores(
     trained: Trained, pairs: list[MinimalPair], batch_size: int, device, bar: WorkBar, within_word: bool = False
 ) -> tuple[list[float], list[float]]:
-    """(good scores, bad scores): each sentence's log-likelihood, or pseudo-log-likelihood for encoders."""
-    if trained.arch != "encoder":
+    """(good scores, bad scores): each sentence's log-likelihood, pseudo-log-likelihood for encoders, or the score
+    of the objective's own way (as a choice after an empty context)."""
+    if trained.arch != "encoder" or own_scorer(trained) is not None:
         scores = choice_scores(trained, pair_questions(pairs), batch_size, device, bar)
         return [s[0] for s in scores], [s[1] for s in scores]
     rows = [framed_ids(trained, s) for p in pairs for s in (p.good, p.bad)]
@@ -102,6 +106,9 @@ def pair_figures(
 
 def method_of(trained: Trained, within_word: bool) -> str:
     """How the run's sentences are scored, in words."""
+    scorer = own_scorer(trained)
+    if scorer is not None:
+        return f"{scorer.method} of each sentence after an empty context (every token of it masked)"
     if trained.arch == "encoder":
         return "pseudo-log-likelihood of each sentence" + (" (within-word l2r masking)" if within_word else "")
     if trained.arch == "encoder-decoder":
@@ -115,7 +122,8 @@ def evaluate_pairs(
 ) -> dict:  # fmt: skip
     """The figures of a minimal-pair task, with the method, under a progress bar naming `task` unless `hidden`."""
     device = trained.model.head_weight.device
-    unit = "tokens" if trained.arch == "encoder" else "sentences"  # what pair_scores counts
+    counts_tokens = trained.arch == "encoder" or own_scorer(trained) is not None
+    unit = "tokens" if counts_tokens else "sentences"  # what pair_scores counts
     with torch.inference_mode(), WorkBar(f"{task} zero-shot".lstrip(), hidden=hidden, unit=unit) as bar:
         good, bad = pair_scores(trained, pairs, batch_size, device, bar, within_word)
     good_tokens = [len(sentence_tokens(trained, p.good)) for p in pairs]

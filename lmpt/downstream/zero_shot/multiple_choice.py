@@ -17,6 +17,9 @@ the highest score is its answer. As lm-evaluation-harness scores `multiple_choic
   token of context + choice instead (the filled text's PLL, lmpt's method before issue 31): the context's tokens
   then count too, each read beside the choice, 18x the copies on the bundled cloze task. Either way the copies
   are batched across choices and questions (lmpt.inference.sentence_pll).
+- An objective with its own way (Objective.choice_scorer) is scored by it instead. mdlm: minus the diffusion bound
+  of the choice, as LLaDA evaluates, over fixed draws of masks over the choice's tokens, the objective's frame (eos,
+  the context) read whole and never masked (lmpt.objectives.mdlm.BoundScorer).
 
 `accuracy` takes the highest score (lm_eval's acc); `accuracy_norm` the highest score per UTF-8 byte of the
 choice (lm_eval's acc_bytes; its acc_norm divides by characters, the same on ASCII text); chance is the mean of
@@ -39,7 +42,7 @@ from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.sentence_pll import copy_tokens, framed_continuation, framed_ids, text_plls
-from lmpt.objectives.base import Objective
+from lmpt.objectives.base import ChoiceScorer, Objective
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rundir.trained import Trained
 from lmpt.tokenizer.base import Tokenizer
@@ -124,6 +127,28 @@ def framed_choices(run: Framing, questions: list[ChoiceQuestion]) -> list[Framed
     return rows
 
 
+def own_scorer(trained: Trained) -> ChoiceScorer | None:
+    """The way the run's objective scores a choice itself (Objective.choice_scorer, from the run's objective
+    settings); None: scored by its architecture."""
+    return trained.objective.choice_scorer(trained.config.get("objective"), trained.tokenizer)  # None: no settings
+
+
+def whole_rows(run: Framing, questions: list[ChoiceQuestion]) -> tuple[list[list[int]], list[int]]:
+    """(ids, scored_from) of every choice of every question in one sequence, as a single bidirectional stack reads
+    it: the objective's scoring frame then the choice, cut from the left to fit the model (as encoders cut), scored
+    from the choice's first token (after `skip`)."""
+    rows, starts = [], []
+    for q in questions:
+        for choice in q.choices:
+            before, context, after, target, skip = run.objective.scoring_frame(
+                run.tokenizer.special, *split_tokens(run, q.context, choice)
+            )
+            ids = [*before, *context, *after, *target][-run.max_seq_len :]
+            rows.append(ids)
+            starts.append(max(0, len(ids) - len(target) + skip))
+    return rows, starts
+
+
 def choice_batch(trained: Trained, rows: list[Framed]) -> Batch:
     """One batch of framed choices, padded to the longest."""
     special = trained.tokenizer.special
@@ -191,8 +216,14 @@ def choice_scores(
     choice_pll: str = CHOICE_PLL[0],
 ) -> list[list[float]]:
     """The model's score of every choice of every question (higher = more likely); `bar` counts choices, or for
-    encoders the tokens of their masked copies. `choice_pll`: how an encoder scores (CHOICE_PLL)."""
-    if trained.arch == "encoder":
+    encoders and objectives scoring by their own way the tokens of their masked copies. `choice_pll`: how an
+    encoder scores (CHOICE_PLL)."""
+    scorer = own_scorer(trained)
+    if scorer is not None:
+        rows, starts = whole_rows(trained, questions)
+        bar.start(scorer.work(rows))
+        flat = scorer.scores(trained.model, rows, starts, batch_size, bar.advance)
+    elif trained.arch == "encoder":
         flat = _pseudo_loglikelihoods(trained, questions, batch_size, device, bar, choice_pll)
     else:
         bar.start(sum(len(q.choices) for q in questions))
@@ -240,6 +271,9 @@ def choice_evidence(questions: list[ChoiceQuestion], scores: list[list[float]]) 
 
 def method_of(trained: Trained, choice_pll: str = CHOICE_PLL[0]) -> str:
     """How the run's choices are scored, in words."""
+    scorer = own_scorer(trained)
+    if scorer is not None:
+        return f"{scorer.method} of each choice given the context (its tokens masked, the context never)"
     if trained.arch == "encoder" and choice_pll == "whole":
         return "pseudo-log-likelihood of each filled text (context + choice)"
     if trained.arch == "encoder":
@@ -262,7 +296,8 @@ def evaluate_choices(
     """The figures of a multiple-choice task, with the method, under a progress bar naming `task` unless `hidden`;
     `choice_pll`: how an encoder scores a choice (CHOICE_PLL)."""
     device = trained.model.head_weight.device
-    unit = "tokens" if trained.arch == "encoder" else "choices"  # what choice_scores counts
+    counts_tokens = trained.arch == "encoder" or own_scorer(trained) is not None
+    unit = "tokens" if counts_tokens else "choices"  # what choice_scores counts
     with torch.inference_mode(), WorkBar(f"{task} zero-shot".lstrip(), hidden=hidden, unit=unit) as bar:
         scores = choice_scores(trained, questions, batch_size, device, bar, choice_pll)
     return {"arch": trained.arch, "objective": trained.objective_name, "method": method_of(trained, choice_pll),
