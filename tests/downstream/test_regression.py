@@ -134,8 +134,11 @@ def test_a_tiny_run_fine_tunes_a_one_output_head_beside_its_control(run, folder,
 
 
 def test_runs_with_only_a_regression_figure_rank_by_its_pearson(tmp_path: Path) -> None:
+    from lmpt.downstream.codec import write_record
+    from lmpt.downstream.significance import welch_t
     from lmpt.report.ranking import choose_ranking
     from lmpt.report.runs import RunSummary
+    from lmpt.report.significance import neighbour_significance
 
     runs = [RunSummary(tmp_path / n, n, [], "mlm", "completed", 2, None, None,
                        downstream={"downstream/STS-B/pearson_mean": v, "downstream/STS-B/mse_mean": 1.0})
@@ -143,3 +146,14 @@ def test_runs_with_only_a_regression_figure_rank_by_its_pearson(tmp_path: Path) 
     ranking = choose_ranking(runs)
     assert ranking.key == "downstream/STS-B/pearson_mean" and ranking.higher_is_better  # never the mse (lower wins)
     assert [ranking.value(r) for r in runs] == [0.2, 0.4]
+    seeds = {"a": [0.1, 0.2, 0.3], "b": [0.38, 0.4, 0.42]}
+    for name, values in seeds.items():  # each run's record: its Pearson per seed, as a regression writes it
+        record = {
+            "task": "STS-B",
+            PEARSON_MEAN: sum(values) / 3,
+            "per_seed": [{"seed": i, PEARSON: v} for i, v in enumerate(values)],
+        }
+        write_record(tmp_path / name / "downstream" / "STS-B.json", record)
+    significance = neighbour_significance([runs[1], runs[0]], ranking)
+    gap = welch_t(seeds["b"], seeds["a"])  # the gap of a regression figure: Welch's t over the seeds' Pearson
+    assert significance is not None and significance.gaps[id(runs[1])].p == pytest.approx(gap)
