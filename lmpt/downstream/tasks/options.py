@@ -71,9 +71,9 @@ class FinetuneOptions:
     max_steps: int | None = None
     """Stop each seed after this many optimizer steps (null = epochs decide)."""
     lr: str | float | None = "search"
-    """Peak learning rate (linear warm-up, then linear decay to 0): search (picked from lr_grid by accuracy on a
-    slice held back from the training split, never dev; encoders also pick first or mean pooling), a number, or
-    null = 1e-4 for full, 1e-2 for probe."""
+    """Peak learning rate (linear warm-up, then linear decay to 0): search (picked from lr_grid by accuracy, a
+    regression's by Pearson, on a slice held back from the training split, never dev; encoders also pick first or
+    mean pooling), a number, or null = 1e-4 for full, 1e-2 for probe."""
     lr_grid: list[float] | None = None
     """lr=search: the learning rates tried; null = 1e-4, 3e-4, 1e-3, 3e-3 (full) or 1e-3, 3e-3, 1e-2, 3e-2 (probe)."""
     search_fraction: float = 0.15
