@@ -61,6 +61,11 @@ def study(cfg: DictConfig) -> int:
     except StudyStopped as exc:
         print(f"lmpt-study: stopped by {exc.signal.name} while planning; nothing was written", file=sys.stderr)
         return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
+    if cfg.trainer.dry_run:  # the plan alone: nothing run, nothing written
+        from lmpt.study.dry_run import print_study_plan
+
+        print_study_plan(plan, slots)
+        return 0
     refuse_sweep_layout(plan)
     refuse_another_study(plan)
     plan.directory.mkdir(parents=True, exist_ok=True)
@@ -73,6 +78,8 @@ def study(cfg: DictConfig) -> int:
         console.print(f"{len(slots)} slots: {', '.join(s.name for s in slots)}")
     try:
         stop_left_run(plan.directory)
+        if len(slots) > 1:  # runs side by side would each tokenise the same text: once, before them
+            prepare_data(plan)
         runs.run()
     except LmptError as exc:  # after the checks a failure is no bad input: it is reported, the record kept
         runs.write()
@@ -93,6 +100,18 @@ def study(cfg: DictConfig) -> int:
               "command to resume them", file=sys.stderr)  # fmt: skip
         return 1
     return 0
+
+
+def prepare_data(plan) -> None:
+    """`lmpt-prepare` with each objective's run keys (its tokenizer and token cache, the quality stage, a Hub
+    corpus), one after another; a cache already built is reused at once."""
+    import subprocess
+
+    for objective in plan.objectives:
+        command = [sys.executable, "-m", "lmpt.prepare", *plan.run_overrides, f"objective={objective}"]
+        console.print(f"preparing the data of {objective}'s runs: lmpt-prepare {' '.join(command[3:])}", markup=False)
+        if subprocess.run(command).returncode != 0:
+            raise LmptError(f"preparing the data of {objective}'s runs failed (its error is above)")
 
 
 def main() -> None:

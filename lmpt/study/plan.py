@@ -27,8 +27,12 @@ DEFAULT_SPACES = {
 }
 """The search space by optimizer (study.space empty): Hydra sweep expressions (lmpt.study.space), log-uniform."""
 
-STUDY_SETS = ("objective", "trainer.seed", "trainer.max_steps", "trainer.resume", "trainer.dry_run")
+STUDY_SETS = ("objective", "trainer.seed", "trainer.max_steps", "trainer.resume")
 """Run keys the study sets itself for each run: the command line may not give them."""
+DRY_RUN = "trainer.dry_run"
+"""The study's own switch (lmpt.study.dry_run: print the plan, run nothing), never handed to its runs."""
+PRESET = "preset"
+"""The study's presets (conf/preset/, e.g. `+preset=gpu`): study keys, never handed to its runs."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,8 @@ def search_overrides(overrides: list[str], objective: str, search_budget: str) -
 def run_keys(study: Any, overrides: list[str]) -> list[str]:
     """The run keys every run of the study is launched with: study.run_keys (the default scale) but those the
     command line sets, then the command line's own (every override but study.*)."""
-    given = [o for o in overrides if not override_key(o).startswith("study.")]
+    own = (DRY_RUN, PRESET)
+    given = [o for o in overrides if not override_key(o).startswith("study.") and override_key(o) not in own]
     keys = {override_key(o) for o in given}
     return [str(k) for k in study.run_keys if override_key(str(k)) not in keys] + given
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from lmpt.config.budget import Budget
+from lmpt.config.validate import parse_max_tokens
 from lmpt.console import console, warn
 from lmpt.data.cache import cached_train_tokens, default_cache_root
 from lmpt.errors import LmptError
@@ -56,6 +58,37 @@ def sized_run(
     train_tokens = _train_tokens(spec) if budget is not None and budget.unit == "epochs" else None
     length, cost, peak, source = run_length(spec.trainer, model, objective, 1, device, dtype, train_tokens)
     return objective, model, length, cost, peak, source
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """What a run would cost, planned: its steps, tokens, training FLOPs, time at ASSUMED_MFU of the device's peak,
+    and its epochs over the training text (in words: unknown until the text is tokenised)."""
+
+    steps: int
+    tokens: float
+    flops: float
+    seconds: float
+    epochs: float | None
+    """None while the training text is not tokenised (and data.unique_tokens not given)."""
+    at_least: bool = False
+    """True when `epochs` is a floor: the text is not tokenised yet and data.max_tokens caps it from above."""
+
+
+def estimate_run(spec: RunSpec, device: torch.device, dtype: torch.dtype) -> RunEstimate:
+    """The dry-run plan's figures for `spec` on `device`, nothing built but on the meta device."""
+    objective, _, length, cost, _, _ = sized_run(spec, device, dtype)
+    steps = length.max_steps
+    sources, _ = _train_sources(spec)
+    epochs, at_least = None, False
+    cap = parse_max_tokens(spec.data.max_tokens)
+    if sources is None and spec.data.unique_tokens:  # the run reads exactly its first N tokens
+        sources = [("", 1.0, spec.data.unique_tokens)]
+    elif sources is None and cap:  # the cap bounds the training text: a floor on the epochs
+        sources, at_least = [("", 1.0, cap)], True
+    if sources is not None:
+        epochs = run_exposure(spec.trainer, spec.data.seq_len, objective, 1, steps, sources).epochs()
+    return RunEstimate(steps, cost.tokens * steps, cost.flops * steps, cost.seconds * steps, epochs, at_least)
 
 
 def _train_tokens(spec: RunSpec) -> int | None:

@@ -1,0 +1,96 @@
+"""`lmpt-study trainer.dry_run=true`: the study's plan, nothing run or written. Every run it would launch (each
+objective's search trials, then its final runs at each budget and seed) with its steps, tokens, epochs over the
+training text and estimated time on the device its slots find (a GPU's datasheet peak, or this CPU's measured one,
+at the utilisation lmpt plans with), and the whole study's time over its slots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from hydra import compose
+from rich.table import Table
+
+from lmpt.console import console
+from lmpt.study.plan import StudyPlan, at_budget, override_key
+from lmpt.study.slots import Slot
+from lmpt.train.efficiency import ASSUMED_MFU
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    kind: str
+    """"search" or "final"."""
+    objective: str
+    budget: str
+    count: int
+    """How many such runs: the trials, or the seeds."""
+    steps: int
+    tokens: float
+    epochs: float | None
+    at_least: bool
+    seconds: float
+
+
+def plan_device(slots: list[Slot]) -> tuple[torch.device, str]:
+    """The device the runs will train on, and its name: a GPU when the slots hold one, else this CPU."""
+    gpu = any("CUDA_VISIBLE_DEVICES" in slot.env for slot in slots)  # a GPU slot names its device
+    if (gpu or len(slots) == 1) and torch.cuda.is_available():  # one slot: the runs take the GPU by themselves
+        return torch.device("cuda"), torch.cuda.get_device_name(0)
+    return torch.device("cpu"), "this CPU"
+
+
+def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
+    """Each objective's trials at the search budget, then its finals at each budget (sized as `lmpt` sizes them)."""
+    from lmpt.train.plan import estimate_run
+    from lmpt.train.spec import resolve
+
+    runs = []
+    for objective in plan.objectives:
+        for kind, budget, count in [("search", plan.search_budget, plan.trials),
+                                    *(("final", b, len(plan.seeds)) for b in plan.budgets)]:  # fmt: skip
+            overrides = [*at_budget(plan.run_overrides, budget), f"objective={objective}"]
+            cfg = compose(config_name="config", overrides=overrides)
+            dtype = torch.bfloat16 if cfg.trainer.amp else torch.float32  # amp: bf16 (lmpt.train.precision)
+            estimate = estimate_run(resolve(cfg, {override_key(o) for o in overrides}), device, dtype)
+            runs.append(PlannedRun(kind, objective, budget, count, estimate.steps, estimate.tokens, estimate.epochs,
+                                   estimate.at_least, estimate.seconds))  # fmt: skip
+    return runs
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
+    """Print the plan; returns the study's estimated hours of wall time over its slots."""
+    device, name = plan_device(slots)
+    runs = planned_runs(plan, device)
+    table = Table(title=f"study plan (dry run: nothing trained or written) on {name}", title_justify="left")
+    for column in ("runs", "objective", "budget", "steps", "tokens", "epochs", "each (estimated)"):
+        table.add_column(column, justify="right" if column in ("steps", "tokens") else "left")
+    for run in runs:
+        what = f"{run.count} trial{'s' * (run.count != 1)}" if run.kind == "search" else f"{run.count} seed(s)"
+        epochs = f"{'≥' * run.at_least}{run.epochs:.2f}" if run.epochs is not None else "unknown"
+        table.add_row(what, run.objective, run.budget, f"{run.steps:,}", f"{run.tokens:,.0f}", epochs,
+                      _duration(run.seconds))  # fmt: skip
+    console.print(table)
+    if any(run.at_least for run in runs):
+        console.print("≥: the text is not tokenised yet; data.max_tokens caps it, so the runs repeat it at least "
+                      "this often", markup=False)  # fmt: skip
+    if any(run.epochs is None for run in runs):
+        console.print("epochs unknown: the training text is not tokenised yet (lmpt-prepare with the same data keys "
+                      "tokenises it; the plan then counts them)", markup=False)  # fmt: skip
+    total = sum(run.seconds * run.count for run in runs)
+    wall = total / max(1, len(slots))
+    console.print(
+        f"{sum(r.count for r in runs)} runs, {_duration(total)} of training at {ASSUMED_MFU:.0%} of the peak of "
+        f"{name}; over {len(slots)} slot{'s' * (len(slots) != 1)}: about "
+        f"{_duration(wall)}, before downstream scoring. The runs would go to {plan.directory}.",
+        markup=False,
+    )
+    return wall / 3600

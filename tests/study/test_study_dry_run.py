@@ -1,0 +1,49 @@
+"""`lmpt-study trainer.dry_run=true` prints every run the study would launch with its steps, tokens, epochs and time,
+and the study's time over its slots, and writes nothing; `+preset=gpu` composes docs/study.md's GPU plan and plans it
+without reaching the Hub."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from runner import lmpt_env
+
+TINY = [
+    "model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64", "data.seq_len=64",
+    "tokenizer.vocab_size=1024", "trainer.batch_size=8", "trainer.progress=plain", "study.run_keys=[]",
+]  # fmt: skip
+
+
+def run_study(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "lmpt.study", *args]
+    return subprocess.run(command, cwd=cwd, env={**lmpt_env(), **env}, capture_output=True, text=True, timeout=600)
+
+
+def test_the_dry_run_lists_every_run_with_its_size_and_writes_nothing(tmp_path: Path) -> None:
+    args = [*TINY, "study.objectives=[clm,mdlm]", "study.seeds=[0,1]", "study.trials=3", "data=wikitext",
+            "data.unique_tokens=20000", "study.budgets=[2epochs,8epochs]", "trainer.dry_run=true"]  # fmt: skip
+    done = run_study(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert "study plan (dry run: nothing trained or written)" in out
+    rows = [[c.strip() for c in line.strip("│ ").split("│")] for line in done.stdout.splitlines() if "│" in line]
+    # 20,000 tokens at 8 examples x 65 corpus tokens a step: 2 epochs are 77 steps, 8 are 308; the search: a quarter
+    assert [row[:6] for row in rows if row[1] == "mdlm"] == [
+        ["3 trials", "mdlm", "2epochs", "77", "39,424", "2.00"],
+        ["2 seed(s)", "mdlm", "2epochs", "77", "39,424", "2.00"],
+        ["2 seed(s)", "mdlm", "8epochs", "308", "157,696", "8.01"],
+    ]
+    assert "14 runs" in out and "over 1 slot" in out
+    assert list(tmp_path.iterdir()) == []  # no study directory, no outputs/
+
+
+def test_the_gpu_preset_plans_the_hub_corpus_offline(tmp_path: Path) -> None:
+    done = run_study("+preset=gpu", "trainer.dry_run=true", cwd=tmp_path, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert all(name in out for name in ("clm", "mlm", "gpt-bert", "3e16flops", "1e17flops"))
+    assert "data.max_tokens caps it" in out  # the Hub corpus is not prepared: its epochs are a floor
+    assert f"The runs would go to {tmp_path / 'study-gpu'}" in out
+    assert list(tmp_path.iterdir()) == []
