@@ -50,10 +50,14 @@ def fit_pair(text: list[int], pair: list[int] | None, room: int) -> tuple[list[i
 
 
 def encode_split(
-    examples: list[Example], labels: torch.Tensor, tokenizer: Tokenizer, arch: str, seq_len: int, segments: bool
-) -> EncodedSplit:
-    """The examples laid out for `arch` (see the module's table), at most `seq_len` tokens each, with their
-    `labels` (one a row, as the task's target reads them)."""
+    examples: list[Example], labels: dict[str, int] | torch.Tensor, tokenizer: Tokenizer, arch: str, seq_len: int,
+    segments: bool,
+) -> EncodedSplit:  # fmt: skip
+    """The examples laid out for `arch` (see the module's table), at most `seq_len` tokens each, with their labels:
+    a class id each by `labels` (label as written -> id), or `labels` itself (one a row, as the task's target reads
+    them: a regression's numbers)."""
+    if isinstance(labels, dict):
+        labels = torch.tensor([labels[e.label] for e in examples])
     sp = tokenizer.special
     texts = tokenizer.encode_batch([e.text for e in examples])
     pairs = tokenizer.encode_batch([e.pair or "" for e in examples]) if examples[0].pair is not None else None
