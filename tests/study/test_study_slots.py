@@ -131,6 +131,7 @@ def _record(study: Path) -> dict:
     return json.loads((study / "study.json").read_text().replace(str(study), "STUDY"))
 
 
+@pytest.mark.soak  # minutes: CI keeps the pinning, device and bad-input tests; run with -m soak
 @pytest.mark.skipif(not TWO_CORES, reason="needs 2 cores")
 def test_two_cpu_slots_record_the_serial_study_bit_for_bit_and_a_stopped_study_resumes_only_the_rest(
     tmp_path: Path,
@@ -208,6 +209,7 @@ def test_bad_slots_are_one_line_exit_2_and_write_nothing(
     assert set(tmp_path.iterdir()) == before
 
 
+@pytest.mark.soak  # minutes: CI keeps the pinning, device and bad-input tests; run with -m soak
 def test_a_slurm_study_runs_each_run_as_a_job_and_resumes_from_its_records(
     slurm_cluster: object, tmp_path: Path
 ) -> None:
