@@ -6,6 +6,8 @@ joins with `register_objective`. Its schema reaches Hydra through `register_obje
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ from typing import Any
 
 import torch
 from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, open_dict
 
 import lmpt.objectives
 from lmpt.config.choices import ARCHITECTURES
@@ -83,6 +86,23 @@ def resolve_arch(cls: type[Objective], requested_arch: str) -> str:
             f"use model.arch=auto or {' or '.join(cls.supported_archs)}"
         )
     return requested_arch
+
+
+def with_new_keys(cfg: DictConfig) -> DictConfig:
+    """A stored run's objective section with the keys its objective gained since the run was made, at their defaults
+    (a run saved by an older lmpt still evaluates, scores and generates); the stored keys are kept as they are."""
+    cls = OBJECTIVES.get(str(cfg.get("name")))
+    if cls is None:
+        return cfg
+    missing = {f.name: f for f in dataclasses.fields(cls.config_class) if f.name not in cfg}
+    if not missing:
+        return cfg
+    completed = copy.deepcopy(cfg)
+    with open_dict(completed):
+        for name, f in missing.items():
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            completed[name] = default
+    return completed
 
 
 def build_objective(cfg: Any, tokenizer: Tokenizer, seq_len: int, requested_arch: str) -> Objective:

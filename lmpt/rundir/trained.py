@@ -15,7 +15,7 @@ from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, build_model
 from lmpt.model.mtp import without_mtp_modules
 from lmpt.objectives.base import Objective
-from lmpt.objectives.registry import objective_class, resolve_arch
+from lmpt.objectives.registry import objective_class, resolve_arch, with_new_keys
 from lmpt.rundir.best import BEST_DIR, BEST_MODEL, no_best
 from lmpt.rundir.checkpoint import MANIFEST, CheckpointStore, load_part
 from lmpt.rundir.directory import CONFIG_FILE, FINAL_MODEL, LEGACY_FINAL_MODEL, TOKENIZER_FILES, run_tokenizer_path
@@ -127,6 +127,14 @@ def _run_config(path: Path) -> DictConfig:
     config = load_yaml(path)
     if not isinstance(config, DictConfig) or not {"objective", "model"} <= set(config.keys()):
         raise LmptError(f"{path} is not the config of an lmpt run (no objective and model sections)")
+    return _with_new_keys(config)
+
+
+def _with_new_keys(config: DictConfig) -> DictConfig:
+    """The run's config with the objective keys added since it was made, at their defaults (an older run still
+    loads)."""
+    config = config.copy()
+    config.objective = with_new_keys(config.objective)
     return config
 
 
@@ -135,7 +143,7 @@ def _in_checkpoint(checkpoint: Path, run_dir: Path) -> LocatedWeights:
     weights = _final_model(checkpoint)
     if weights is None or not isinstance(trainer, dict) or not isinstance(trainer.get("config"), dict):
         raise LmptError(f"checkpoint {checkpoint} has no model weights or no config: it was not written by lmpt")
-    return LocatedWeights(weights, run_dir, OmegaConf.create(trainer["config"]))
+    return LocatedWeights(weights, run_dir, _with_new_keys(OmegaConf.create(trainer["config"])))
 
 
 def read_weights(weights: Path) -> tuple[dict[str, torch.Tensor], str | None]:

@@ -144,3 +144,18 @@ def test_model_needs_per_objective() -> None:
     assert (clm.n_segments, clm.n_sequence_classes, clm.target_length) == (0, 0, 0)
     assert build_objective(SpanConfig(), TOKENIZER, 512, "auto").target_length == 114
     assert build_objective(SpanConfig(), TOKENIZER, 512, "decoder").target_length == 0
+
+
+def test_a_run_saved_before_a_key_existed_gets_its_default_and_keeps_its_own() -> None:
+    """An mdlm run made before objective.score_draws existed still loads for lmpt-eval (its config is completed at
+    the key's default); the keys it stored are kept as stored, and an unknown objective is left alone."""
+    from omegaconf import OmegaConf
+
+    from lmpt.objectives.registry import with_new_keys
+
+    older = OmegaConf.create({"name": "mdlm", "eps": 0.01, "eval_draws": 16, "document_attention": False})
+    completed = with_new_keys(older)
+    assert completed.score_draws == 8 and completed.eps == 0.01 and completed.eval_draws == 16
+    assert "score_draws" not in older  # the stored config itself is not changed
+    foreign = OmegaConf.create({"name": "not-an-objective", "x": 1})
+    assert with_new_keys(foreign) is foreign
