@@ -209,8 +209,11 @@ def _exit_for_unfinished_jobs() -> None:
     if failed:
         print(f"lmpt: {failed} sweep job(s) failed; the others ran", file=sys.stderr)
     if stopped:
-        print(f"lmpt: {stopped} sweep job(s) stopped with a checkpoint and were not requeued: run the same command "
-              "to resume them", file=sys.stderr)  # fmt: skip
+        print(
+            f"lmpt: {stopped} sweep job(s) stopped with a checkpoint and were not requeued: run the same command "
+            "to resume them",
+            file=sys.stderr,
+        )
     if unfinished_jobs:
         every = set(unfinished_jobs)
         sys.exit(2 if every == {"bad input"} else EXIT_PREEMPTED if every == {"stopped"} else 1)

@@ -40,8 +40,7 @@ def _train(cfg: DictConfig, session: Session) -> float:
     from lmpt.train.spec import given_keys, resolve
 
     spec = resolve(cfg, given_keys())
-    check_downstream(spec.downstream, objective_class(spec.objective.name), spec.data.seq_len,
-                     spec.model.max_seq_len)  # fmt: skip
+    check_downstream(spec.downstream, objective_class(spec.objective.name), spec.data.seq_len, spec.model.max_seq_len)
     quality = quality_stage_for(spec.quality, spec.downstream)  # dedup, filters, decontamination, or None
     fits = partial(check_downstream_fits, spec.downstream, spec.model.max_seq_len)  # once the tokenizer exists
     result = run_training(spec, session, quality, curve_scorer(spec.downstream, spec.config), check=fits)

@@ -82,8 +82,9 @@ def _sort_metadata(f: BinaryIO) -> None:
     metadata = header.pop("__metadata__", None)
     if not metadata:
         return
-    canonical = json.dumps({"__metadata__": dict(sorted(metadata.items())), **header}, separators=(",", ":"),
-                           ensure_ascii=False).encode()  # fmt: skip
+    canonical = json.dumps(
+        {"__metadata__": dict(sorted(metadata.items())), **header}, separators=(",", ":"), ensure_ascii=False
+    ).encode()
     if len(canonical) <= length:  # always, as serde_json writes the same characters: never risk a torn header
         f.seek(8)
         f.write(canonical.ljust(length, b" "))
@@ -105,8 +106,9 @@ def load_weights(path: Path, device: str | torch.device = "cpu") -> dict[str, to
     try:
         return safetensors.torch.load_file(str(path), device=str(device))
     except (SafetensorError, OSError, ValueError) as exc:
-        raise LmptError(f"{path} is not a readable safetensors file ({_first_line(exc)}): it was not written by lmpt "
-                        "or is damaged") from None  # fmt: skip
+        raise LmptError(
+            f"{path} is not a readable safetensors file ({_first_line(exc)}): it was not written by lmpt or is damaged"
+        ) from None
 
 
 def weights_metadata(path: Path) -> dict[str, str]:
@@ -115,8 +117,9 @@ def weights_metadata(path: Path) -> dict[str, str]:
         with safe_open(str(path), framework="pt") as f:
             return dict(f.metadata() or {})
     except (SafetensorError, OSError, ValueError) as exc:
-        raise LmptError(f"{path} is not a readable safetensors file ({_first_line(exc)}): it was not written by lmpt "
-                        "or is damaged") from None  # fmt: skip
+        raise LmptError(
+            f"{path} is not a readable safetensors file ({_first_line(exc)}): it was not written by lmpt or is damaged"
+        ) from None
 
 
 def load_torch(path: Path, map_location: str | torch.device = "cpu") -> Any:
@@ -182,11 +185,24 @@ def _first_line(exc: BaseException) -> str:
 # -- sharded (FSDP) checkpoints: torch.distributed.checkpoint pickles its metadata -------------------------
 _DCP_RECORDS = {
     ("torch.distributed.checkpoint.metadata", name)
-    for name in ("Metadata", "StorageMeta", "MetadataIndex", "TensorProperties", "TensorStorageMetadata",
-                 "ChunkStorageMetadata", "BytesStorageMetadata", "_MEM_FORMAT_ENCODING")
-} | {("torch.distributed.checkpoint.filesystem", "_StorageInfo"), ("torch", "Size"),
-     ("torch.serialization", "_get_layout"), ("pathlib", "PosixPath"), ("pathlib", "WindowsPath"),
-     ("collections", "OrderedDict")}  # fmt: skip
+    for name in (
+        "Metadata",
+        "StorageMeta",
+        "MetadataIndex",
+        "TensorProperties",
+        "TensorStorageMetadata",
+        "ChunkStorageMetadata",
+        "BytesStorageMetadata",
+        "_MEM_FORMAT_ENCODING",
+    )
+} | {
+    ("torch.distributed.checkpoint.filesystem", "_StorageInfo"),
+    ("torch", "Size"),
+    ("torch.serialization", "_get_layout"),
+    ("pathlib", "PosixPath"),
+    ("pathlib", "WindowsPath"),
+    ("collections", "OrderedDict"),
+}
 
 
 class _DcpMetadataUnpickler(pickle.Unpickler):

@@ -84,9 +84,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=3, help="runs per system (alternating A B A B ...)")
     p.add_argument("--batch", type=int, default=None, help="override the preset's batch size")
     p.add_argument("--seq-len", type=int, default=None, help="override the preset's sequence length")
-    p.add_argument("--systems", default="lmpt,hf",
-                   help="comma-separated, run in this order: lmpt, lmpt-compiled (trainer.compile=true), hf, "
-                        "hf-compiled (torch.compile on the whole reference model)")  # fmt: skip
+    p.add_argument(
+        "--systems",
+        default="lmpt,hf",
+        help="comma-separated, run in this order: lmpt, lmpt-compiled (trainer.compile=true), hf, "
+        "hf-compiled (torch.compile on the whole reference model)",
+    )
     p.add_argument("--cache-dir", default=None, help="token cache root (default: a fresh temporary directory)")
     p.add_argument("--json", default=None, help="write the records as a JSON list to this path")
     return p.parse_args(argv)
@@ -144,23 +147,49 @@ def build_hf(name: str, shape: dict[str, int], objective: Objective, vocab: int)
     special, positions = objective.special, max(objective.seq_len, objective.target_length)
     if name == "clm":
         cfg = tf.GPT2Config(
-            vocab_size=vocab, n_positions=positions, n_embd=d, n_layer=layers, n_head=heads, n_inner=d_ff,
-            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=special.bos, eos_token_id=special.eos,
+            vocab_size=vocab,
+            n_positions=positions,
+            n_embd=d,
+            n_layer=layers,
+            n_head=heads,
+            n_inner=d_ff,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            bos_token_id=special.bos,
+            eos_token_id=special.eos,
             use_cache=False,
-        )  # fmt: skip
+        )
         return tf.GPT2LMHeadModel(cfg)
     if name == "mlm":
         cfg = tf.BertConfig(
-            vocab_size=vocab, hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
-            intermediate_size=d_ff, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-            max_position_embeddings=positions, pad_token_id=special.pad,
-        )  # fmt: skip
+            vocab_size=vocab,
+            hidden_size=d,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            intermediate_size=d_ff,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+            max_position_embeddings=positions,
+            pad_token_id=special.pad,
+        )
         return tf.BertForMaskedLM(cfg)
     cfg = tf.T5Config(
-        vocab_size=vocab, d_model=d, d_kv=d // heads, d_ff=d_ff, num_layers=layers, num_decoder_layers=layers,
-        num_heads=heads, dropout_rate=0.0, feed_forward_proj="relu", tie_word_embeddings=True,
-        pad_token_id=special.pad, eos_token_id=special.eos, decoder_start_token_id=special.bos, use_cache=False,
-    )  # fmt: skip
+        vocab_size=vocab,
+        d_model=d,
+        d_kv=d // heads,
+        d_ff=d_ff,
+        num_layers=layers,
+        num_decoder_layers=layers,
+        num_heads=heads,
+        dropout_rate=0.0,
+        feed_forward_proj="relu",
+        tie_word_embeddings=True,
+        pad_token_id=special.pad,
+        eos_token_id=special.eos,
+        decoder_start_token_id=special.bos,
+        use_cache=False,
+    )
     return tf.T5ForConditionalGeneration(cfg)
 
 
@@ -254,9 +283,14 @@ def build_systems(
 
 
 def make_system(
-    name: str, compiled: bool, model: nn.Module, loss_of: Callable[[Batch], torch.Tensor], flops: float,
-    device: torch.device, dtype: torch.dtype | None,
-) -> System:  # fmt: skip
+    name: str,
+    compiled: bool,
+    model: nn.Module,
+    loss_of: Callable[[Batch], torch.Tensor],
+    flops: float,
+    device: torch.device,
+    dtype: torch.dtype | None,
+) -> System:
     """One system at one precision, with an optimizer of its own."""
     return System(name, compiled, model, make_step(model, loss_of, device, dtype), flops)
 
@@ -333,17 +367,30 @@ def bench_objective(name: str, args, shape: dict, data, device: torch.device, co
         for label, system in systems.items():
             step_s = statistics.median(system.runs)
             rows[label] = dict(
-                system=system.name, compiled=system.compiled, objective=name, precision=precision,
-                preset=args.preset, reference=REFERENCE[name] if system.name == "hf" else "lmpt",
-                device=describe_device(device), batch=batch_size, seq_len=seq_len,
-                target_len=objective.target_length, vocab=vocab,
+                system=system.name,
+                compiled=system.compiled,
+                objective=name,
+                precision=precision,
+                preset=args.preset,
+                reference=REFERENCE[name] if system.name == "hf" else "lmpt",
+                device=describe_device(device),
+                batch=batch_size,
+                seq_len=seq_len,
+                target_len=objective.target_length,
+                vocab=vocab,
                 parameters=sum(p.numel() for p in system.model.parameters()),
-                tokens_per_step=tokens, loss_tokens_per_step=loss_tokens, step_ms=step_s * 1e3,
-                tokens_per_s=tokens / step_s, loss_tokens_per_s=loss_tokens / step_s,
+                tokens_per_step=tokens,
+                loss_tokens_per_step=loss_tokens,
+                step_ms=step_s * 1e3,
+                tokens_per_s=tokens / step_s,
+                loss_tokens_per_s=loss_tokens / step_s,
                 runs_tokens_per_s=[tokens / r for r in system.runs],
-                mfu=system.flops_per_example * batch_size / step_s / peak, peak_flops=peak, peak_source=peak_source,
-                data_path_ms=data_s * 1e3, data_path_share=data_s / (step_s + data_s),
-            )  # fmt: skip
+                mfu=system.flops_per_example * batch_size / step_s / peak,
+                peak_flops=peak,
+                peak_source=peak_source,
+                data_path_ms=data_s * 1e3,
+                data_path_share=data_s / (step_s + data_s),
+            )
         runs = {label: system.runs for label, system in systems.items()}
         for label in rows:
             if label.startswith("lmpt"):
@@ -376,11 +423,18 @@ def render(records: list[dict], console: Console) -> None:
     for r in records:
         label = (r["system"] if r["system"] == "lmpt" else r["reference"]) + (" compiled" if r["compiled"] else "")
         table.add_row(
-            r["objective"], r["precision"], label,
-            f"{r['parameters'] / 1e6:.1f}M", f"{r['tokens_per_s']:,.0f}", f"{r['loss_tokens_per_s']:,.0f}",
-            f"{r['step_ms']:.0f}", f"{r['mfu']:.1%}", ratio(r, "ratio"), ratio(r, "ratio_vs_compiled_hf"),
+            r["objective"],
+            r["precision"],
+            label,
+            f"{r['parameters'] / 1e6:.1f}M",
+            f"{r['tokens_per_s']:,.0f}",
+            f"{r['loss_tokens_per_s']:,.0f}",
+            f"{r['step_ms']:.0f}",
+            f"{r['mfu']:.1%}",
+            ratio(r, "ratio"),
+            ratio(r, "ratio_vs_compiled_hf"),
             f"{r['data_path_share']:.1%}" if r["system"] == "lmpt" else "",
-        )  # fmt: skip
+        )
     console.print(table)
 
 

@@ -34,10 +34,21 @@ from lmpt.data.mixture import resolve_sources
 from lmpt.data.sampler import WindowSampler
 
 REPO = Path(__file__).resolve().parents[1]
-TRAIN = ["trainer.max_steps=3", "trainer.log_every=1", "trainer.eval_every=0", "trainer.ckpt_every=0",
-         "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.batch_size=8", "data.seq_len=256",
-         "model.n_layers=2", "model.d_model=128", "model.n_heads=2", "model.ffn_dim=256",
-         "trainer.device=cpu"]  # fmt: skip
+TRAIN = [
+    "trainer.max_steps=3",
+    "trainer.log_every=1",
+    "trainer.eval_every=0",
+    "trainer.ckpt_every=0",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.batch_size=8",
+    "data.seq_len=256",
+    "model.n_layers=2",
+    "model.d_model=128",
+    "model.n_heads=2",
+    "model.ffn_dim=256",
+    "trainer.device=cpu",
+]
 
 
 def _tree_rss(root: int) -> int:
@@ -106,8 +117,15 @@ def build(files: list[Path], text_bytes: int, tokenizer: Path, cache: Path, work
 def launch(data_args: list[str], tokenizer: Path, cache: Path, run_dir: Path) -> dict:
     """`lmpt` on a warm cache: seconds until the first step is logged, and the peak memory of the run."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "LMPT_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "2"}
-    command = [sys.executable, "-m", "lmpt", *TRAIN, *data_args, f"tokenizer.model_file={tokenizer}",
-               f"hydra.run.dir={run_dir}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lmpt",
+        *TRAIN,
+        *data_args,
+        f"tokenizer.model_file={tokenizer}",
+        f"hydra.run.dir={run_dir}",
+    ]
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     first = None
@@ -162,8 +180,13 @@ def fingerprint_times(files: list[Path], text_bytes: int, memo: Path) -> dict:
     corpus_fingerprint(data, sources, memo)
     warm = time.perf_counter() - started
     total = sum(f.stat().st_size for f in files)
-    return {"files": len(files), "file_gb": round(total / 1e9, 2), "text_gb": round(text_bytes / 1e9, 2),
-            "first_hash_s": round(cold, 2), "warm_s": round(warm, 4)}  # fmt: skip
+    return {
+        "files": len(files),
+        "file_gb": round(total / 1e9, 2),
+        "text_gb": round(text_bytes / 1e9, 2),
+        "first_hash_s": round(cold, 2),
+        "warm_s": round(warm, 4),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,10 +231,12 @@ def main(argv: list[str] | None = None) -> int:
                 results["launches"].setdefault(name, []).append(record)
                 print(name, json.dumps(record), flush=True)
     summary = {
-        name: {"median_first_step_s": statistics.median(r["first_step_s"] for r in runs),
-               "max_peak_rss_mb": max(r["peak_rss_mb"] for r in runs)}
+        name: {
+            "median_first_step_s": statistics.median(r["first_step_s"] for r in runs),
+            "max_peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        }
         for name, runs in results["launches"].items()
-    }  # fmt: skip
+    }
     results["summary"] = summary
     print(json.dumps(results, indent=2))
     return 0

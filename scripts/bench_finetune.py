@@ -35,10 +35,20 @@ def pretrain(root: Path, model: str, objective: str) -> Path:
     """A run of `model` pre-trained for one step (the shapes matter here, not the weights)."""
     run = root / f"{model}-{objective}"
     cmd = [
-        sys.executable, "-m", "lmpt", f"model={model}", f"objective={objective}", "tokenizer.vocab_size=8000",
-        "data.seq_len=128", "trainer.batch_size=2", "trainer.max_steps=1", "trainer.sample_tokens=0",
-        "trainer.progress=plain", "trainer.eval_batches=1", f"hydra.run.dir={run}",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "lmpt",
+        f"model={model}",
+        f"objective={objective}",
+        "tokenizer.vocab_size=8000",
+        "data.seq_len=128",
+        "trainer.batch_size=2",
+        "trainer.max_steps=1",
+        "trainer.sample_tokens=0",
+        "trainer.progress=plain",
+        "trainer.eval_batches=1",
+        f"hydra.run.dir={run}",
+    ]
     subprocess.run(cmd, cwd=root, check=True, capture_output=True)
     return run
 
@@ -81,31 +91,48 @@ def main() -> None:
             for _ in range(args.repeats):
                 for precision in rates:
                     options = FinetuneOptions(
-                        data=data, mode="full", seeds=1, max_steps=args.steps, batch_size=args.batch_size,
+                        data=data,
+                        mode="full",
+                        seeds=1,
+                        max_steps=args.steps,
+                        batch_size=args.batch_size,
                         seq_len=args.seq_len,
-                        amp=precision == "amp", precision=None if precision in ("fp32", "amp") else precision,
-                        compile=args.compile, json=True,
-                    )  # fmt: skip
+                        amp=precision == "amp",
+                        precision=None if precision in ("fp32", "amp") else precision,
+                        compile=args.compile,
+                        json=True,
+                    )
                     out = finetune(trained, options)
                     rates[precision].append(out["examples_per_s"])
                     resolved[precision] = out["precision"]
                     console.print(f"{model} {precision} ({out['precision']}): {out['examples_per_s']:.2f} examples/s")
             params = trained.model.num_parameters()
             for precision, values in rates.items():
-                results.append({
-                    "model": model, "objective": args.objective, "arch": trained.arch, "parameters": params,
-                    "precision": precision, "resolved": resolved[precision], "examples_per_s": values,
-                    "median": statistics.median(values), "ratio_to_first": statistics.median(values)
-                    / statistics.median(next(iter(rates.values()))),
-                })  # fmt: skip
+                results.append(
+                    {
+                        "model": model,
+                        "objective": args.objective,
+                        "arch": trained.arch,
+                        "parameters": params,
+                        "precision": precision,
+                        "resolved": resolved[precision],
+                        "examples_per_s": values,
+                        "median": statistics.median(values),
+                        "ratio_to_first": statistics.median(values) / statistics.median(next(iter(rates.values()))),
+                    }
+                )
     table = Table(title=f"lmpt-finetune examples/s ({platform.processor() or platform.machine()}, {args.device})")
     for column in ("model", "params", "precision (resolved)", "median examples/s", "all runs", "ratio"):
         table.add_column(column)
     for r in results:
         table.add_row(
-            r["model"], f"{r['parameters'] / 1e6:.1f}M", f"{r['precision']} ({r['resolved']})", f"{r['median']:.1f}",
-            " ".join(f"{v:.1f}" for v in r["examples_per_s"]), f"{r['ratio_to_first']:.2f}",
-        )  # fmt: skip
+            r["model"],
+            f"{r['parameters'] / 1e6:.1f}M",
+            f"{r['precision']} ({r['resolved']})",
+            f"{r['median']:.1f}",
+            " ".join(f"{v:.1f}" for v in r["examples_per_s"]),
+            f"{r['ratio_to_first']:.2f}",
+        )
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")

@@ -73,8 +73,12 @@ def score(removed: set[int], kinds: list[str], groups: list[int]) -> dict[str, f
     right = sum(min(len(removed.intersection(m)), len(m) - 1) for m in members.values())
     wanted = sum(len(m) - 1 for m in members.values())
     original = {g: next(i for i in m if kinds[i] == "original") for g, m in members.items()}
-    row = {"removed": len(removed), "planted": wanted, "precision": right / max(1, len(removed)),
-           "recall": right / max(1, wanted)}  # fmt: skip
+    row = {
+        "removed": len(removed),
+        "planted": wanted,
+        "precision": right / max(1, len(removed)),
+        "recall": right / max(1, wanted),
+    }
     for kind in ["exact", *(f"near {r:.0%}" for r in EDIT_RATES)]:
         copies = [i for i, k in enumerate(kinds) if k == kind]
         found = sum((i in removed) != (original[groups[i]] in removed) for i in copies)
@@ -84,10 +88,19 @@ def score(removed: set[int], kinds: list[str], groups: list[int]) -> dict[str, f
 
 def precision_recall(docs: list[str], kinds: list[str], groups: list[int], root: Path, workers: int) -> list[dict]:
     rows = []
-    for label, ngram, threshold in (("5-grams, threshold 0.72 (14x8)", 5, 0.72), ("3-grams, threshold 0.5", 3, 0.5),
-                                    ("2-grams, threshold 0.4", 2, 0.4)):  # fmt: skip
-        cfg = QualityConfig(exact_dedup=True, minhash=True, minhash_ngram=ngram, minhash_threshold=threshold,
-                            workers=workers, shard_docs=1000)  # fmt: skip
+    for label, ngram, threshold in (
+        ("5-grams, threshold 0.72 (14x8)", 5, 0.72),
+        ("3-grams, threshold 0.5", 3, 0.5),
+        ("2-grams, threshold 0.4", 2, 0.4),
+    ):
+        cfg = QualityConfig(
+            exact_dedup=True,
+            minhash=True,
+            minhash_ngram=ngram,
+            minhash_threshold=threshold,
+            workers=workers,
+            shard_docs=1000,
+        )
         _, work = _run(cfg, docs, root)
         row = score(_removed_ids(work, ("exact_dedup", "minhash")), kinds, groups)
         rows.append({"setting": label, **{k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}})
@@ -103,19 +116,35 @@ def throughput(docs: list[str], root: Path, workers: int) -> list[dict[str, Any]
         ("gopher quality (all rules)", {"gopher_quality": list(GOPHER_QUALITY_RULES)}),
         ("c4 (all rules)", {"c4": list(C4_RULES)}),
         ("decontamination (13-grams)", {"decontaminate": True}),
-        ("web (everything)", {"exact_dedup": True, "minhash": True, "gopher_repetition": list(GOPHER_REPETITION_RULES),
-                              "gopher_quality": list(GOPHER_QUALITY_RULES), "c4": list(C4_RULES),
-                              "decontaminate": True}),
-    ]  # fmt: skip
+        (
+            "web (everything)",
+            {
+                "exact_dedup": True,
+                "minhash": True,
+                "gopher_repetition": list(GOPHER_REPETITION_RULES),
+                "gopher_quality": list(GOPHER_QUALITY_RULES),
+                "c4": list(C4_RULES),
+                "decontaminate": True,
+            },
+        ),
+    ]
     rows = []
     for name, keys in steps:
         started = time.perf_counter()
         record, _ = _run(QualityConfig(**keys, workers=workers, shard_docs=1000), docs, root, cloze)
         total = time.perf_counter() - started
         mb = record["bytes_before"] / 1e6
-        rows.append({"step": name, "MB": round(mb, 2), "seconds": round(record["seconds"], 2),
-                     "MB/s": round(mb / record["seconds"], 2), "MB/s with input writing": round(mb / total, 2),
-                     "kept": record["documents_after"], "of": record["documents_before"]})  # fmt: skip
+        rows.append(
+            {
+                "step": name,
+                "MB": round(mb, 2),
+                "seconds": round(record["seconds"], 2),
+                "MB/s": round(mb / record["seconds"], 2),
+                "MB/s with input writing": round(mb / total, 2),
+                "kept": record["documents_after"],
+                "of": record["documents_before"],
+            }
+        )
     return rows
 
 
@@ -129,9 +158,12 @@ def main(argv: Iterator[str] | None = None) -> None:
     docs, kinds, groups = make_corpus(args.docs, args.seed)
     root = Path(tempfile.mkdtemp(prefix="bench-quality-"))
     try:
-        result = {"documents": len(docs), "MB": round(sum(len(d.encode()) for d in docs) / 1e6, 2),
-                  "dedup": precision_recall(docs, kinds, groups, root, args.workers),
-                  "throughput": throughput(docs, root, args.workers)}  # fmt: skip
+        result = {
+            "documents": len(docs),
+            "MB": round(sum(len(d.encode()) for d in docs) / 1e6, 2),
+            "dedup": precision_recall(docs, kinds, groups, root, args.workers),
+            "throughput": throughput(docs, root, args.workers),
+        }
     finally:
         shutil.rmtree(root, ignore_errors=True)
     text = json.dumps(result, indent=2)

@@ -94,8 +94,10 @@ def main() -> None:
         tokenizer = prepare_corpora(data, TokenizerConfig(), REPO, Path(os.environ["LMPT_CACHE_DIR"])).tokenizer
     questions = read_choice_task("bundled:shakespeare-cloze")[: args.limit]
     pairs = read_pairs("bundled:blimp-fast")[: args.limit]
-    models = {"decoder": build(args.model, "decoder", "clm", tokenizer, args.device),
-              "encoder": build(args.model, "encoder", "mlm", tokenizer, args.device)}  # fmt: skip
+    models = {
+        "decoder": build(args.model, "decoder", "clm", tokenizer, args.device),
+        "encoder": build(args.model, "encoder", "mlm", tokenizer, args.device),
+    }
     b = args.batch_size
     work: dict[str, Callable[[Trained], Callable[[], object]]] = {
         "cloze": lambda t: lambda: evaluate_choices(t, questions, b, True),
@@ -113,11 +115,23 @@ def main() -> None:
     for row in rows:
         row.setdefault("decoder_s", cloze_decoder)  # cloze-whole is set against the cloze decoder
         row["encoder_over_decoder"] = row["encoder_s"] / row["decoder_s"] if row["decoder_s"] else None
-    record = {"model": args.model, "batch_size": b, "limit": args.limit, "questions": len(questions),
-              "pairs": len(pairs), "repeats": args.repeats, "threads": torch.get_num_threads(), "device": args.device,
-              "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "torch": torch.__version__,
-              "date": time.strftime("%Y-%m-%d %H:%M %Z"), "load_before": load_before, "load_after": load_after,
-              "rows": rows}  # fmt: skip
+    record = {
+        "model": args.model,
+        "batch_size": b,
+        "limit": args.limit,
+        "questions": len(questions),
+        "pairs": len(pairs),
+        "repeats": args.repeats,
+        "threads": torch.get_num_threads(),
+        "device": args.device,
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "load_before": load_before,
+        "load_after": load_after,
+        "rows": rows,
+    }
     table = Table(title=f"zero-shot scoring, {args.model} models, batch {b}, {record['threads']} thread(s)")
     for column in ("task", "decoder s", "encoder s", "encoder / decoder"):
         table.add_column(column, justify="left" if column == "task" else "right")

@@ -62,8 +62,14 @@ def start(overrides: list[str], cache: Path, cores: set[int]) -> tuple[subproces
     command = [sys.executable, "-m", "lmpt", *overrides, "trainer.progress=plain", f"hydra.run.dir={run_dir}"]
     began = time.perf_counter()
     with (workdir / "lmpt.log").open("w") as log:  # the child keeps its own copy of the descriptor
-        process = subprocess.Popen(command, cwd=workdir, env=run_env(cache), stdout=log, stderr=subprocess.STDOUT,
-                                   preexec_fn=lambda: os.sched_setaffinity(0, cores))  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            cwd=workdir,
+            env=run_env(cache),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: os.sched_setaffinity(0, cores),
+        )
     return process, run_dir, began
 
 
@@ -134,10 +140,12 @@ def main() -> None:
             print(f"round {round_ + 1}: side by side {each}", flush=True)
     figures = summarize(alones, pairs)
     verdict = "met" if figures["met"] else "missed"
-    print(f"alone {figures['alone_wall_s']:.1f}s wall ({figures['alone_train_s']:.1f}s training); side by side "
-          f"{figures['side_by_side_wall_s']:.1f}s ({figures['side_by_side_train_s']:.1f}s): ratio "
-          f"{figures['wall_ratio_median']:.2f}x median, {figures['wall_ratio_worst']:.2f}x worst, training "
-          f"{figures['train_ratio_median']:.2f}x; goal each within {GOAL}x: {verdict}")  # fmt: skip
+    print(
+        f"alone {figures['alone_wall_s']:.1f}s wall ({figures['alone_train_s']:.1f}s training); side by side "
+        f"{figures['side_by_side_wall_s']:.1f}s ({figures['side_by_side_train_s']:.1f}s): ratio "
+        f"{figures['wall_ratio_median']:.2f}x median, {figures['wall_ratio_worst']:.2f}x worst, training "
+        f"{figures['train_ratio_median']:.2f}x; goal each within {GOAL}x: {verdict}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
 

@@ -55,8 +55,11 @@ def pick_cores(count: int = 2) -> list[int]:
 def final_losses(directory: Path) -> dict[str, float | None]:
     """Each final run's val_loss as study.json records it."""
     record = json.loads((directory / "study.json").read_text())
-    return {f"{name} {f['budget']} seed {f['seed']}": f["val_loss"] for name, objective in
-            record["objectives"].items() for f in objective.get("finals", [])}  # fmt: skip
+    return {
+        f"{name} {f['budget']} seed {f['seed']}": f["val_loss"]
+        for name, objective in record["objectives"].items()
+        for f in objective.get("finals", [])
+    }
 
 
 def time_study(command: list[str], env: dict[str, str]) -> float:

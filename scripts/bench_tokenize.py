@@ -52,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         dict(workers=w, text_mb=size_mb, mb_per_s=statistics.median(r), runs_mb_per_s=r) for w, r in rates.items()
     ]
     for r in records:
-        print(f"tokenize_workers={r['workers']}: {r['mb_per_s']:.2f} MB/s (median of {len(r['runs_mb_per_s'])}, "
-              f"{r['text_mb']:.1f} MB of text)")  # fmt: skip
+        print(
+            f"tokenize_workers={r['workers']}: {r['mb_per_s']:.2f} MB/s (median of {len(r['runs_mb_per_s'])}, "
+            f"{r['text_mb']:.1f} MB of text)"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=2) + "\n")
     return 0

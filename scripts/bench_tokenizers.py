@@ -77,10 +77,16 @@ def measure(name: str, cfg: TokenizerConfig, text: Path, workdir: Path) -> dict:
     encode_s = time.perf_counter() - started
     mb = text.stat().st_size / 1e6
     record = dict(
-        tokenizer=name, text_mb=round(mb, 1), train_s=round(train_s, 1), encode_s=round(encode_s, 1),
-        encode_mb_per_s=round(mb / encode_s, 2), bytes_per_token=round(mb * 1e6 / n_tokens, 3),
-        max_sentences=cfg.max_sentences, vocab_size=cfg.vocab_size, threads=cfg.threads,
-    )  # fmt: skip
+        tokenizer=name,
+        text_mb=round(mb, 1),
+        train_s=round(train_s, 1),
+        encode_s=round(encode_s, 1),
+        encode_mb_per_s=round(mb / encode_s, 2),
+        bytes_per_token=round(mb * 1e6 / n_tokens, 3),
+        max_sentences=cfg.max_sentences,
+        vocab_size=cfg.vocab_size,
+        threads=cfg.threads,
+    )
     print(json.dumps(record), flush=True)
     return record
 
@@ -98,8 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     text = build_text(Path(args.source), args.mb, workdir / "text.txt")
-    print(f"{text.stat().st_size / 1e6:.1f} MB in {text}; cores: {os.cpu_count()}; "
-          f"load: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}", flush=True)  # fmt: skip
+    print(
+        f"{text.stat().st_size / 1e6:.1f} MB in {text}; cores: {os.cpu_count()}; "
+        f"load: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}",
+        flush=True,
+    )
     records = []
     for name in args.only.split(","):
         cfg = TokenizerConfig(vocab_size=args.vocab, threads=args.threads, **SETTINGS[name])

@@ -48,13 +48,24 @@ def study_dir(root: Path, model: str, unique: int) -> Path:
 
 def study_command(model: str, unique: int, directory: Path) -> list[str]:
     """The lmpt-study command of one model at one count of unique tokens."""
-    keys = ["data=wikitext", *MODEL_KEYS[model], "trainer.amp=true", f"data.unique_tokens={unique}",
-            "trainer.eval_every=0", "trainer.progress=plain"]  # fmt: skip
+    keys = [
+        "data=wikitext",
+        *MODEL_KEYS[model],
+        "trainer.amp=true",
+        f"data.unique_tokens={unique}",
+        "trainer.eval_every=0",
+        "trainer.progress=plain",
+    ]
     return [
-        "lmpt-study", "study.objectives=[clm,mdlm]", "study.seeds=[0,1]", "study.trials=4",
-        "study.search_fraction=0.125", f"study.budgets=[{','.join(BUDGETS)}]",
-        "study.run_keys=[" + ",".join(f"'{k}'" for k in keys) + "]", f"study.dir={directory}",
-    ]  # fmt: skip
+        "lmpt-study",
+        "study.objectives=[clm,mdlm]",
+        "study.seeds=[0,1]",
+        "study.trials=4",
+        "study.search_fraction=0.125",
+        f"study.budgets=[{','.join(BUDGETS)}]",
+        "study.run_keys=[" + ",".join(f"'{k}'" for k in keys) + "]",
+        f"study.dir={directory}",
+    ]
 
 
 def run_studies(root: Path) -> None:
@@ -65,12 +76,17 @@ def run_studies(root: Path) -> None:
         for model, unique in pair:
             directory = study_dir(root, model, unique)
             log = directory.with_suffix(".log").open("a")
-            jobs.append(subprocess.Popen(study_command(model, unique, directory), cwd=root, env=env, stdout=log,
-                                         stderr=subprocess.STDOUT))  # fmt: skip
+            jobs.append(
+                subprocess.Popen(
+                    study_command(model, unique, directory), cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT
+                )
+            )
         failed = [study for study, job in zip(pair, jobs, strict=True) if job.wait() != 0]
         if failed:
-            sys.exit(f"data_constrained_study: the studies {failed} failed (see their logs in {root}); run the same "
-                     "command to resume them")  # fmt: skip
+            sys.exit(
+                f"data_constrained_study: the studies {failed} failed (see their logs in {root}); run the same "
+                "command to resume them"
+            )
 
 
 def blimp_runs(runs: list[RunSummary]) -> list[RunSummary]:
@@ -88,8 +104,12 @@ def score_blimp(run: RunSummary, out: Path) -> dict:
     """lmpt-eval of BLiMP's fast subset with the untrained control, kept as JSON in `out` (read back if there)."""
     if not out.exists():
         env = {**os.environ, "PYTHONPATH": str(REPO), "LMPT_THREADS": "1"}
-        done = subprocess.run(["lmpt-eval", str(run.path), f"task={BLIMP}", "control=scratch", "json=true"],
-                              capture_output=True, text=True, env=env)  # fmt: skip
+        done = subprocess.run(
+            ["lmpt-eval", str(run.path), f"task={BLIMP}", "control=scratch", "json=true"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         if done.returncode != 0:
             sys.exit(f"data_constrained_study: lmpt-eval of {run.path} failed: {done.stderr.strip()[-500:]}")
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -109,8 +129,12 @@ def blimp_cells(result: dict) -> list[str]:
     interval), from lmpt-eval's JSON."""
     gains = result.get("gain") or {}
     control = (result.get("scratch") or {}).get("accuracy")
-    return [f"{result['accuracy']:.3f}", f"{control:.3f}" if control is not None else "—",
-            _gain(gains.get("accuracy")), _gain(gains.get("accuracy_equal_length"))]  # fmt: skip
+    return [
+        f"{result['accuracy']:.3f}",
+        f"{control:.3f}" if control is not None else "—",
+        _gain(gains.get("accuracy")),
+        _gain(gains.get("accuracy_equal_length")),
+    ]
 
 
 def bits_table(runs: list[RunSummary]) -> list[str]:
@@ -146,10 +170,19 @@ def blimp_table(root: Path, runs: list[RunSummary]) -> list[str]:
     ):
         name = f"{run.model}-u{run.unique_tokens}-{run.budget}-{run.objective}-seed{run.seed}.json"
         result = score_blimp(run, root / "blimp" / name)
-        rows.append([str(run.model), f"{run.unique_tokens:,}", str(run.objective), str(run.budget),
-                     *blimp_cells(result)])  # fmt: skip
-    header = ["model", "unique tokens", "objective", "budget", "BLiMP-fast", "untrained", "gain [95%]",
-              "gain on equal-length pairs [95%]"]  # fmt: skip
+        rows.append(
+            [str(run.model), f"{run.unique_tokens:,}", str(run.objective), str(run.budget), *blimp_cells(result)]
+        )
+    header = [
+        "model",
+        "unique tokens",
+        "objective",
+        "budget",
+        "BLiMP-fast",
+        "untrained",
+        "gain [95%]",
+        "gain on equal-length pairs [95%]",
+    ]
     return _markdown(header, rows)
 
 

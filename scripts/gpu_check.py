@@ -160,8 +160,9 @@ def resume(step_dir: Path, kill_at: int, command: list[str]) -> int:
         def launch(run: str) -> subprocess.Popen:
             log.write(f"$ {' '.join(command)} hydra.run.dir={step_dir / run}\n")
             log.flush()
-            return subprocess.Popen([*command, f"hydra.run.dir={step_dir / run}"], cwd=step_dir, stdout=log,
-                                    stderr=subprocess.STDOUT)  # fmt: skip
+            return subprocess.Popen(
+                [*command, f"hydra.run.dir={step_dir / run}"], cwd=step_dir, stdout=log, stderr=subprocess.STDOUT
+            )
 
         if launch("full").wait() != 0:
             raise SystemExit("the uninterrupted run failed: see log.txt")
@@ -180,8 +181,14 @@ def resume(step_dir: Path, kill_at: int, command: list[str]) -> int:
     val = [json.loads((step_dir / run / "status.json").read_text())["val_loss"] for run in ("full", "killed")]
     differences = [abs(full[s] - resumed[s]) for s in full] + [abs(val[0] - val[1])]
     largest = max(differences)
-    found = {"deterministic": deterministic, "killed_at": killed_at, "resumed_from": resumed_from,
-             "steps": len(full), "bitwise": largest == 0.0, "largest": largest}  # fmt: skip
+    found = {
+        "deterministic": deterministic,
+        "killed_at": killed_at,
+        "resumed_from": resumed_from,
+        "steps": len(full),
+        "bitwise": largest == 0.0,
+        "largest": largest,
+    }
     (step_dir / "resume.json").write_text(json.dumps(found, indent=1) + "\n")
     return 0 if found["bitwise"] or not deterministic else 1
 

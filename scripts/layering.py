@@ -40,8 +40,20 @@ SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("zero_shot", ("zero_shot",)),  # zero-shot scoring
     ("finetuning", ("finetuning",)),  # fine-tuning
     ("kinds", ("kinds",)),  # the task kinds and their registry
-    ("commands", ("codec", "preemption", "curves", "task_items", "after_training", "eval_cli", "finetune_cli",
-                  "glue_score", "glue_cli")),
+    (
+        "commands",
+        (
+            "codec",
+            "preemption",
+            "curves",
+            "task_items",
+            "after_training",
+            "eval_cli",
+            "finetune_cli",
+            "glue_score",
+            "glue_cli",
+        ),
+    ),
 )
 """lmpt/downstream/'s floors, lowest first, as names inside it; its __init__ sits on the lowest."""
 KINDS_HOME = "downstream.kinds"
@@ -308,9 +320,15 @@ def config_walk(mods: dict[str, Mod], entry: str = DEFAULT_ENTRY, layers=LAYERS)
     reached = {k.split(":")[0] for k, p in tainted.items() if p} | {t.split(":")[0] for t in edges.values()}
     layer = lambda key: layer_of(key.split(":")[0], layers) or 0
     climbs = sorted(f"{s[0]} -> {t}" for s, t in edges.items() if layer(s[0]) < layer(t))
-    return {"entry": entry, "files": sorted(mods[m].path for m in reached), "call_edges": len(edges), "climbs": climbs,
-            "unresolved": len(unresolved), "unresolved_callees": dict(Counter(unresolved.values()).most_common()),
-            "edges": sorted(f"{s[0]}:{s[1]} -> {t}" for s, t in edges.items())}  # fmt: skip
+    return {
+        "entry": entry,
+        "files": sorted(mods[m].path for m in reached),
+        "call_edges": len(edges),
+        "climbs": climbs,
+        "unresolved": len(unresolved),
+        "unresolved_callees": dict(Counter(unresolved.values()).most_common()),
+        "edges": sorted(f"{s[0]}:{s[1]} -> {t}" for s, t in edges.items()),
+    }
 
 
 def _in_home(mod: Mod, home: str = "objectives") -> bool:
@@ -377,8 +395,11 @@ def package_figures(
     arrows = [e for e in edges if e.src in inside and e.dst in inside]
     named = tuple((name, tuple(f"{root}.{p}" for p in prefixes)) for name, prefixes in floors)
     floor = {n: 0 if n == root else layer_of(n, named) for n in inside}  # the package's __init__: the lowest floor
-    ups = [{**e._asdict(), "src_layer": named[floor[e.src]][0], "dst_layer": named[floor[e.dst]][0]} for e in arrows
-           if floor[e.src] is not None and floor[e.dst] is not None and floor[e.src] < floor[e.dst]]  # fmt: skip
+    ups = [
+        {**e._asdict(), "src_layer": named[floor[e.src]][0], "dst_layer": named[floor[e.dst]][0]}
+        for e in arrows
+        if floor[e.src] is not None and floor[e.dst] is not None and floor[e.src] < floor[e.dst]
+    ]
     graph: dict[str, set[str]] = defaultdict(set)
     for e in arrows:
         if not e.type_only:
@@ -391,9 +412,16 @@ def package_figures(
         return depth[name]
 
     lines = sum(len((base / m.path).read_text(encoding="utf-8").splitlines()) for m in inside.values())
-    return {"package": root, "files": len(inside), "lines": lines, "arrows": len(arrows),
-            "depth": max((chain(n) for n in inside), default=0), "floors": [name for name, _ in named],
-            "unfloored": sorted(n for n, f in floor.items() if f is None), "up_arrows": ups}  # fmt: skip
+    return {
+        "package": root,
+        "files": len(inside),
+        "lines": lines,
+        "arrows": len(arrows),
+        "depth": max((chain(n) for n in inside), default=0),
+        "floors": [name for name, _ in named],
+        "unfloored": sorted(n for n, f in floor.items() if f is None),
+        "up_arrows": ups,
+    }
 
 
 def analyse(root: Path, entry: str = DEFAULT_ENTRY, layers=LAYERS) -> dict:
@@ -406,51 +434,75 @@ def analyse(root: Path, entry: str = DEFAULT_ENTRY, layers=LAYERS) -> dict:
     kind_compares = objective_compares(mods, kinds, KINDS_HOME)
     fan = dict(sorted(Counter(e.src for e in edges).items(), key=lambda kv: (-kv[1], kv[0])))  # distinct targets
     return {
-        "modules": len(mods), "import_edges": len(edges), "type_only_edges": sum(e.type_only for e in edges),
+        "modules": len(mods),
+        "import_edges": len(edges),
+        "type_only_edges": sum(e.type_only for e in edges),
         "lazy_edges": sum(e.lazy and not e.type_only for e in edges),
         "unlayered": sorted(m for m in mods if layer_of(m, layers) is None),
-        "cycles": cycles(edges), "cycles_including_type_only": cycles(edges, runtime_only=False),
-        "up_arrows": up_arrows(edges, layers), "imports_per_module": fan,
+        "cycles": cycles(edges),
+        "cycles_including_type_only": cycles(edges, runtime_only=False),
+        "up_arrows": up_arrows(edges, layers),
+        "imports_per_module": fan,
         "config_walk": config_walk(mods, entry, layers) if entry.split(":")[0] in mods else None,
-        "objective_names": names, "objective_compares": compares,
+        "objective_names": names,
+        "objective_compares": compares,
         "objective_compare_files": len({c.rsplit(":", 1)[0] for c in compares}),
         "subpackage": package_figures(mods, edges, Path(root).parent) if has_sub else None,
-        "kind_names": kinds, "kind_compares": kind_compares,
-    }  # fmt: skip
+        "kind_names": kinds,
+        "kind_compares": kind_compares,
+    }
 
 
 def report(fig: dict) -> str:
     ups, walk = fig["up_arrows"], fig["config_walk"]
-    lines = [f"modules {fig['modules']}, import edges {fig['import_edges']} (type-only {fig['type_only_edges']}, "
-             f"lazy {fig['lazy_edges']})", f"import circles (runtime): {len(fig['cycles'])}, including type-only "
-             f"imports: {len(fig['cycles_including_type_only'])}"]  # fmt: skip
-    lines += [f"  {', '.join(c)}{'' if c in fig['cycles'] else '  (closed by a type-only import)'}"
-              for c in fig["cycles_including_type_only"]]  # fmt: skip
-    lines.append(f"arrows up the layers: {len(ups)} (type-only {sum(u['type_only'] for u in ups)}, "
-                 f"lazy {sum(u['lazy'] for u in ups)})")  # fmt: skip
-    lines += [f"  {u['src']} [{u['src_layer']}] -> {u['dst']} [{u['dst_layer']}]{'  type-only' * u['type_only']}"
-              f"{'  lazy' * u['lazy']}  (line {u['line']})" for u in ups]  # fmt: skip
+    lines = [
+        f"modules {fig['modules']}, import edges {fig['import_edges']} (type-only {fig['type_only_edges']}, "
+        f"lazy {fig['lazy_edges']})",
+        f"import circles (runtime): {len(fig['cycles'])}, including type-only "
+        f"imports: {len(fig['cycles_including_type_only'])}",
+    ]
+    lines += [
+        f"  {', '.join(c)}{'' if c in fig['cycles'] else '  (closed by a type-only import)'}"
+        for c in fig["cycles_including_type_only"]
+    ]
+    lines.append(
+        f"arrows up the layers: {len(ups)} (type-only {sum(u['type_only'] for u in ups)}, "
+        f"lazy {sum(u['lazy'] for u in ups)})"
+    )
+    lines += [
+        f"  {u['src']} [{u['src_layer']}] -> {u['dst']} [{u['dst_layer']}]{'  type-only' * u['type_only']}"
+        f"{'  lazy' * u['lazy']}  (line {u['line']})"
+        for u in ups
+    ]
     fan = fig["imports_per_module"]
     top = list(fan)[:10] + [m for m in WATCHED if m not in list(fan)[:10]]
     lines += ["distinct lmpt modules imported (top 10):"] + [f"  {fan.get(m, 0):3d}  {m}" for m in top]
     if walk:
-        lines.append(f"root config walk from {walk['entry']}: {len(walk['files'])} files, {walk['call_edges']} call "
-                     f"edges, {len(walk['climbs'])} climbs, {walk['unresolved']} unresolved calls skipped")  # fmt: skip
+        lines.append(
+            f"root config walk from {walk['entry']}: {len(walk['files'])} files, {walk['call_edges']} call "
+            f"edges, {len(walk['climbs'])} climbs, {walk['unresolved']} unresolved calls skipped"
+        )
         lines += [f"  file  {f}" for f in walk["files"]] + [f"  climb {c}" for c in walk["climbs"]]
         lines.append("  skipped: " + ", ".join(f"{name} x{n}" for name, n in walk["unresolved_callees"].items()))
-    lines.append(f"objective names compared outside objectives/: {len(fig['objective_compares'])} lines in "
-                 f"{fig['objective_compare_files']} files (names: {', '.join(fig['objective_names'])})")  # fmt: skip
+    lines.append(
+        f"objective names compared outside objectives/: {len(fig['objective_compares'])} lines in "
+        f"{fig['objective_compare_files']} files (names: {', '.join(fig['objective_names'])})"
+    )
     lines += [f"  {c}" for c in fig["objective_compares"]]
     sub = fig.get("subpackage")
     if sub:
-        lines.append(f"{sub['package']}: {sub['files']} files, {sub['lines']} lines, {sub['arrows']} arrows between "
-                     f"them, {sub['depth']} floors deep (longest import chain); declared floors "
-                     f"{' < '.join(sub['floors'])}: {len(sub['up_arrows'])} arrows up, {len(sub['unfloored'])} modules "
-                     "on no floor")  # fmt: skip
+        lines.append(
+            f"{sub['package']}: {sub['files']} files, {sub['lines']} lines, {sub['arrows']} arrows between "
+            f"them, {sub['depth']} floors deep (longest import chain); declared floors "
+            f"{' < '.join(sub['floors'])}: {len(sub['up_arrows'])} arrows up, {len(sub['unfloored'])} modules "
+            "on no floor"
+        )
         lines += [f"  up {u['src']} [{u['src_layer']}] -> {u['dst']} [{u['dst_layer']}]" for u in sub["up_arrows"]]
         lines += [f"  no floor: {n}" for n in sub["unfloored"]]
-    lines.append(f"task-kind names compared outside {KINDS_HOME.replace('.', '/')}/: {len(fig['kind_compares'])} lines "
-                 f"(names: {', '.join(fig['kind_names'])})")  # fmt: skip
+    lines.append(
+        f"task-kind names compared outside {KINDS_HOME.replace('.', '/')}/: {len(fig['kind_compares'])} lines "
+        f"(names: {', '.join(fig['kind_names'])})"
+    )
     lines += [f"  {c}" for c in fig["kind_compares"]]
     return "\n".join(lines)
 

@@ -51,8 +51,10 @@ def paradigm_files(source: Path) -> dict[str, str]:
         return {p.name: p.read_text(encoding="utf-8") for p in sorted(source.glob("*.jsonl"))}
     listed = subprocess.run(
         ["git", "-C", str(source), "ls-tree", "--name-only", "HEAD", "data/"],
-        check=True, capture_output=True, text=True,
-    ).stdout.split()  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     names = sorted(n for n in listed if n.endswith(".jsonl"))
     show = ["git", "-C", str(source), "show"]
     return {

@@ -74,8 +74,17 @@ def finding(pool: SeedPool) -> str:
     )
 
 
-COMPACT = ("run", "seeds", "val_fixed_loss", "val_fixed_loss_std", "val_fixed_loss_low", "val_fixed_loss_high",
-           "vs_next", "val_fixed_acc", "flops")  # fmt: skip
+COMPACT = (
+    "run",
+    "seeds",
+    "val_fixed_loss",
+    "val_fixed_loss_std",
+    "val_fixed_loss_low",
+    "val_fixed_loss_high",
+    "vs_next",
+    "val_fixed_acc",
+    "flops",
+)
 """The columns of the document's first table; the sweep's whole table follows at its end."""
 
 

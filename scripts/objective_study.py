@@ -95,8 +95,11 @@ def blimp_table(records: dict[str, list[dict]], full: bool = False) -> list[str]
         rows.append(cells)
     lines = markdown_table(header, rows, [False, *[True] * (len(header) - 1)])
     n = next(r for rs in records.values() for r in rs)
-    lines += ["", f"{n['n']:,} pairs, {n['equal_length']['n']:,} of them of equal token length; chance 0.5. Mean ± "
-              "sample std over pre-training seeds."]  # fmt: skip
+    lines += [
+        "",
+        f"{n['n']:,} pairs, {n['equal_length']['n']:,} of them of equal token length; chance 0.5. Mean ± "
+        "sample std over pre-training seeds.",
+    ]
     return lines
 
 
@@ -106,27 +109,44 @@ def finetune_table(records: dict[str, list[dict]], full: bool = False) -> list[s
     chose."""
     if not records:
         return [NO_RECORDS]
-    header = ["objective", "pre-trained (dev)", "scratch control", "gain", "gain's 95% interval per seed",
-              "bag-of-words floor", *(["majority", "recipe (pre-trained / control)"] if full else [])]  # fmt: skip
+    header = [
+        "objective",
+        "pre-trained (dev)",
+        "scratch control",
+        "gain",
+        "gain's 95% interval per seed",
+        "bag-of-words floor",
+        *(["majority", "recipe (pre-trained / control)"] if full else []),
+    ]
     rows = []
     for name, rs in records.items():
         gains = [r["gain"]["accuracy"] for r in rs]
         intervals = " ".join(
             f"[{g['interval'][0]:+.3f}, {g['interval'][1]:+.3f}]" + ("" if g["significant"] else " n.s.") for g in gains
         )
-        recipes = sorted({f"lr {r['lr']:g} {r['pooling']} / lr {r['scratch']['lr']:g} {r['scratch']['pooling']}"
-                          for r in rs})  # fmt: skip
-        rows.append([
-            name, _mean_std([r["accuracy_mean"] for r in rs]), _mean_std([r["scratch"]["accuracy_mean"] for r in rs]),
-            _mean_std([g["gain"] for g in gains]), intervals, _mean_std([r["bag_of_words"]["accuracy"] for r in rs]),
-            *([f"{rs[0]['majority_accuracy']:.3f}", "; ".join(recipes)] if full else []),
-        ])  # fmt: skip
+        recipes = sorted(
+            {f"lr {r['lr']:g} {r['pooling']} / lr {r['scratch']['lr']:g} {r['scratch']['pooling']}" for r in rs}
+        )
+        rows.append(
+            [
+                name,
+                _mean_std([r["accuracy_mean"] for r in rs]),
+                _mean_std([r["scratch"]["accuracy_mean"] for r in rs]),
+                _mean_std([g["gain"] for g in gains]),
+                intervals,
+                _mean_std([r["bag_of_words"]["accuracy"] for r in rs]),
+                *([f"{rs[0]['majority_accuracy']:.3f}", "; ".join(recipes)] if full else []),
+            ]
+        )
     lines = markdown_table(header, rows, [False, *[True] * 6, False])
     first = next(r for rs in records.values() for r in rs)
     majority = "" if full else f" The majority class scores {first['majority_accuracy']:.3f}."
-    lines += ["", f"mode={first['mode']}, {first['seeds']} fine-tuning seeds, {first['epochs']} epochs, "
-              f"{first['train_examples']:,} training and {first['dev_examples']:,} dev examples. n.s.: the gain's "
-              f"interval holds 0.{majority}"]  # fmt: skip
+    lines += [
+        "",
+        f"mode={first['mode']}, {first['seeds']} fine-tuning seeds, {first['epochs']} epochs, "
+        f"{first['train_examples']:,} training and {first['dev_examples']:,} dev examples. n.s.: the gain's "
+        f"interval holds 0.{majority}",
+    ]
     return lines
 
 
@@ -140,8 +160,16 @@ def epochs_table(study: dict) -> list[str]:
             done = [f for f in entry["finals"] if f["status"] == "completed" and f["budget"] == budget]
             steps = sorted({f["step"] for f in done})
             epochs = next((f["epochs"] for f in done if f.get("epochs") is not None), None)
-            rows.append([name, budget, recipe, ", ".join(map(str, steps)), "—" if epochs is None else f"{epochs:.2f}",
-                         _mean_std([f["val_loss"] for f in done])])  # fmt: skip
+            rows.append(
+                [
+                    name,
+                    budget,
+                    recipe,
+                    ", ".join(map(str, steps)),
+                    "—" if epochs is None else f"{epochs:.2f}",
+                    _mean_std([f["val_loss"] for f in done]),
+                ]
+            )
     return markdown_table(header, rows, [False, False, False, True, True, True])
 
 
@@ -153,8 +181,11 @@ def full_doc() -> Path:
 def _as_doc(lines: list[str]) -> list[str]:
     """study.md's or study_full.md's lines as the documents link them: charts and the two files by their docs/ names."""
     full = full_doc().name
-    names = {"[study_full.md](study_full.md": f"[{full}]({full}", "[study.md](study.md": f"[{DOC.name}]({DOC.name}",
-             ", also ranking.md and ranking.csv": ""}  # files of the study's directory, not of docs/  # fmt: skip
+    names = {
+        "[study_full.md](study_full.md": f"[{full}]({full}",
+        "[study.md](study.md": f"[{DOC.name}]({DOC.name}",
+        ", also ranking.md and ranking.csv": "",
+    }  # files of the study's directory, not of docs/
     for i, line in enumerate(lines):
         if line.startswith("!["):
             line = line.replace("](", f"]({DOC.stem}_")
@@ -172,8 +203,10 @@ def header(study_dir: Path) -> str:
     command = _command(wall)
     keys = [w for w in command.split()[1:] if not w.startswith("study.dir=")]
     which = "the default study (conf/study.yaml)" if not keys else "the study"
-    return (f"Figures from {which} `{command}`, recorded by `python scripts/objective_study.py` on "
-            f"{time.strftime('%Y-%m-%d')}: {hours} of wall time on {os.cpu_count()} cores ({cpu}).")  # fmt: skip
+    return (
+        f"Figures from {which} `{command}`, recorded by `python scripts/objective_study.py` on "
+        f"{time.strftime('%Y-%m-%d')}: {hours} of wall time on {os.cpu_count()} cores ({cpu})."
+    )
 
 
 def generated(study_dir: Path) -> str:
@@ -233,8 +266,10 @@ def full_text(study_dir: Path) -> str:
 def write_doc(study_dir: Path) -> None:
     """The document's generated part between its markers (the discussion around them kept), and full_doc() whole."""
     if not (study_dir / "study_full.md").exists():  # a study recorded before lmpt-study wrote it
-        sys.exit(f"objective_study: {study_dir.name}/study_full.md is missing: run the study's command again (it "
-                 "reuses every completed run and rewrites its files), then this script with --reuse")  # fmt: skip
+        sys.exit(
+            f"objective_study: {study_dir.name}/study_full.md is missing: run the study's command again (it "
+            "reuses every completed run and rewrites its files), then this script with --reuse"
+        )
     text = DOC.read_text()
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)

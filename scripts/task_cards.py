@@ -106,8 +106,12 @@ def card_task(given: str) -> CardTask:
 def lmpt(module: str, *args: str) -> str:
     """Run an lmpt command (`python -m MODULE ARGS`, what its entry point runs); its stdout. A failure ends the
     script with the command and the end of its output."""
-    done = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     if done.returncode != 0:
         console.print(f"[red]{module} {shlex.join(args)} failed ({done.returncode}):[/]\n{done.stdout[-2000:]}")
         console.print(done.stderr[-3000:], markup=False)
@@ -121,8 +125,14 @@ def make_control(arch: str, run_dir: Path, overrides: list[str]) -> dict:
     from lmpt.rundir.directory import save_final_model
     from lmpt.rundir.trained import load_trained
 
-    args = [f"objective={OBJECTIVES[arch]}", "trainer.max_steps=1", *overrides, f"hydra.run.dir={run_dir}",
-            "trainer.progress=plain", "trainer.sample_tokens=0"]  # fmt: skip
+    args = [
+        f"objective={OBJECTIVES[arch]}",
+        "trainer.max_steps=1",
+        *overrides,
+        f"hydra.run.dir={run_dir}",
+        "trainer.progress=plain",
+        "trainer.sample_tokens=0",
+    ]
     lmpt("lmpt", *args)
     trained = load_trained(run_dir)
     untrained = scratch_model(trained)
@@ -131,11 +141,17 @@ def make_control(arch: str, run_dir: Path, overrides: list[str]) -> dict:
         shutil.rmtree(run_dir / one_step, ignore_errors=True)
     config = trained.config
     return {
-        "objective": trained.objective_name, "arch": trained.arch, "run": str(run_dir), "command": shlex.join(args),
-        "model": str(config.model.get("name", "")), "parameters": sum(p.numel() for p in untrained.parameters()),
-        "init_seed": int(config.trainer.seed), "vocab_size": trained.tokenizer.vocab_size,
-        "tokenizer_vocab": int(config.tokenizer.vocab_size), "seq_len": int(config.data.seq_len),
-    }  # fmt: skip
+        "objective": trained.objective_name,
+        "arch": trained.arch,
+        "run": str(run_dir),
+        "command": shlex.join(args),
+        "model": str(config.model.get("name", "")),
+        "parameters": sum(p.numel() for p in untrained.parameters()),
+        "init_seed": int(config.trainer.seed),
+        "vocab_size": trained.tokenizer.vocab_size,
+        "tokenizer_vocab": int(config.tokenizer.vocab_size),
+        "seq_len": int(config.data.seq_len),
+    }
 
 
 def floors(task: CardTask) -> dict:
@@ -147,8 +163,11 @@ def floors(task: CardTask) -> dict:
 
     labelled = read_labelled(FinetuneOptions(data=TaskData(**task.files), task=task.name))
     majority = Counter(e.label for e in labelled.examples["train"]).most_common(1)[0][0]
-    shares = {f"{split}_majority": sum(e.label == majority for e in examples) / len(examples)
-              for split, examples in labelled.examples.items() if split != "train"}  # fmt: skip
+    shares = {
+        f"{split}_majority": sum(e.label == majority for e in examples) / len(examples)
+        for split, examples in labelled.examples.items()
+        if split != "train"
+    }
     return {"bag_of_words": bag_of_words_floor(labelled.examples, labelled.classes), "majority": majority, **shares}
 
 
@@ -182,24 +201,50 @@ def task_rows(task: str, by_arch: dict[str, dict], extra: dict) -> list[list[str
     if kind is Classification:
         bow = extra["bag_of_words"]
         seeds = f"{some['seeds']} seed{'s' * (some['seeds'] > 1)}"
-        rows = [[f"dev accuracy ({some['dev_examples']:,}), {some['mode']}, {seeds}",
-                 *(spread(r, "accuracy") for r in by_arch.values()), f"{extra['dev_majority']:.3f} (majority)",
-                 f"{bow['accuracy']:.3f}"]]  # fmt: skip
+        rows = [
+            [
+                f"dev accuracy ({some['dev_examples']:,}), {some['mode']}, {seeds}",
+                *(spread(r, "accuracy") for r in by_arch.values()),
+                f"{extra['dev_majority']:.3f} (majority)",
+                f"{bow['accuracy']:.3f}",
+            ]
+        ]
         if "test_examples" in some:
-            rows.append([f"test accuracy ({some['test_examples']:,})",
-                         *(spread(r, "test_accuracy") for r in by_arch.values()),
-                         f"{extra['test_majority']:.3f} (majority)", f"{bow['test_accuracy']:.3f}"])  # fmt: skip
+            rows.append(
+                [
+                    f"test accuracy ({some['test_examples']:,})",
+                    *(spread(r, "test_accuracy") for r in by_arch.values()),
+                    f"{extra['test_majority']:.3f} (majority)",
+                    f"{bow['test_accuracy']:.3f}",
+                ]
+            )
     elif kind is MinimalPairs:
-        rows = [[f"accuracy ({some['n']:,} pairs)", *(interval(r, "accuracy") for r in by_arch.values()),
-                 f"{some['chance']:.2f} (chance); fewer tokens wins: {some['length_baseline']:.3f}", ""]]  # fmt: skip
+        rows = [
+            [
+                f"accuracy ({some['n']:,} pairs)",
+                *(interval(r, "accuracy") for r in by_arch.values()),
+                f"{some['chance']:.2f} (chance); fewer tokens wins: {some['length_baseline']:.3f}",
+                "",
+            ]
+        ]
         equal = [r["equal_length"] for r in by_arch.values()]
         cells = [f"{e['accuracy']:.3f} [{e['interval'][0]:.3f}, {e['interval'][1]:.3f}] (n={e['n']:,})" for e in equal]
         rows.append(["accuracy on the pairs of equal token length", *cells, f"{some['chance']:.2f} (chance)", ""])
     else:  # multiple choice
-        rows = [[f"accuracy ({some['n']:,} questions)", *(interval(r, "accuracy") for r in by_arch.values()),
-                 f"{some['chance']:.2f} (chance)", ""],
-                ["accuracy_norm (per byte)", *(interval(r, "accuracy_norm") for r in by_arch.values()),
-                 f"{some['chance']:.2f} (chance)", ""]]  # fmt: skip
+        rows = [
+            [
+                f"accuracy ({some['n']:,} questions)",
+                *(interval(r, "accuracy") for r in by_arch.values()),
+                f"{some['chance']:.2f} (chance)",
+                "",
+            ],
+            [
+                "accuracy_norm (per byte)",
+                *(interval(r, "accuracy_norm") for r in by_arch.values()),
+                f"{some['chance']:.2f} (chance)",
+                "",
+            ],
+        ]
     return [[f"`{task}`" if i == 0 else "", *row] for i, row in enumerate(rows)]
 
 
@@ -223,8 +268,12 @@ def card_section(record: dict) -> str:
         "tf-idf 1-2 grams + logistic regression; majority: always the most common training label."
     )
     head = ["task", "figure", *(f"{a} ({runs[a]['objective']})" for a in archs), "chance / majority", "bag of words"]
-    lines = [*wrapped(about), "", "| " + " | ".join(head) + " |",
-             "| " + " | ".join(["---", "---", *["---:"] * (len(head) - 2)]) + " |"]  # fmt: skip
+    lines = [
+        *wrapped(about),
+        "",
+        "| " + " | ".join(head) + " |",
+        "| " + " | ".join(["---", "---", *["---:"] * (len(head) - 2)]) + " |",
+    ]
     for task, entry in record["tasks"].items():
         by_arch = {a: record["results"][a][task] for a in archs}
         lines += ["| " + " | ".join(row) + " |" for row in task_rows(task, by_arch, entry)]
@@ -273,11 +322,25 @@ def measure(args: argparse.Namespace, tasks: list[CardTask], command: str) -> di
     """Make each architecture's untrained run and score every task on it, with a progress bar over the steps; the
     record of what was run and every figure."""
     began, start_machine = time.perf_counter(), machine()
-    record: dict = {"command": command, "date": datetime.date.today().isoformat(), "commit": commit(),
-                    "cut": args.cut, "finetune": args.finetune, "architectures": args.architectures, "runs": {},
-                    "results": {}, "seconds": {}, "tasks": {t.name: {"kind": t.kind} for t in tasks}}  # fmt: skip
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())  # fmt: skip
+    record: dict = {
+        "command": command,
+        "date": datetime.date.today().isoformat(),
+        "commit": commit(),
+        "cut": args.cut,
+        "finetune": args.finetune,
+        "architectures": args.architectures,
+        "runs": {},
+        "results": {},
+        "seconds": {},
+        "tasks": {t.name: {"kind": t.kind} for t in tasks},
+    }
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task("task cards", total=len(args.architectures) * (1 + len(tasks)))
         for task in (t for t in tasks if t.kind == "classification"):

@@ -145,17 +145,35 @@ def main() -> None:
                 console.print(f"round {round_} {name}: {json.dumps({k: round(v, 4) for k, v in figures.items()})}")
     console.print(f"load after: {os.getloadavg()}")
     table = Table(title="time to quality (medians)", title_justify="left")
-    columns = ("recipe", "runs", "steps", "wall s", "cpu s", "train s", "held-out bpb", "first -> last loss",
-               "wall / first", "reaches first's bpb")  # fmt: skip
+    columns = (
+        "recipe",
+        "runs",
+        "steps",
+        "wall s",
+        "cpu s",
+        "train s",
+        "held-out bpb",
+        "first -> last loss",
+        "wall / first",
+        "reaches first's bpb",
+    )
     for column in columns:
         table.add_column(column, justify="left" if column == "recipe" else "right")
     medians = {name: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for name, runs in results.items()}
     first = next(iter(medians.values()))
     for name, med in medians.items():
-        table.add_row(name, str(len(results[name])), f"{med['steps']:.0f}", f"{med['wall_s']:.1f}",
-                      f"{med['cpu_s']:.1f}", f"{med['train_s']:.1f}", f"{med['bpb']:.4f}",
-                      f"{med['first_loss']:.2f} -> {med['last_loss']:.2f}", f"{med['wall_s'] / first['wall_s']:.2f}",
-                      "yes" if med["bpb"] <= first["bpb"] else "no")  # fmt: skip
+        table.add_row(
+            name,
+            str(len(results[name])),
+            f"{med['steps']:.0f}",
+            f"{med['wall_s']:.1f}",
+            f"{med['cpu_s']:.1f}",
+            f"{med['train_s']:.1f}",
+            f"{med['bpb']:.4f}",
+            f"{med['first_loss']:.2f} -> {med['last_loss']:.2f}",
+            f"{med['wall_s'] / first['wall_s']:.2f}",
+            "yes" if med["bpb"] <= first["bpb"] else "no",
+        )
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps({"recipes": recipes, "results": results}, indent=1))

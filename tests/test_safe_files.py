@@ -68,14 +68,16 @@ def plant_pickle(path: Path, marker: Path, keep: Path | None = None) -> None:
 # what each case plants (relative to a copy of the run) and which readers must refuse naming that file
 CASES = {
     "final model.pt": ("model.pt", {"generate", "fill", "eval", "export"}),
-    "checkpoint model.safetensors": (str(CHECKPOINT / "model.safetensors"), {"resume", "generate", "fill", "eval",
-                                                                              "export"}),
+    "checkpoint model.safetensors": (
+        str(CHECKPOINT / "model.safetensors"),
+        {"resume", "generate", "fill", "eval", "export"},
+    ),
     "checkpoint model.pt": (str(CHECKPOINT / "model.pt"), {"resume", "generate", "fill", "eval", "export"}),
     "checkpoint optimizer.pt": (str(CHECKPOINT / "optimizer.pt"), {"resume"}),
     "checkpoint trainer.pt": (str(CHECKPOINT / "trainer.pt"), {"resume", "generate", "fill", "eval", "export"}),
     "config.yaml": ("config.yaml", {"resume", "generate", "fill", "eval", "export", "compare"}),
     ".hydra/overrides.yaml": (".hydra/overrides.yaml", {"compare"}),
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -175,9 +177,7 @@ def test_no_payload_runs_under_any_command(case: str, trained: Path, tmp_path: P
 SLOW_RESUMES = {"final model.pt", "checkpoint model.pt", "checkpoint model.safetensors", ".hydra/overrides.yaml"}
 
 
-@pytest.mark.parametrize(
-    "case", [pytest.param(c, marks=pytest.mark.soak) if c in SLOW_RESUMES else c for c in CASES]
-)  # fmt: skip
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.soak) if c in SLOW_RESUMES else c for c in CASES])
 def test_no_payload_runs_under_resume(case: str, trained: Path, tmp_path: Path) -> None:
     """`lmpt` run again on the directory, as a resume (each case a whole process: the slower ones are soak)."""
     run, planted, marker = planted_copy(trained, tmp_path, case)

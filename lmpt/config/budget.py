@@ -9,8 +9,17 @@ from dataclasses import dataclass
 
 from lmpt.errors import LmptError
 
-UNITS = {"token": "tokens", "tokens": "tokens", "flop": "flops", "flops": "flops", "min": "minutes",
-         "minute": "minutes", "minutes": "minutes", "epoch": "epochs", "epochs": "epochs"}  # fmt: skip
+UNITS = {
+    "token": "tokens",
+    "tokens": "tokens",
+    "flop": "flops",
+    "flops": "flops",
+    "min": "minutes",
+    "minute": "minutes",
+    "minutes": "minutes",
+    "epoch": "epochs",
+    "epochs": "epochs",
+}
 SCALES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12, "P": 1e15}
 _BUDGET = re.compile(r"^\s*(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([kKMGBTP]?)\s*_?([A-Za-z]+)\s*$")
 

@@ -31,9 +31,13 @@ GOPHER_REPETITION_RULES: dict[str, dict[str, Any]] = {
     "dup_n_grams": {"dup_n_grams": ((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10))},
 }
 GOPHER_REPETITION_OFF: dict[str, Any] = {
-    "dup_line_frac": None, "dup_para_frac": None, "dup_line_char_frac": None, "dup_para_char_frac": None,
-    "top_n_grams": (), "dup_n_grams": (),
-}  # fmt: skip
+    "dup_line_frac": None,
+    "dup_para_frac": None,
+    "dup_line_char_frac": None,
+    "dup_para_char_frac": None,
+    "top_n_grams": (),
+    "dup_n_grams": (),
+}
 C4_RULES: dict[str, dict[str, Any]] = {
     "terminal_punct": {"filter_no_terminal_punct": True},
     "min_sentences": {"min_num_sentences": 5},
@@ -46,10 +50,16 @@ C4_RULES: dict[str, dict[str, Any]] = {
     "citations": {"remove_citations": True},
 }
 C4_OFF: dict[str, Any] = {
-    "filter_no_terminal_punct": False, "min_num_sentences": -1, "min_words_per_line": -1, "max_word_length": -1,
-    "filter_lorem_ipsum": False, "filter_javascript": False, "filter_curly_bracket": False, "filter_policy": False,
+    "filter_no_terminal_punct": False,
+    "min_num_sentences": -1,
+    "min_words_per_line": -1,
+    "max_word_length": -1,
+    "filter_lorem_ipsum": False,
+    "filter_javascript": False,
+    "filter_curly_bracket": False,
+    "filter_policy": False,
     "remove_citations": False,
-}  # fmt: skip
+}
 RULE_GROUPS = {"gopher_quality": GOPHER_QUALITY_RULES, "gopher_repetition": GOPHER_REPETITION_RULES, "c4": C4_RULES}
 # the filter steps in the order they run, as named in removed/ and the record
 FILTER_STEPS = ("exact_dedup", "minhash", "gopher_repetition", "gopher_quality", "c4", "decontaminate")

@@ -28,16 +28,34 @@ from lmpt.config.schema import LmptConfig
 from lmpt.errors import LmptError
 from lmpt.safe_files import load_yaml
 
-MAY_CHANGE = frozenset({
-    "trainer.max_steps", "trainer.budget",  # length
-    "trainer.log_every", "trainer.progress", "trainer.tensorboard", "trainer.wandb", "trainer.wandb_project",
-    "trainer.sample_tokens",  # logging
-    "trainer.eval_every", "trainer.eval_batches", "downstream.score_every",  # evaluation
-    "trainer.ckpt_every", "trainer.ckpt_minutes", "trainer.keep_last", "trainer.keep_best",  # checkpoints
-    "trainer.device",  # device
-    "data.num_workers", "data.tokenize_workers", "data.shard_docs", "data.cache_dir", "data.verify",  # workers, caches
-    "trainer.resume", "trainer.dry_run", "trainer.max_nonfinite_steps",  # how this launch starts and stops
-})  # fmt: skip
+MAY_CHANGE = frozenset(
+    {
+        "trainer.max_steps",
+        "trainer.budget",  # length
+        "trainer.log_every",
+        "trainer.progress",
+        "trainer.tensorboard",
+        "trainer.wandb",
+        "trainer.wandb_project",
+        "trainer.sample_tokens",  # logging
+        "trainer.eval_every",
+        "trainer.eval_batches",
+        "downstream.score_every",  # evaluation
+        "trainer.ckpt_every",
+        "trainer.ckpt_minutes",
+        "trainer.keep_last",
+        "trainer.keep_best",  # checkpoints
+        "trainer.device",  # device
+        "data.num_workers",
+        "data.tokenize_workers",
+        "data.shard_docs",
+        "data.cache_dir",
+        "data.verify",  # workers, caches
+        "trainer.resume",
+        "trainer.dry_run",
+        "trainer.max_nonfinite_steps",  # how this launch starts and stops
+    }
+)
 """Keys a resumed run may set differently from the run it continues; every other key is the run's own."""
 
 CONFIG_FILE = "config.yaml"  # written by lmpt.rundir.directory; named here so composing skips torch

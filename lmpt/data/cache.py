@@ -125,8 +125,9 @@ def prepare_part(
     items = [source_items(source, cfg.text_field, cfg.val_fraction) for source in sources]
     streamed = any(source.dataset is not None for source in sources)
     if streamed:  # data=hf: the tokenizer first, from the stream's head, so data.max_tokens can count its tokens
-        tokenizer, items = streamed_inputs(items, tokenizer_cfg, tokenizer, parse_max_tokens(cfg.max_tokens),
-                                           fingerprint, cache_root)  # fmt: skip
+        tokenizer, items = streamed_inputs(
+            items, tokenizer_cfg, tokenizer, parse_max_tokens(cfg.max_tokens), fingerprint, cache_root
+        )
     if quality is not None:
         fingerprint, items = quality.apply(fingerprint, items, Path(cache_root))
     if tokenizer is None:

@@ -122,10 +122,16 @@ class MixtureSampler(StepSamples):
         self.window_length = window_length
         self.names = names
         self.parts = [
-            WindowSampler(corpus, window_length, batch_size, derive_seed(seed, "source", name), span=span,
-                          what=f"training text of source '{name}'")
+            WindowSampler(
+                corpus,
+                window_length,
+                batch_size,
+                derive_seed(seed, "source", name),
+                span=span,
+                what=f"training text of source '{name}'",
+            )
             for name, span in zip(names, spans, strict=True)
-        ]  # fmt: skip
+        ]
         self.n_windows = sum(p.n_windows for p in self.parts)
         self._bounds = share_bounds(weights)
 

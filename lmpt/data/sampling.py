@@ -44,12 +44,21 @@ def training_sampler(
 ) -> StepSamples:
     """The windows of every (step, micro_step, rank): a pure function of them, in O(1) memory."""
     if len(data.sources) == 1:
-        return WindowSampler(data.train, window_length, batch_size, seed, rank, world_size, grad_accum,
-                             span=data.sources[0].train)  # fmt: skip
+        return WindowSampler(
+            data.train, window_length, batch_size, seed, rank, world_size, grad_accum, span=data.sources[0].train
+        )
     return MixtureSampler(
-        data.train, [s.train for s in data.sources], [s.weight for s in data.sources],
-        [s.name for s in data.sources], window_length, batch_size, seed, rank, world_size, grad_accum,
-    )  # fmt: skip
+        data.train,
+        [s.train for s in data.sources],
+        [s.weight for s in data.sources],
+        [s.name for s in data.sources],
+        window_length,
+        batch_size,
+        seed,
+        rank,
+        world_size,
+        grad_accum,
+    )
 
 
 def validation_sets(
@@ -59,7 +68,8 @@ def validation_sets(
     if len(data.sources) == 1:
         return {"": ValidationWindows(data.val, window_length, batch_size, n_batches)}
     return {
-        s.name: ValidationWindows(data.val, window_length, batch_size, n_batches, span=s.val,
-                                  what=f"validation text of source '{s.name}'")
+        s.name: ValidationWindows(
+            data.val, window_length, batch_size, n_batches, span=s.val, what=f"validation text of source '{s.name}'"
+        )
         for s in data.sources
-    }  # fmt: skip
+    }

@@ -94,8 +94,11 @@ def source_items(source: Source, text_field: str, val_fraction: float) -> Items:
 
 
 def _split_plan(source: Source, text_field: str, val_fraction: float) -> Items:
-    of, paths, val_paths = (f" of source '{source.name}'", "its paths", "its val_paths") if source.name else (
-        "", "data.paths", "data.val_paths")  # fmt: skip
+    of, paths, val_paths = (
+        (f" of source '{source.name}'", "its paths", "its val_paths")
+        if source.name
+        else ("", "data.paths", "data.val_paths")
+    )
     train_docs = lambda: iter_documents(source.train_paths, source.documents, text_field)
     if source.dataset is not None:
         from lmpt.data.readers.hf import dataset_documents

@@ -99,10 +99,15 @@ def score_downstream(
     figures: dict[str, float] = {}
     for task in map(str, downstream.choice_tasks):
         name = task_name(task)
-        result = progress.kept_record(run_dir, name) or progress.write_record(run_dir, name, {
-            "task": name, "weights": downstream.weights,
-            **score_zero_shot(trained(), read_zero_shot(task), downstream.batch_size, False, downstream.control),
-        })  # fmt: skip
+        result = progress.kept_record(run_dir, name) or progress.write_record(
+            run_dir,
+            name,
+            {
+                "task": name,
+                "weights": downstream.weights,
+                **score_zero_shot(trained(), read_zero_shot(task), downstream.batch_size, False, downstream.control),
+            },
+        )
         figures |= {metric_key(name, k): v for k, v in logged_zero_shot(result).items() if v is not None}
     for i, task in enumerate(map(str, downstream.classification_tasks)):
         kind = fine_tuned_kind(task)

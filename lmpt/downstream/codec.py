@@ -144,8 +144,11 @@ def decode(raw: dict[str, Any]) -> TaskRecord:
     type is left out of the typed fields and said by `malformed`, `per_seed_malformed`)."""
     kind = record_kind(raw)
     numbers = _numbers(raw)
-    intervals = {k.removesuffix("_low"): (numbers[k], numbers[high_key(k.removesuffix("_low"))]) for k in numbers
-                 if k.endswith("_low") and high_key(k.removesuffix("_low")) in numbers}  # fmt: skip
+    intervals = {
+        k.removesuffix("_low"): (numbers[k], numbers[high_key(k.removesuffix("_low"))])
+        for k in numbers
+        if k.endswith("_low") and high_key(k.removesuffix("_low")) in numbers
+    }
     intervals = {**(kind.record_intervals(raw) if kind is not None else {}), **intervals}
     per_seed = raw.get("per_seed")
     seeds_ok = isinstance(per_seed, list) and all(isinstance(s, dict) for s in per_seed)
@@ -153,11 +156,18 @@ def decode(raw: dict[str, Any]) -> TaskRecord:
     gains = {k: g for k, v in gains.items() if (g := Gain.decode(v)) is not None} if isinstance(gains, dict) else None
     task = raw.get("task")
     return TaskRecord(
-        kind=kind, task=task if isinstance(task, str) else None, figures=numbers,
-        given=frozenset(k for k, v in raw.items() if v is not None), texts=_strings(raw), intervals=intervals,
-        per_seed=tuple(per_seed) if seeds_ok else None, per_seed_malformed="per_seed" in raw and not seeds_ok,
-        gains=gains, control=Control.decode(raw.get(SCRATCH)), raw=raw,
-    )  # fmt: skip
+        kind=kind,
+        task=task if isinstance(task, str) else None,
+        figures=numbers,
+        given=frozenset(k for k, v in raw.items() if v is not None),
+        texts=_strings(raw),
+        intervals=intervals,
+        per_seed=tuple(per_seed) if seeds_ok else None,
+        per_seed_malformed="per_seed" in raw and not seeds_ok,
+        gains=gains,
+        control=Control.decode(raw.get(SCRATCH)),
+        raw=raw,
+    )
 
 
 def encode(record: TaskRecord | dict[str, Any]) -> str:

@@ -31,8 +31,9 @@ def scratch_model(trained: Trained, seed: int | None = None) -> LanguageModel:
             f"{trained.model.vocab_size}: the run's files disagree; use control=none"
         )
     state = without_mtp_modules(cls.inference_state(fresh.state_dict()))
-    model = build_model(config.model, trained.arch, vocab, trained.tokenizer.special.pad, cls.n_segments,
-                        cls.n_sequence_classes)  # fmt: skip
+    model = build_model(
+        config.model, trained.arch, vocab, trained.tokenizer.special.pad, cls.n_segments, cls.n_sequence_classes
+    )
     model.load_state_dict(state, strict=True)
     return model.to(trained.model.head_weight.device).eval()
 

@@ -78,9 +78,10 @@ def render(result: dict) -> None:
     table.add_row("train loss", "", *(f"{run['train_loss']:.4f}" for run in result["per_seed"]))
     console.print(table)
     baseline = (
-        f"dev mean-prediction MSE {result[MEAN_BASELINE_MSE]:.4f}" if MEAN_BASELINE_MSE in result
+        f"dev mean-prediction MSE {result[MEAN_BASELINE_MSE]:.4f}"
+        if MEAN_BASELINE_MSE in result
         else f"classes {result['classes']} · dev majority-class accuracy {result[MAJORITY_ACCURACY]:.4f}"
-    )  # fmt: skip
+    )
     console.print(
         f"{baseline} · {result['train_examples']:,} train / {result['dev_examples']:,} dev examples · "
         f"{result['precision']} · record {result['record']} (a hand run: the run's own records in RUN/downstream/ "

@@ -93,8 +93,9 @@ def glue_run(run: str | Path, o: FinetuneOptions) -> dict:
     results, kept = {}, {}
     for job in jobs:
         keep: list[dict] = []
-        results[job.task.hf] = finetune(trained, options[job.task.hf], job.target, job.labelled,
-                                        job.unlabelled or None, keep)  # fmt: skip
+        results[job.task.hf] = finetune(
+            trained, options[job.task.hf], job.target, job.labelled, job.unlabelled or None, keep
+        )
         kept[job.task.hf] = keep[0]
     folder = path.with_suffix("")
     models = {m: {} for m in MODELS}
@@ -108,14 +109,25 @@ def glue_run(run: str | Path, o: FinetuneOptions) -> dict:
             models[model][job.task.hf] = {"figures": figures, "score": task_score(figures)}
         _write_test_files(folder / "test", job, kept[job.task.hf])
     record = {
-        "task": GLUE, "tasks": [job.task.name for job in jobs], "wnli_in_score": o.wnli_in_score,
-        "max_train_examples": o.max_train_examples, "seeds": o.seeds, "mode": o.mode, "control": o.control,
-        "scores": {m: glue_score({t: f["score"] for t, f in tasks.items()}, o.wnli_in_score)
-                   for m, tasks in models.items() if tasks},
+        "task": GLUE,
+        "tasks": [job.task.name for job in jobs],
+        "wnli_in_score": o.wnli_in_score,
+        "max_train_examples": o.max_train_examples,
+        "seeds": o.seeds,
+        "mode": o.mode,
+        "control": o.control,
+        "scores": {
+            m: glue_score({t: f["score"] for t, f in tasks.items()}, o.wnli_in_score)
+            for m, tasks in models.items()
+            if tasks
+        },
         "models": {m: tasks for m, tasks in models.items() if tasks},
-        "dev_predictions": str(folder / "dev"), "test_predictions": str(folder / "test"),
-        "test_predictions_seed": o.seed, "results": results, "record": str(path),
-    }  # fmt: skip
+        "dev_predictions": str(folder / "dev"),
+        "test_predictions": str(folder / "test"),
+        "test_predictions_seed": o.seed,
+        "results": results,
+        "record": str(path),
+    }
     write_record(path, record)
     return record
 
@@ -165,8 +177,9 @@ def render_glue(record: dict) -> None:
     wnli = "WNLI counted" if record["wnli_in_score"] else "WNLI not counted (as BERT)"
     cap = record["max_train_examples"]
     capped = f"at most {cap:,} training examples a task" if cap else "every training example"
-    table = Table(title=f"GLUE dev ({wnli}; {capped}; {record['seeds']} seed(s), mode={record['mode']})",
-                  title_justify="left")  # fmt: skip
+    table = Table(
+        title=f"GLUE dev ({wnli}; {capped}; {record['seeds']} seed(s), mode={record['mode']})", title_justify="left"
+    )
     table.add_column("task")
     models = list(record["models"])
     for model in models:
@@ -177,8 +190,9 @@ def render_glue(record: dict) -> None:
             entry = record["models"][model][hf]
             cells.append(" / ".join(f"{k} {100 * v:.1f}" for k, v in entry["figures"].items()))
         table.add_row(record["results"][hf]["task"], *cells)
-    table.add_row("GLUE score", *(f"{100 * record['scores'][m]:.1f}" if record["scores"][m] is not None else "-"
-                                  for m in models))  # fmt: skip
+    table.add_row(
+        "GLUE score", *(f"{100 * record['scores'][m]:.1f}" if record["scores"][m] is not None else "-" for m in models)
+    )
     console.print(table)
     console.print(
         f"record {record['record']}; dev predictions {record['dev_predictions']}; test files for the GLUE server "

@@ -128,8 +128,16 @@ def stoppable_scoring(result: TrainResult, world_size: int) -> Iterator[ScoringP
     resume command (for `world_size` processes) is printed, and the process exits with EXIT_PREEMPTED."""
     run_dir, step = result.run_path, result.step
     progress = ScoringProgress(recorded_before(run_dir, step), step=step, earlier_s=read_ledger(run_dir, step)[1])
-    write_status(run_dir, SCORING, step=step, phase=SCORING, wall_s=result.wall_s, train_s=result.train_s,
-                 recorded=sorted(progress.kept), downstream_s=round(progress.earlier_s, 3))  # fmt: skip
+    write_status(
+        run_dir,
+        SCORING,
+        step=step,
+        phase=SCORING,
+        wall_s=result.wall_s,
+        train_s=result.train_s,
+        recorded=sorted(progress.kept),
+        downstream_s=round(progress.earlier_s, 3),
+    )
     flag = PreemptionFlag(stops="the downstream scoring")
     try:
         with flag:
@@ -139,5 +147,14 @@ def stoppable_scoring(result: TrainResult, world_size: int) -> Iterator[ScoringP
         write_ledger(run_dir, step, progress.recorded, progress.seconds())
         done = f"{len(progress.recorded)} task(s) recorded" if progress.recorded else "no task recorded"
         said = f"stopped scoring the downstream tasks ({done}); the run is trained to step {result.step}"
-        stop_for_requeue(flag, result.run_path, result.step, result.wall_s, world_size, said, phase=SCORING,
-                         train_s=result.train_s, recorded=progress.recorded)  # fmt: skip
+        stop_for_requeue(
+            flag,
+            result.run_path,
+            result.step,
+            result.wall_s,
+            world_size,
+            said,
+            phase=SCORING,
+            train_s=result.train_s,
+            recorded=progress.recorded,
+        )

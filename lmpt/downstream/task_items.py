@@ -26,8 +26,9 @@ def quality_stage_for(quality: Any, downstream: Any) -> QualityStage | None:
         return None
     tasks = []
     if settings.decontaminate:
-        tasks = run_tasks(list(downstream.choice_tasks), list(downstream.classification_tasks),
-                          list(settings.decontaminate_tasks))  # fmt: skip
+        tasks = run_tasks(
+            list(downstream.choice_tasks), list(downstream.classification_tasks), list(settings.decontaminate_tasks)
+        )
     return QualityStage(settings, tasks)
 
 

@@ -218,7 +218,7 @@ def export(argv: list[str]) -> None:
         import safetensors  # noqa: F401
         import transformers.convert_slow_tokenizer  # noqa: F401
     except ImportError as exc:
-        raise LmptError(f"lmpt-export needs {exc.name}: pip install \"lmpt[export]\"") from None
+        raise LmptError(f'lmpt-export needs {exc.name}: pip install "lmpt[export]"') from None
     try:
         write_export(trained, out_dir, dtypes[o.dtype], add_bos)
     except OSError as exc:

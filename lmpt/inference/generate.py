@@ -63,9 +63,17 @@ def continue_text(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
     tok = trained.tokenizer
     prompt_ids = [tok.special.eos, *tok.encode(o.prompt)]
     new = sample(
-        trained.model, prompt_ids, o.max_tokens, o.temperature, o.top_k, generator(o.seed, "generate"),
-        eos_id=tok.special.eos, top_p=o.top_p, vocab_size=tok.vocab_size, on_token=bar.advance,
-    )  # fmt: skip
+        trained.model,
+        prompt_ids,
+        o.max_tokens,
+        o.temperature,
+        o.top_k,
+        generator(o.seed, "generate"),
+        eos_id=tok.special.eos,
+        top_p=o.top_p,
+        vocab_size=tok.vocab_size,
+        on_token=bar.advance,
+    )
     text = tok.decode(prompt_ids[1:] + new)
     prompt_text = tok.decode(prompt_ids[1:])
     return {"prompt": prompt_text, "text": text, "continuation": text[len(prompt_text) :], "tokens": len(new)}
@@ -78,12 +86,24 @@ def unmask_text(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
     never = tok.special.reserved_mask(tok.vocab_size)
     never[tok.special.eos] = False  # training text holds eos between documents, no other reserved id
     new = unmask(
-        trained.model, prompt_ids, o.max_tokens, o.steps, o.temperature, generator(o.seed, "generate"),
-        mask_id=tok.special.mask, never=never, on_step=bar.advance,
-    )  # fmt: skip
+        trained.model,
+        prompt_ids,
+        o.max_tokens,
+        o.steps,
+        o.temperature,
+        generator(o.seed, "generate"),
+        mask_id=tok.special.mask,
+        never=never,
+        on_step=bar.advance,
+    )
     text, prompt_text = tok.decode(prompt_ids + new), tok.decode(prompt_ids)
-    return {"prompt": prompt_text, "text": text, "continuation": text[len(prompt_text) :], "tokens": len(new),
-            "steps": min(o.steps, o.max_tokens)}  # fmt: skip
+    return {
+        "prompt": prompt_text,
+        "text": text,
+        "continuation": text[len(prompt_text) :],
+        "tokens": len(new),
+        "steps": min(o.steps, o.max_tokens),
+    }
 
 
 def fill_spans(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
@@ -102,9 +122,18 @@ def fill_spans(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
     if len(encoder_ids) > trained.model.max_seq_len:
         raise LmptError(f"the prompt has {len(encoder_ids)} tokens; the model takes {trained.model.max_seq_len}")
     target = sample(
-        trained.model, [special.bos], o.max_tokens, o.temperature, o.top_k, generator(o.seed, "generate"),
-        eos_id=special.eos, top_p=o.top_p, vocab_size=tok.vocab_size, encoder_ids=encoder_ids, on_token=bar.advance,
-    )  # fmt: skip
+        trained.model,
+        [special.bos],
+        o.max_tokens,
+        o.temperature,
+        o.top_k,
+        generator(o.seed, "generate"),
+        eos_id=special.eos,
+        top_p=o.top_p,
+        vocab_size=tok.vocab_size,
+        encoder_ids=encoder_ids,
+        on_token=bar.advance,
+    )
     spans: dict[int, list[int]] = {}
     current: list[int] | None = None
     for token in target:

@@ -39,8 +39,15 @@ def infill(
             f"{trained.model.max_seq_len}: shorten them or lower max_tokens"
         )
     middle = sample(
-        trained.model, prompt, max_tokens, temperature, None, generator(seed, "infill"),
-        eos_id=tok.special.eos, vocab_size=tok.vocab_size, on_token=bar.advance,
-    )  # fmt: skip
+        trained.model,
+        prompt,
+        max_tokens,
+        temperature,
+        None,
+        generator(seed, "infill"),
+        eos_id=tok.special.eos,
+        vocab_size=tok.vocab_size,
+        on_token=bar.advance,
+    )
     text = middle_text(tok, before, middle)
     return {"prefix": prefix, "suffix": suffix, "middle": text, "text": prefix + text + suffix, "tokens": len(middle)}

@@ -21,11 +21,17 @@ class WorkBar:
 
     def __init__(self, description: str, hidden: bool, unit: str = "") -> None:
         self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
-            TimeElapsedColumn(), TimeRemainingColumn(),
-            console=console, transient=True, disable=hidden or not console.is_interactive,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(unit),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+            disable=hidden or not console.is_interactive,
             speed_estimate_period=SPEED_WINDOW_S,
-        )  # fmt: skip
+        )
         self.description = description
         self.task: int | None = None
 

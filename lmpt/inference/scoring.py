@@ -149,10 +149,15 @@ def score_encoder(
             row = stream[start : start + body]
             row = torch.cat([torch.tensor(before, dtype=torch.long), row, torch.tensor(after, dtype=torch.long)])
             inputs, labels = mask_tokens(
-                row[None], generator(seed, "eval", k), special=special, vocab_size=tok.vocab_size,
-                mask_prob=float(cfg.mask_prob), mask_token_frac=float(cfg.mask_token_frac),
-                random_token_frac=float(cfg.random_token_frac), word_starts=word_starts,
-            )  # fmt: skip
+                row[None],
+                generator(seed, "eval", k),
+                special=special,
+                vocab_size=tok.vocab_size,
+                mask_prob=float(cfg.mask_prob),
+                mask_token_frac=float(cfg.mask_token_frac),
+                random_token_frac=float(cfg.random_token_frac),
+                word_starts=word_starts,
+            )
             yield Batch(
                 input_ids=pad_rows([inputs[0]], seq_len, special.pad),
                 labels=pad_rows([labels[0]], seq_len, IGNORE),

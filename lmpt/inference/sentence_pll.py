@@ -63,8 +63,9 @@ def _copies_in_batches(
     labels: list[torch.Tensor] = []
     owners: list[int] = []
     for index in sorted(range(len(rows)), key=lambda i: len(rows[i])):
-        copy_inputs, copy_labels = pll_copies(torch.tensor(rows[index]), special.first_ordinary, special.mask,
-                                              word_starts, scored_from[index])  # fmt: skip
+        copy_inputs, copy_labels = pll_copies(
+            torch.tensor(rows[index]), special.first_ordinary, special.mask, word_starts, scored_from[index]
+        )
         for row_inputs, row_labels in zip(copy_inputs, copy_labels, strict=True):
             inputs.append(row_inputs)
             labels.append(row_labels)

@@ -198,7 +198,7 @@ def unmask(
     low-confidence remasking): start all [MASK]; at each of `steps` steps predict every masked position, draw a token
     for each (temperature 0: the most likely), and keep the most confident of them, so many that the masks run out
     evenly over the steps; the rest are masked again. [MASK] and the ids `never` [<= model vocab] marks (the reserved
-ids no text holds, those past the tokenizer's) are never drawn."""
+    ids no text holds, those past the tokenizer's) are never drawn."""
     if steps < 1:
         raise LmptError(f"steps={steps} must be at least 1")
     total = len(prompt_ids) + length

@@ -123,9 +123,17 @@ class LanguageModel(nn.Module):
         )
         rope, mask, causal = body.stack.positions(hidden.shape[1], mask, causal)
         return self.mtp(
-            hidden, batch.labels, batch.mtp_labels, body.embed, self.pad_id, rope, mask, causal,
-            self.head_weight, self.loss_of_rows,
-        )  # fmt: skip
+            hidden,
+            batch.labels,
+            batch.mtp_labels,
+            body.embed,
+            self.pad_id,
+            rope,
+            mask,
+            causal,
+            self.head_weight,
+            self.loss_of_rows,
+        )
 
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Full causal logits [B, S, V] of a decoder (sampling, evaluation)."""

@@ -60,9 +60,13 @@ class ChoiceScorer(Protocol):
         ...
 
     def scores(
-        self, model: LanguageModel, rows: list[list[int]], scored_from: list[int], batch_size: int,
+        self,
+        model: LanguageModel,
+        rows: list[list[int]],
+        scored_from: list[int],
+        batch_size: int,
         advance: Callable[[int], None],
-    ) -> list[float]:  # fmt: skip
+    ) -> list[float]:
         """Each row's score (higher = more likely), `batch_size` rows per forward pass."""
         ...
 

@@ -141,8 +141,9 @@ class BoundScorer:
         tokens = torch.tensor(row).repeat(self.draws, 1)
         maskable = tokens.clone()
         maskable[:, :scored_from] = self.special.pad  # exact_count_mask masks only the text, here the choice
-        inputs, labels, rates = exact_count_mask(maskable, generator(SCORE_DRAWS_SEED), self.special.pad,
-                                                 self.special.mask)  # fmt: skip
+        inputs, labels, rates = exact_count_mask(
+            maskable, generator(SCORE_DRAWS_SEED), self.special.pad, self.special.mask
+        )
         inputs[:, :scored_from] = tokens[:, :scored_from]
         return inputs, labels, rates
 
@@ -170,8 +171,7 @@ class BoundScorer:
             weights = 1.0 / torch.cat([d[2] for d in drawn]).double()
             batch = Batch(input_ids=inputs, labels=labels, attention="bidirectional").to(device)
             hidden = model.hidden_states(batch)
-            loss, _, copy = token_losses(hidden, model.head_weight, batch.labels,
-                                         partial(rows_loss, excluded=excluded))  # fmt: skip
+            loss, _, copy = token_losses(hidden, model.head_weight, batch.labels, partial(rows_loss, excluded=excluded))
             per_copy = torch.zeros(inputs.shape[0], dtype=torch.float64)
             per_copy.index_add_(0, copy.cpu(), loss.double().cpu())
             per_row = (per_copy * weights).view(len(group), self.draws).mean(dim=1)

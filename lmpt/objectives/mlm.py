@@ -158,17 +158,21 @@ class MaskedLM(Objective):
         cfg = self.cfg
         if cfg.mask_prob_schedule == "constant":
             return float(cfg.mask_prob)
-        return scheduled_rate(float(cfg.mask_prob_start), float(cfg.mask_prob), cfg.mask_prob_schedule,
-                              self.progress(step))  # fmt: skip
+        return scheduled_rate(
+            float(cfg.mask_prob_start), float(cfg.mask_prob), cfg.mask_prob_schedule, self.progress(step)
+        )
 
     @property
     def window_length(self) -> int:
         return self.seq_len
 
     def mask(
-        self, tokens: torch.Tensor, gen: torch.Generator, rate: float | None = None,
+        self,
+        tokens: torch.Tensor,
+        gen: torch.Generator,
+        rate: float | None = None,
         eligible: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """`mask_tokens` with this objective's settings, at `rate` (default mask_prob), where `eligible`."""
         return mask_tokens(
             tokens,
@@ -193,5 +197,7 @@ class MaskedLM(Objective):
     def preview_settings(self) -> list[str]:
         if self.cfg.mask_prob_schedule == "constant" or self.max_steps is None:
             return []
-        return [f"the rate moves {self.cfg.mask_prob_start:g} -> {self.cfg.mask_prob:g} ({self.cfg.mask_prob_schedule})"
-                f" over {self.max_steps} steps"]  # fmt: skip
+        return [
+            f"the rate moves {self.cfg.mask_prob_start:g} -> {self.cfg.mask_prob:g} ({self.cfg.mask_prob_schedule})"
+            f" over {self.max_steps} steps"
+        ]

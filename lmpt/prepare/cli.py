@@ -80,8 +80,10 @@ def main() -> None:
     try:
         run_hydra_app(prepare)
     except Stopped:
-        print("lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)",
+            file=sys.stderr,
+        )
         sys.exit(128 + signal.SIGTERM)  # 143: the conventional status of a process ended by SIGTERM
 
 

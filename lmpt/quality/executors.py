@@ -55,8 +55,15 @@ def progress_bar(work: Path, stages: list[Stage]) -> Iterator[None]:
     """A rich progress bar over every task of `stages`, advanced from datatrove's completion markers."""
     total = sum(s.tasks for s in stages)
     stop = threading.Event()
-    with Progress(TextColumn("quality"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:  # fmt: skip
+    with Progress(
+        TextColumn("quality"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
         bar = progress.add_task("", total=total)
 
         def poll() -> None:
@@ -81,8 +88,13 @@ def progress_bar(work: Path, stages: list[Stage]) -> Iterator[None]:
 def run_local(stages: list[Stage], work: Path, workers: int) -> None:
     """Run the stages one after the other on this machine, each on up to `workers` processes."""
     for stage in stages:
-        executor = LocalPipelineExecutor(stage.steps, tasks=stage.tasks, workers=max(1, min(workers, stage.tasks)),
-                                         logging_dir=str(stage_logs(work, stage)), skip_completed=True)  # fmt: skip
+        executor = LocalPipelineExecutor(
+            stage.steps,
+            tasks=stage.tasks,
+            workers=max(1, min(workers, stage.tasks)),
+            logging_dir=str(stage_logs(work, stage)),
+            skip_completed=True,
+        )
         executor.run()
         if completed(work, stage) < stage.tasks:
             raise LmptError(f"quality stage '{stage.name}' failed: see {stage_logs(work, stage)}/logs")

@@ -94,8 +94,9 @@ def _filters(cfg: QualityConfig, work: Path) -> list[PipelineStep]:
         steps.append(MinhashDedupFilter(str(work / "minhash" / "clusters"), exclusion_writer=_removed(work, "minhash")))
     if cfg.gopher_repetition:
         arguments = rule_arguments(GOPHER_REPETITION_RULES, GOPHER_REPETITION_OFF, cfg.gopher_repetition)
-        steps.append(GopherRepetitionFilter(**arguments, exclusion_writer=_removed(work, "gopher_repetition"),
-                                            language=WORDS))  # fmt: skip
+        steps.append(
+            GopherRepetitionFilter(**arguments, exclusion_writer=_removed(work, "gopher_repetition"), language=WORDS)
+        )
     if cfg.gopher_quality:
         arguments = rule_arguments(GOPHER_QUALITY_RULES, gopher_quality_off(), cfg.gopher_quality)
         writer = _removed(work, "gopher_quality")
@@ -104,8 +105,14 @@ def _filters(cfg: QualityConfig, work: Path) -> list[PipelineStep]:
         arguments = rule_arguments(C4_RULES, C4_OFF, cfg.c4)
         steps.append(C4QualityFilter(**arguments, exclusion_writer=_removed(work, "c4"), language=WORDS))
     if cfg.decontaminate:
-        steps.append(NGramsDecontFilter(str(work / "decont"), decont_config(cfg.decontaminate_ngram),
-                                        exclusion_writer=_removed(work, "decontaminate"), language=WORDS))  # fmt: skip
+        steps.append(
+            NGramsDecontFilter(
+                str(work / "decont"),
+                decont_config(cfg.decontaminate_ngram),
+                exclusion_writer=_removed(work, "decontaminate"),
+                language=WORDS,
+            )
+        )
     steps.append(JsonlWriter(str(work / "kept"), output_filename="${rank}.jsonl", compression=None))
     return steps
 

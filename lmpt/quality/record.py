@@ -115,10 +115,13 @@ def show_record(record: dict[str, Any], where: Path) -> None:
     total = max(1, record["documents_before"])
     for row in record["removed"]:
         table.add_row(row["step"], row["reason"], f"{row['documents']:,}", f"{row['documents'] / total:.1%}")
-    table.add_row("kept", "", f"{record['documents_after']:,}", f"{record['documents_after'] / total:.1%}",
-                  style="bold")  # fmt: skip
+    table.add_row(
+        "kept", "", f"{record['documents_after']:,}", f"{record['documents_after'] / total:.1%}", style="bold"
+    )
     console.print(table)
     mb_before, mb_after = record["bytes_before"] / 1e6, record["bytes_after"] / 1e6
-    console.print(f"quality: {record['documents_before']:,} documents ({mb_before:.2f} MB) -> "
-                  f"{record['documents_after']:,} ({mb_after:.2f} MB); record: {where / RECORD_DIR}")  # fmt: skip
+    console.print(
+        f"quality: {record['documents_before']:,} documents ({mb_before:.2f} MB) -> "
+        f"{record['documents_after']:,} ({mb_after:.2f} MB); record: {where / RECORD_DIR}"
+    )
     warn_if_mostly_removed(record, where)

@@ -154,8 +154,10 @@ class QualityStage:
 
             write_index(self._hashes, work / "decont")
         stages = build_stages(self.cfg, work, manifest["tasks"])
-        info(f"quality: {manifest['documents']:,} documents in {manifest['tasks']} task(s), stages: "
-             f"{', '.join(s.name for s in stages)} in {work}")  # fmt: skip
+        info(
+            f"quality: {manifest['documents']:,} documents in {manifest['tasks']} task(s), stages: "
+            f"{', '.join(s.name for s in stages)} in {work}"
+        )
         started = time.perf_counter()
         run_stages(stages, work, self.cfg)
         copies = self._held_out_copies(work, sources)  # before the record, which marks the stage finished

@@ -26,8 +26,11 @@ def _context(runs: list[RunSummary], key: str) -> list[Column]:
     (scratch) control's figure (either), each when any run logged it."""
     task = key.rsplit("/", 1)[0]
     shown = []
-    for found, title in ((f"{task}/{CHANCE}", "chance"), (f"{task}/{MAJORITY_ACCURACY}", "majority"),
-                         (control_key(key), "scratch")):  # fmt: skip
+    for found, title in (
+        (f"{task}/{CHANCE}", "chance"),
+        (f"{task}/{MAJORITY_ACCURACY}", "majority"),
+        (control_key(key), "scratch"),
+    ):
         if any(found in r.downstream for r in runs):
             value = lambda r, found=found: r.downstream.get(found)
             shown.append(Column(title, value, lambda v: "" if v is None else f"{v:.3f}", numeric=True))

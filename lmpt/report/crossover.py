@@ -105,8 +105,10 @@ class Crossover:
             )
         lowest = self.bound.best()
         if self.projected_flops:
-            tail = (f"; its trend over its last {TREND_POINTS} budgets would reach it at about "
-                    f"{_flops(self.projected_flops)} FLOPs")  # fmt: skip
+            tail = (
+                f"; its trend over its last {TREND_POINTS} budgets would reach it at about "
+                f"{_flops(self.projected_flops)} FLOPs"
+            )
         elif self.bound.points[-1] is not lowest:
             rest = f"so more compute does not bring it down to {self.exact.objective}'s best"
             tail = f"; it rises past {lowest.budget}, {rest}"

@@ -39,9 +39,9 @@ class Ranking:
         """Each run's (step, loss) curve of the ranked loss (val_loss when unranked); bits per token: the last
         evaluation's point (a bound's yardstick is computed there only)."""
         if self.key == BITS_PER_TOKEN:
-            return lambda r: [] if r.step is None or BITS_PER_TOKEN not in r.measures else [
-                (r.step, r.measures[BITS_PER_TOKEN])
-            ]
+            return lambda r: (
+                [] if r.step is None or BITS_PER_TOKEN not in r.measures else [(r.step, r.measures[BITS_PER_TOKEN])]
+            )
         return (lambda r: r.fixed_curve) if self.key == "val_fixed_loss" else (lambda r: r.val_curve)
 
     def value(self, run: RunSummary) -> float | None:

@@ -97,12 +97,25 @@ def draw_ranking(chart: RankingChart, title: str) -> Figure:
     if shown:
         lows = [chart.values[i] - chart.intervals[i][0] for i in shown]  # type: ignore[index]
         highs = [chart.intervals[i][1] - chart.values[i] for i in shown]  # type: ignore[index]
-        ax.errorbar([chart.values[i] for i in shown], shown, xerr=[lows, highs], fmt="o", capsize=4,
-                    color="C0", label=f"{chart.figure}, {LEVEL:.0%} interval")  # fmt: skip
+        ax.errorbar(
+            [chart.values[i] for i in shown],
+            shown,
+            xerr=[lows, highs],
+            fmt="o",
+            capsize=4,
+            color="C0",
+            label=f"{chart.figure}, {LEVEL:.0%} interval",
+        )
     bare = [i for i in rows if chart.intervals[i] is None]
     if bare:
-        ax.plot([chart.values[i] for i in bare], bare, "o", mfc="none", color="C0",
-                label=f"{chart.figure} (no interval in its record)")  # fmt: skip
+        ax.plot(
+            [chart.values[i] for i in bare],
+            bare,
+            "o",
+            mfc="none",
+            color="C0",
+            label=f"{chart.figure} (no interval in its record)",
+        )
     for k, ref in enumerate(chart.references, start=1):
         if ref.shared is not None:
             ax.axvline(ref.shared, linestyle="--", color=f"C{k}", label=f"{ref.name} {ref.shared:.3f}")

@@ -133,9 +133,10 @@ def _loss_evidence(row: RunSummary, ranking: Ranking) -> Evidence:
 def seed_columns(pool: SeedPool) -> list[Column]:
     """The columns a pooled table adds: each row's seeds and the spread of its ranked loss over them."""
     spread = lambda r: (
-        float(np.std(e.seeds, ddof=1)) if (e := pool.significance.evidence.get(id(r))) is not None
-        and e.seeds is not None and e.seeds.size > 1 else None
-    )  # fmt: skip
+        float(np.std(e.seeds, ddof=1))
+        if (e := pool.significance.evidence.get(id(r))) is not None and e.seeds is not None and e.seeds.size > 1
+        else None
+    )
     digits = lambda v: "" if v is None else f"{v:.4f}"
     return [
         Column("seeds", lambda r: _seed_list(r.seeds), str),

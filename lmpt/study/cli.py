@@ -33,8 +33,10 @@ def refuse_hydra_keys(argv: list[str]) -> str | None:
         if key in ("-m", "--multirun"):
             return f"{arg}: lmpt-study runs its trials and final runs itself; drop {arg}"
         if key.startswith(("hydra.", "hydra/")):
-            return (f"{arg}: lmpt-study launches its runs itself, each into its own directory under study.dir; "
-                    "drop it (give study.dir=DIR for where the study writes)")  # fmt: skip
+            return (
+                f"{arg}: lmpt-study launches its runs itself, each into its own directory under study.dir; "
+                "drop it (give study.dir=DIR for where the study writes)"
+            )
     return None
 
 
@@ -87,17 +89,24 @@ def study(cfg: DictConfig) -> int:
         return 1
     except StudyStopped as exc:  # the runs in flight saved a checkpoint and ended first (lmpt.study.pool)
         runs.write()
-        print(f"lmpt-study: stopped by {exc.signal.name}; run the same command to resume the study (finished runs "
-              "are kept, the stopped ones continue from their checkpoints)", file=sys.stderr)  # fmt: skip
+        print(
+            f"lmpt-study: stopped by {exc.signal.name}; run the same command to resume the study (finished runs "
+            "are kept, the stopped ones continue from their checkpoints)",
+            file=sys.stderr,
+        )
         return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
     finals = runs.finals()
     path = write_study(plan, runs.searches, finals)
-    unfinished = [f"{f.objective} seed {f.seed} ({f.status})" for fs in finals.values() for f in fs
-                  if f.status != "completed"]  # fmt: skip
+    unfinished = [
+        f"{f.objective} seed {f.seed} ({f.status})" for fs in finals.values() for f in fs if f.status != "completed"
+    ]
     console.print(f"wrote {path} and {path.with_name('study.md').name}")
     if unfinished:
-        print(f"lmpt-study: {len(unfinished)} final run(s) did not complete: {', '.join(unfinished)}; run the same "
-              "command to resume them", file=sys.stderr)  # fmt: skip
+        print(
+            f"lmpt-study: {len(unfinished)} final run(s) did not complete: {', '.join(unfinished)}; run the same "
+            "command to resume them",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

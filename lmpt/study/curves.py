@@ -62,8 +62,9 @@ def draw_curves(finals: dict[str, list[FinalRun]]) -> Figure | None:
     import matplotlib.pyplot as plt
 
     colour = {objective: f"C{i}" for i, objective in enumerate(finals)}
-    fig, axes = plt.subplots(len(tasks), len(X_AXES), figsize=(12, 4 * len(tasks)), dpi=110, squeeze=False,
-                             layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(
+        len(tasks), len(X_AXES), figsize=(12, 4 * len(tasks)), dpi=110, squeeze=False, layout="constrained"
+    )
     for row, task in zip(axes, tasks, strict=True):
         for ax, (x_label, x_key) in zip(row, X_AXES.items(), strict=True):
             _draw(ax, runs, task, x_key, colour)
@@ -71,8 +72,9 @@ def draw_curves(finals: dict[str, list[FinalRun]]) -> Figure | None:
             ax.set_ylabel(f"{task} {ACCURACY} (fast subset)")
             ax.grid(True, alpha=0.3)
         entries = len(row[0].get_legend_handles_labels()[1])  # above the panel, in a row: inside, it hid curves
-        row[0].legend(fontsize="small", loc="lower left", bbox_to_anchor=(0, 1.01), ncols=max(entries, 1),
-                      frameon=False)  # fmt: skip
+        row[0].legend(
+            fontsize="small", loc="lower left", bbox_to_anchor=(0, 1.01), ncols=max(entries, 1), frameon=False
+        )
     fig.suptitle("zero-shot accuracy during training (downstream.score_every), 95% intervals shaded")
     return fig
 

@@ -47,14 +47,27 @@ def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
 
     runs = []
     for objective in plan.objectives:
-        for kind, budget, count in [("search", plan.search_budget, plan.trials),
-                                    *(("final", b, len(plan.seeds)) for b in plan.budgets)]:  # fmt: skip
+        for kind, budget, count in [
+            ("search", plan.search_budget, plan.trials),
+            *(("final", b, len(plan.seeds)) for b in plan.budgets),
+        ]:
             overrides = [*at_budget(plan.run_overrides, budget), f"objective={objective}"]
             cfg = compose(config_name="config", overrides=overrides)
             dtype = torch.bfloat16 if cfg.trainer.amp else torch.float32  # amp: bf16 (lmpt.train.precision)
             estimate = estimate_run(resolve(cfg, {override_key(o) for o in overrides}), device, dtype)
-            runs.append(PlannedRun(kind, objective, budget, count, estimate.steps, estimate.tokens, estimate.epochs,
-                                   estimate.at_least, estimate.seconds))  # fmt: skip
+            runs.append(
+                PlannedRun(
+                    kind,
+                    objective,
+                    budget,
+                    count,
+                    estimate.steps,
+                    estimate.tokens,
+                    estimate.epochs,
+                    estimate.at_least,
+                    estimate.seconds,
+                )
+            )
     return runs
 
 
@@ -76,15 +89,21 @@ def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
     for run in runs:
         what = f"{run.count} trial{'s' * (run.count != 1)}" if run.kind == "search" else f"{run.count} seed(s)"
         epochs = f"{'≥' * run.at_least}{run.epochs:.2f}" if run.epochs is not None else "unknown"
-        table.add_row(what, run.objective, run.budget, f"{run.steps:,}", f"{run.tokens:,.0f}", epochs,
-                      _duration(run.seconds))  # fmt: skip
+        table.add_row(
+            what, run.objective, run.budget, f"{run.steps:,}", f"{run.tokens:,.0f}", epochs, _duration(run.seconds)
+        )
     console.print(table)
     if any(run.at_least for run in runs):
-        console.print("≥: the text is not tokenised yet; data.max_tokens caps it, so the runs repeat it at least "
-                      "this often", markup=False)  # fmt: skip
+        console.print(
+            "≥: the text is not tokenised yet; data.max_tokens caps it, so the runs repeat it at least this often",
+            markup=False,
+        )
     if any(run.epochs is None for run in runs):
-        console.print("epochs unknown: the training text is not tokenised yet (lmpt-prepare with the same data keys "
-                      "tokenises it; the plan then counts them)", markup=False)  # fmt: skip
+        console.print(
+            "epochs unknown: the training text is not tokenised yet (lmpt-prepare with the same data keys "
+            "tokenises it; the plan then counts them)",
+            markup=False,
+        )
     total = sum(run.seconds * run.count for run in runs)
     wall = total / max(1, len(slots))
     console.print(

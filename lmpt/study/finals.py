@@ -42,9 +42,18 @@ class FinalRun:
     """The epochs over the training text the run logged, when it logged them."""
 
     def describe(self) -> dict[str, Any]:
-        return {"seed": self.seed, "budget": self.budget, "run": str(self.path), "status": self.status,
-                "val_loss": self.val_loss, "step": self.step, "flops": self.flops, "epochs": self.epochs,
-                "downstream": self.downstream, "tasks": self.tasks}  # fmt: skip
+        return {
+            "seed": self.seed,
+            "budget": self.budget,
+            "run": str(self.path),
+            "status": self.status,
+            "val_loss": self.val_loss,
+            "step": self.step,
+            "flops": self.flops,
+            "epochs": self.epochs,
+            "downstream": self.downstream,
+            "tasks": self.tasks,
+        }
 
 
 def final_dir(plan: StudyPlan, budget: str, objective: str, seed: int) -> Path:
@@ -55,10 +64,15 @@ def final_command(plan: StudyPlan, budget: str, objective: str, seed: int, recip
     """The `lmpt` command of a final run: the command line's run keys (the downstream tasks among them) at
     `budget`, the objective, the seed and the chosen recipe."""
     return [
-        sys.executable, "-m", "lmpt", *at_budget(plan.run_overrides, budget), f"objective={objective}",
-        f"trainer.seed={seed}", *[f"{key}={value}" for key, value in recipe.items()],
+        sys.executable,
+        "-m",
+        "lmpt",
+        *at_budget(plan.run_overrides, budget),
+        f"objective={objective}",
+        f"trainer.seed={seed}",
+        *[f"{key}={value}" for key, value in recipe.items()],
         f"hydra.run.dir={final_dir(plan, budget, objective, seed)}",
-    ]  # fmt: skip
+    ]
 
 
 def final_launch(plan: StudyPlan, budget: str, objective: str, seed: int, recipe: dict[str, str]) -> Launch:
@@ -99,5 +113,16 @@ def read_final(path: Path, objective: str, seed: int, budget: str, tasks: list[s
     status = str(read_status(path).get("status", "incomplete"))
     own = {key for task in tasks for key in run.downstream if key.startswith(metric_key(task, ""))}
     figures = {key: value for key, value in run.downstream.items() if key in own}
-    return FinalRun(objective, seed, budget, path, status, run.val_loss, run.step, run.flops, figures,
-                    _task_records(path, tasks), _epochs(path))  # fmt: skip
+    return FinalRun(
+        objective,
+        seed,
+        budget,
+        path,
+        status,
+        run.val_loss,
+        run.step,
+        run.flops,
+        figures,
+        _task_records(path, tasks),
+        _epochs(path),
+    )

@@ -65,8 +65,14 @@ class PooledGain:
         return self.low > 0 or self.high < 0
 
     def describe(self) -> dict[str, Any]:
-        return {"gain": self.gain, "interval": [self.low, self.high], "significant": self.significant,
-                "seeds": self.seeds, "method": self.method, "level": LEVEL}  # fmt: skip
+        return {
+            "gain": self.gain,
+            "interval": [self.low, self.high],
+            "significant": self.significant,
+            "seeds": self.seeds,
+            "method": self.method,
+            "level": LEVEL,
+        }
 
     def __str__(self) -> str:
         mark = " *" if self.significant else ""
@@ -83,8 +89,10 @@ def _record(run: FinalRun, task: str, flagged: list[str] | None = None) -> TaskR
     mismatch = _mismatch(run, task, record)
     if mismatch:
         if flagged is not None:
-            flagged.append(f"{run.path / 'downstream' / f'{task}.json'} does not match its run's log ({mismatch}): "
-                           "its gain is left out of the study's.")  # fmt: skip
+            flagged.append(
+                f"{run.path / 'downstream' / f'{task}.json'} does not match its run's log ({mismatch}): "
+                "its gain is left out of the study's."
+            )
         return None
     return record
 
@@ -210,8 +218,10 @@ def verdict(table: GainTable, task: str, figure: str = ACCURACY) -> str:
     for budget in budgets:
         best = _best(table[budget], task, figure)
         if best is not None and best[1].significant and best[1].gain > 0:
-            return (f"On {what}, {best[0]}'s gain over its untrained control is significant at {budget}: "
-                    f"{best[1]} (95%, {best[1].method}).")  # fmt: skip
+            return (
+                f"On {what}, {best[0]}'s gain over its untrained control is significant at {budget}: "
+                f"{best[1]} (95%, {best[1].method})."
+            )
     top = _best(table[budgets[-1]], task, figure)
     assert top is not None
     name = top[0]
@@ -226,13 +236,17 @@ def verdict(table: GainTable, task: str, figure: str = ACCURACY) -> str:
     slope, intercept = np.polyfit(x, y, 1)
     half = float(np.mean([(g.high - g.low) / 2 for _, g in known]))
     if slope <= 0:
-        return (f"{head} ({name}: {measured}), and the gain does not grow with the budget: this task will not "
-                "measure pre-training on this data by a larger budget alone.")  # fmt: skip
+        return (
+            f"{head} ({name}: {measured}), and the gain does not grow with the budget: this task will not "
+            "measure pre-training on this data by a larger budget alone."
+        )
     at = 10 ** ((half - intercept) / slope)
     unit = _unit(budgets[0])
     caveat = _how_uncertain(x, known, half, unit)
-    return (f"{head} ({name}: {measured}). {caveat} Extrapolated, a straight line in log budget through these points, "
-            f"the gain would clear its ±{half:.3f} interval at about {at:.1e}{unit}.")  # fmt: skip
+    return (
+        f"{head} ({name}: {measured}). {caveat} Extrapolated, a straight line in log budget through these points, "
+        f"the gain would clear its ±{half:.3f} interval at about {at:.1e}{unit}."
+    )
 
 
 def _how_uncertain(x: np.ndarray, known: list[tuple[str, PooledGain]], half: float, unit: str) -> str:
@@ -262,14 +276,23 @@ def _best(
 
 def describe_gains(table: GainTable) -> dict:
     """The table as study.json keeps it."""
-    return {b: {o: {t: {f: g.describe() for f, g in fs.items()} for t, fs in ts.items()} for o, ts in os_.items()}
-            for b, os_ in table.items()}  # fmt: skip
+    return {
+        b: {o: {t: {f: g.describe() for f, g in fs.items()} for t, fs in ts.items()} for o, ts in os_.items()}
+        for b, os_ in table.items()
+    }
 
 
 def task_figures(table: GainTable) -> list[tuple[str, str]]:
     """Every (task, figure) with a pooled gain at some budget for some objective, sorted."""
-    return sorted({(t, f) for by_objective in table.values() for tasks in by_objective.values()
-                   for t, figures in tasks.items() for f in figures})  # fmt: skip
+    return sorted(
+        {
+            (t, f)
+            for by_objective in table.values()
+            for tasks in by_objective.values()
+            for t, figures in tasks.items()
+            for f in figures
+        }
+    )
 
 
 def gain_verdicts(table: GainTable) -> dict[str, str]:

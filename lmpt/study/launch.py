@@ -76,8 +76,10 @@ def lock_study(directory: Path) -> None:
             lock_run_dir(directory)
             return
         holder = lock_holder(directory)
-    raise LmptError(f"{directory} is in use by another lmpt-study (PID {holder}): wait for it to end or stop it, or "
-                    "pick another study.dir")  # fmt: skip
+    raise LmptError(
+        f"{directory} is in use by another lmpt-study (PID {holder}): wait for it to end or stop it, or "
+        "pick another study.dir"
+    )
 
 
 def left_runs(study_dir: Path) -> list[dict[str, str | int]]:
@@ -149,8 +151,10 @@ def refuse_another_run(path: Path, command: list[str]) -> None:
     saved = {str(o) for o in OmegaConf.load(overrides_file)}
     if saved != given:
         differ = sorted(saved ^ given)[:4]
-        raise LmptError(f"{path} was launched with other run keys ({', '.join(differ)} differ): it is another "
-                        "study's run; pick another study.dir or move it away")  # fmt: skip
+        raise LmptError(
+            f"{path} was launched with other run keys ({', '.join(differ)} differ): it is another "
+            "study's run; pick another study.dir or move it away"
+        )
 
 
 def stop_with_study() -> None:

@@ -134,9 +134,11 @@ def _check_study_keys(study: Any) -> None:
     if not 0 < study.search_fraction <= 1:
         raise LmptError(f"study.search_fraction={study.search_fraction} must be in (0, 1]")
     if study.sampler == "tpe":
-        raise LmptError("study.sampler=tpe draws each trial from the trials finished before it, so a resumed or "
-                        "parallel search, and each objective, would try other recipes: use study.sampler=random "
-                        "(every trial's recipe drawn before any runs)")  # fmt: skip
+        raise LmptError(
+            "study.sampler=tpe draws each trial from the trials finished before it, so a resumed or "
+            "parallel search, and each objective, would try other recipes: use study.sampler=random "
+            "(every trial's recipe drawn before any runs)"
+        )
     if study.sampler != "random":
         raise LmptError(f"study.sampler={study.sampler} must be random")
 
@@ -151,8 +153,10 @@ def _check_overrides(overrides: list[str], space: dict[str, str]) -> None:
     for override in overrides:
         key = override_key(override)
         if key in STUDY_SETS:
-            raise LmptError(f"{key} is set by the study for each run: drop {override} (study.objectives and "
-                            "study.seeds say which runs it trains)")  # fmt: skip
+            raise LmptError(
+                f"{key} is set by the study for each run: drop {override} (study.objectives and "
+                "study.seeds say which runs it trains)"
+            )
         if key in space:
             raise LmptError(f"{key} is searched by the study (study.space): drop {override}")
         if key.startswith("hydra"):
@@ -168,8 +172,9 @@ def final_budgets(study: Any, run: DictConfig, overrides: list[str]) -> list[tup
     values = [str(b) for b in study.budgets]
     if given_budget or not values:
         if run.trainer.budget is None:
-            raise LmptError("lmpt-study compares objectives at equal compute: give trainer.budget (e.g. 1e12flops) "
-                            "or study.budgets")  # fmt: skip
+            raise LmptError(
+                "lmpt-study compares objectives at equal compute: give trainer.budget (e.g. 1e12flops) or study.budgets"
+            )
         values = [str(run.trainer.budget)]
     elif run.trainer.budget is not None and any(override_key(str(k)) == "trainer.budget" for k in study.run_keys):
         raise LmptError("study.run_keys sets trainer.budget and study.budgets is given: drop one of them")
@@ -183,9 +188,11 @@ def final_budgets(study: Any, run: DictConfig, overrides: list[str]) -> list[tup
             raise LmptError(f"study.budgets: {value} is no budget: give e.g. 1e12flops")
         parsed.append((value, budget))
     if any(b.unit == "minutes" for _, b in parsed):
-        raise LmptError(f"lmpt-study compares objectives at equal compute, and a budget in minutes "
-                        f"({', '.join(values)}) buys each objective what its speed on this machine allows: give FLOPs "
-                        "(e.g. 1e12flops) or tokens")  # fmt: skip
+        raise LmptError(
+            f"lmpt-study compares objectives at equal compute, and a budget in minutes "
+            f"({', '.join(values)}) buys each objective what its speed on this machine allows: give FLOPs "
+            "(e.g. 1e12flops) or tokens"
+        )
     if len({b.unit for _, b in parsed}) > 1:
         raise LmptError(f"study.budgets mixes units ({', '.join(values)}): give every budget in one unit")
     if len({b.amount for _, b in parsed}) < len(parsed):
@@ -237,8 +244,10 @@ def search_space(study: Any, optimizer: str) -> dict[str, str]:
     (lmpt.study.space)."""
     given = study.space if study.space is not None else {}
     if not isinstance(given, Mapping) or not all(isinstance(v, str | int | float) for v in given.values()):
-        raise LmptError(f"study.space={given} must map each searched key to a range, e.g. "
-                        "study.space={optimizer.lr:'tag(log, interval(0.001, 0.1))'}")  # fmt: skip
+        raise LmptError(
+            f"study.space={given} must map each searched key to a range, e.g. "
+            "study.space={optimizer.lr:'tag(log, interval(0.001, 0.1))'}"
+        )
     space = {str(k): str(v) for k, v in given.items()} or DEFAULT_SPACES.get(optimizer, {})
     if not space:
         raise LmptError(f"optimizer={optimizer} has no default search space: give study.space")
@@ -272,8 +281,10 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
     search_budget = fraction_of(budgets[-1][1], study.search_fraction)
     objectives = [str(o) for o in study.objectives]
     recipes = draw_recipes(read_space(space), int(study.trials), int(study.search_seed))
-    steps = {name: _check_objective(name, run_overrides, search_budget, study.min_search_steps, recipes)
-             for name in objectives}  # fmt: skip
+    steps = {
+        name: _check_objective(name, run_overrides, search_budget, study.min_search_steps, recipes)
+        for name in objectives
+    }
     return StudyPlan(
         objectives=objectives,
         seeds=[int(s) for s in study.seeds],

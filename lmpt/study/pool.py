@@ -71,8 +71,10 @@ class LocalPool:
         """Start `launch` on a free slot; the slot's name. A run directory another process holds is refused."""
         holder = lock_holder(launch.path)
         if holder is not None:
-            raise LmptError(f"{launch.path} is in use by another lmpt process (PID {holder}): wait for it to end or "
-                            "stop it, then run the same command")  # fmt: skip
+            raise LmptError(
+                f"{launch.path} is in use by another lmpt process (PID {holder}): wait for it to end or "
+                "stop it, then run the same command"
+            )
         index = next(i for i in range(len(self.slots)) if i not in self._busy)
         slot = self.slots[index]
         quiet = len(self.slots) > 1  # runs side by side: their progress lines would interleave
@@ -101,7 +103,7 @@ class LocalPool:
     def _block(self) -> None:
         """Sleep until a child process ends (without reaping it: Popen reads its code), or briefly elsewhere."""
         if len(self._busy) == 1:
-            (_, child), = self._busy.values()  # fmt: skip
+            ((_, child),) = self._busy.values()
             child.wait()
             return
         try:
@@ -124,8 +126,9 @@ class LocalPool:
         self._write()
 
     def _write(self) -> None:
-        write_running(self.study_dir, [{"pid": child.pid, "run": str(launch.path)}
-                                       for launch, child in self._busy.values()])  # fmt: skip
+        write_running(
+            self.study_dir, [{"pid": child.pid, "run": str(launch.path)} for launch, child in self._busy.values()]
+        )
 
 
 class SlurmPool:
@@ -178,8 +181,9 @@ class SlurmPool:
         """On a stop signal: the jobs are SLURM's and keep going; STUDY/.running names them, and the same command
         waits for them before it resumes the study."""
         if self._jobs:
-            console.print(f"{len(self._jobs)} SLURM job(s) keep running: "
-                          f"{', '.join(job.job_id for _, job in self._jobs)}")  # fmt: skip
+            console.print(
+                f"{len(self._jobs)} SLURM job(s) keep running: {', '.join(job.job_id for _, job in self._jobs)}"
+            )
 
     def _write(self) -> None:
         write_running(self.study_dir, [{"job": job.job_id, "run": str(launch.path)} for launch, job in self._jobs])

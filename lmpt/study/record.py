@@ -60,8 +60,10 @@ def refuse_another_study(plan: StudyPlan) -> None:
         raise LmptError(f"{path} is not a study record: pick another study.dir or move it away") from None
     differ = [k for k, v in plan.describe().items() if json.loads(json.dumps(v)) != saved.get(k)]
     if differ:
-        raise LmptError(f"{plan.directory} holds another study ({', '.join(differ)} differ from this command's): "
-                        "resume it with its own command, or pick another study.dir")  # fmt: skip
+        raise LmptError(
+            f"{plan.directory} holds another study ({', '.join(differ)} differ from this command's): "
+            "resume it with its own command, or pick another study.dir"
+        )
 
 
 def objective_summaries(
@@ -84,8 +86,11 @@ def objective_summaries(
             "downstream": {k: mean_and_std([f.downstream[k] for f in done if k in f.downstream]) for k in figures},
             "epochs": next((f.epochs for f in done if f.epochs is not None), None),
         }
-        row["rank_value"] = row["downstream"].get(ranking.key, (None,))[0] if ranking.higher_is_better else (
-            row["val_loss"][0] if ranking.key == "val_loss" else None)  # fmt: skip
+        row["rank_value"] = (
+            row["downstream"].get(ranking.key, (None,))[0]
+            if ranking.higher_is_better
+            else (row["val_loss"][0] if ranking.key == "val_loss" else None)
+        )
         rows.append(row)
     scored = [r for r in rows if r["rank_value"] is not None]
     scored.sort(key=lambda r: r["rank_value"], reverse=ranking.higher_is_better)
@@ -120,12 +125,15 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
         d = plan.directory
         files = ReportFiles(d / f"{RANKING}.csv", d / f"{RANKING}.md", d / CURVES_PLOT, d / f"{RANKING}.png")
         write_report(runs, files, f"{', '.join(plan.objectives)} at {plan.budget}", ranking=ranking)
-    summaries = {b: _in_rule_order(objective_summaries(plan, searches, finals, ranking, b), rule, gains, b)
-                 for b in reversed(plan.budgets)}  # fmt: skip
+    summaries = {
+        b: _in_rule_order(objective_summaries(plan, searches, finals, ranking, b), rule, gains, b)
+        for b in reversed(plan.budgets)
+    }
     ranked_objectives = [s["objective"] for s in summaries[plan.budget] if s["rank_value"] is not None]
     if rule.task is not None:
-        ranked_objectives = [s["objective"] for s in summaries[plan.budget]
-                             if rule.gain(gains, plan.budget, s["objective"]) is not None]  # fmt: skip
+        ranked_objectives = [
+            s["objective"] for s in summaries[plan.budget] if rule.gain(gains, plan.budget, s["objective"]) is not None
+        ]
     record = {
         "plan": plan.describe(),
         "ranking": {
@@ -209,8 +217,12 @@ def final_runs_markdown(
     lines += final_runs_table(ranked, names, ranking, significance)
     if significance is not None and significance.gaps:
         lines += ["", legend("`vs next`")]
-    lines += ["", f"Every column of these runs (losses, speed, FLOPs, time): [{STUDY_FULL_MD}]({STUDY_FULL_MD}), "
-              f"also {RANKING}.md and {RANKING}.csv.", ""]  # fmt: skip
+    lines += [
+        "",
+        f"Every column of these runs (losses, speed, FLOPs, time): [{STUDY_FULL_MD}]({STUDY_FULL_MD}), "
+        f"also {RANKING}.md and {RANKING}.csv.",
+        "",
+    ]
     for chart in (f"{RANKING}.png", CURVES_PLOT):
         if (plan.directory / chart).exists():
             lines += [f"![{chart}]({chart})", ""]
@@ -258,16 +270,29 @@ def study_markdown(
     lines += ["", "## Objectives", "", order, "", *([caveat, ""] if caveat and rule.task is None else [])]
     rows = [row for budget_rows in summaries.values() for row in budget_rows]
     lines += objectives_table(rows, several, first=rule.task)
-    lines += ["", f"Mean ± std over the seeds; each task's headline figure (zero-shot accuracy, fine-tuned dev "
-              f"accuracy). Every figure: [{STUDY_FULL_MD}]({STUDY_FULL_MD}).", "", "## Searches", ""]  # fmt: skip
+    lines += [
+        "",
+        f"Mean ± std over the seeds; each task's headline figure (zero-shot accuracy, fine-tuned dev "
+        f"accuracy). Every figure: [{STUDY_FULL_MD}]({STUDY_FULL_MD}).",
+        "",
+        "## Searches",
+        "",
+    ]
     for name in plan.objectives:
         search = searches.get(name)
         if search is None:
             continue
         best = search.chosen()
-        table = [[str(i), recipe_text(t.recipe) + (" (chosen)" if t is best else ""), t.status,
-                  str(t.steps if t.steps is not None else "—"), f"{t.val_loss:.4f}" if t.val_loss is not None else "—"]
-                 for i, t in enumerate(search.trials)]  # fmt: skip
+        table = [
+            [
+                str(i),
+                recipe_text(t.recipe) + (" (chosen)" if t is best else ""),
+                t.status,
+                str(t.steps if t.steps is not None else "—"),
+                f"{t.val_loss:.4f}" if t.val_loss is not None else "—",
+            ]
+            for i, t in enumerate(search.trials)
+        ]
         header = ["trial", "recipe", "status", "steps", "val_loss"]
         lines += [f"### {name}", "", *markdown_table(header, table, [False, False, False, True, True]), ""]
     if (plan.directory / CURVES_PNG).exists():
@@ -281,8 +306,14 @@ def study_markdown(
             "",
         ]
     if crossover:
-        lines += ["## Bits per token against compute", "", *(f"- {c}" for c in crossover), "",
-                  f"![crossover]({CROSSOVER_PLOT})", ""]  # fmt: skip
+        lines += [
+            "## Bits per token against compute",
+            "",
+            *(f"- {c}" for c in crossover),
+            "",
+            f"![crossover]({CROSSOVER_PLOT})",
+            "",
+        ]
     lines += final_runs or []
     return "\n".join(lines) + "\n"
 
@@ -297,9 +328,18 @@ def study_full_markdown(plan: StudyPlan, summaries: dict[str, list[dict]]) -> st
     """study_full.md: every figure of every objective at each budget, and every column of the ranked final runs
     (lmpt.report's ranking.md)."""
     rows = [row for budget_rows in summaries.values() for row in budget_rows]
-    lines = [f"# Study {plan.directory.name}: every figure", "", f"The full tables behind [{STUDY_MD}]({STUDY_MD}).",
-             "", "## Objectives: every figure", "", "Mean ± std over the seeds.", "",
-             *objectives_table(rows, len(plan.budgets) > 1, full=True), ""]  # fmt: skip
+    lines = [
+        f"# Study {plan.directory.name}: every figure",
+        "",
+        f"The full tables behind [{STUDY_MD}]({STUDY_MD}).",
+        "",
+        "## Objectives: every figure",
+        "",
+        "Mean ± std over the seeds.",
+        "",
+        *objectives_table(rows, len(plan.budgets) > 1, full=True),
+        "",
+    ]
     ranked = plan.directory / f"{RANKING}.md"
     if ranked.exists():
         lines += [f"## Final runs at {plan.budget}: every column", "", ranked.read_text().strip(), ""]

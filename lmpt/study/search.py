@@ -39,8 +39,13 @@ class Trial:
     steps: int | None
 
     def describe(self) -> dict[str, Any]:
-        return {"run": str(self.path), "recipe": self.recipe, "status": self.status, "val_loss": self.val_loss,
-                "steps": self.steps}  # fmt: skip
+        return {
+            "run": str(self.path),
+            "recipe": self.recipe,
+            "status": self.status,
+            "val_loss": self.val_loss,
+            "steps": self.steps,
+        }
 
 
 @dataclass
@@ -116,12 +121,17 @@ def trial_command(plan: StudyPlan, objective: str, index: int) -> list[str]:
     recipe, no downstream scoring, neither at the end nor during training (the search ranks by the objective's own
     validation loss)."""
     return [
-        sys.executable, "-m", "lmpt", *search_overrides(plan.run_overrides, objective, plan.search_budget),
+        sys.executable,
+        "-m",
+        "lmpt",
+        *search_overrides(plan.run_overrides, objective, plan.search_budget),
         f"trainer.seed={plan.seeds[0]}",
-        "downstream.choice_tasks=[]", "downstream.classification_tasks=[]", "downstream.score_every=0",
+        "downstream.choice_tasks=[]",
+        "downstream.classification_tasks=[]",
+        "downstream.score_every=0",
         *[f"{key}={value}" for key, value in plan.recipes[index].items()],
         f"hydra.run.dir={trial_dir(plan, objective, index)}",
-    ]  # fmt: skip
+    ]
 
 
 def trial_launch(plan: StudyPlan, objective: str, index: int) -> Launch:
@@ -145,14 +155,18 @@ def check_trial(plan: StudyPlan, launch: Launch, code: int | None) -> Trial:
     trial = read_trial(launch.path, plan.recipes[launch.trial])
     if trial.status not in FINISHED:
         ended = f"lmpt exited with {code}" if code is not None else f"its run is {trial.status}"
-        raise LmptError(f"search {launch.objective}: trial {launch.trial} did not finish ({ended}; see "
-                        f"{launch.path}): run the same command to resume it")  # fmt: skip
+        raise LmptError(
+            f"search {launch.objective}: trial {launch.trial} did not finish ({ended}; see "
+            f"{launch.path}): run the same command to resume it"
+        )
     return trial
 
 
 def check_search(plan: StudyPlan, search: Search) -> Search:
     """`search` once every trial finished; LmptError when none completed with a finite val_loss."""
     if search.chosen() is None:
-        raise LmptError(f"search {search.objective}: no trial completed with a finite val_loss (see "
-                        f"{search_dir(plan, search.objective)}): widen study.space or raise the budget")  # fmt: skip
+        raise LmptError(
+            f"search {search.objective}: no trial completed with a finite val_loss (see "
+            f"{search_dir(plan, search.objective)}): widen study.space or raise the budget"
+        )
     return search

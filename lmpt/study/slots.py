@@ -78,8 +78,7 @@ def _count(value: Any, most: int, what: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise LmptError(f"study.slots={text} is no number of slots: give a whole number of at least 1, or auto")
     if int(text) > most:
-        raise LmptError(f"study.slots={text} asks for more slots than {what}: give at most {most}, or "
-                        "study.slots=auto")  # fmt: skip
+        raise LmptError(f"study.slots={text} asks for more slots than {what}: give at most {most}, or study.slots=auto")
     return int(text)
 
 
@@ -102,8 +101,10 @@ def plan_slots(study: Any, cores: Callable[[], list[int]] | None = None) -> list
         return [Slot("SLURM")] * (int(text) if text != "auto" else SLURM_AUTO)
     gpus = visible_gpus() if device != "cpu" else []
     if device == "gpu" and not gpus:
-        raise LmptError(f"study.slot_device=gpu but this machine shows no GPU (torch sees none and {GPUS_VAR} is "
-                        "unset): drop study.slot_device, or give study.slot_device=cpu")  # fmt: skip
+        raise LmptError(
+            f"study.slot_device=gpu but this machine shows no GPU (torch sees none and {GPUS_VAR} is "
+            "unset): drop study.slot_device, or give study.slot_device=cpu"
+        )
     mine = sorted(cores() if cores is not None else _affinity())
     if gpus:
         n = _count(study.slots, len(gpus), f"the {len(gpus)} visible GPU(s) ({','.join(gpus)})")

@@ -28,8 +28,10 @@ def require_submitit() -> None:
     try:
         import submitit  # noqa: F401
     except ImportError:
-        raise LmptError('study.launcher=slurm sends each run to SLURM through submitit, which is not installed: '
-                        'pip install "lmpt[slurm]"') from None  # fmt: skip
+        raise LmptError(
+            "study.launcher=slurm sends each run to SLURM through submitit, which is not installed: "
+            'pip install "lmpt[slurm]"'
+        ) from None
 
 
 def job_parameters(given: Any, gpu: bool) -> dict[str, Any]:
@@ -41,8 +43,10 @@ def job_parameters(given: Any, gpu: bool) -> dict[str, Any]:
     parameters = {**DEFAULT_PARAMETERS, **({"gpus_per_node": 1} if gpu else {}), **dict(given or {})}
     unknown = sorted(set(parameters) - SlurmExecutor._valid_parameters() - {"max_num_timeout"})
     if unknown:
-        raise LmptError(f"study.slurm: {', '.join(unknown)} is no sbatch option submitit knows: use partition, time, "
-                        "cpus_per_task, gpus_per_node, mem, account, signal_delay_s, max_num_timeout, ...")  # fmt: skip
+        raise LmptError(
+            f"study.slurm: {', '.join(unknown)} is no sbatch option submitit knows: use partition, time, "
+            "cpus_per_task, gpus_per_node, mem, account, signal_delay_s, max_num_timeout, ..."
+        )
     with tempfile.TemporaryDirectory() as folder:  # a check only: the study's own folder is made once it runs
         try:
             make_executor(Path(folder), parameters)

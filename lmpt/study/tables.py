@@ -86,14 +86,18 @@ class RankRule:
         if self.task is None:
             return ""
         if self.zero_shot:
-            return (f"Ranked by the gain over the untrained control on {self.task}, zero-shot (the first zero-shot "
-                    "task by name, accuracy over all its items): a zero-shot score reads the pre-trained weights as "
-                    "they are, and the control is the same architecture untrained, so the gain is what pre-training "
-                    "gave. Fine-tuned tasks are shown, not ranked by: fine-tuning trains the control too and can make "
-                    "up for what pre-training gave.")  # fmt: skip
-        return (f"Ranked by the gain over the untrained control on {self.task}, fine-tuned (the first task by name "
-                "with a control): the study scored no zero-shot task with a control, whose gain would read the "
-                "pre-trained weights as they are.")  # fmt: skip
+            return (
+                f"Ranked by the gain over the untrained control on {self.task}, zero-shot (the first zero-shot "
+                "task by name, accuracy over all its items): a zero-shot score reads the pre-trained weights as "
+                "they are, and the control is the same architecture untrained, so the gain is what pre-training "
+                "gave. Fine-tuned tasks are shown, not ranked by: fine-tuning trains the control too and can make "
+                "up for what pre-training gave."
+            )
+        return (
+            f"Ranked by the gain over the untrained control on {self.task}, fine-tuned (the first task by name "
+            "with a control): the study scored no zero-shot task with a control, whose gain would read the "
+            "pre-trained weights as they are."
+        )
 
     def gain(self, gains: GainTable, budget: str, objective: str) -> PooledGain | None:
         """The objective's pooled gain on the rule's task at `budget`."""
@@ -108,8 +112,12 @@ class RankRule:
         """How the final runs are ranked by the same rule: by their figure of the task (its interval and tests)."""
         assert self.key is not None
         kind = "zero-shot" if self.zero_shot else "fine-tuned"
-        return Ranking(self.key, f"ranked by {task_figure(self.key)} (higher is better), {kind}: the task whose gain "
-                       "over the untrained control orders the study's objectives", higher_is_better=True)  # fmt: skip
+        return Ranking(
+            self.key,
+            f"ranked by {task_figure(self.key)} (higher is better), {kind}: the task whose gain "
+            "over the untrained control orders the study's objectives",
+            higher_is_better=True,
+        )
 
     def caveat(self, gains: GainTable) -> str:
         """One sentence when no objective's gain on the task clears 0 at any budget; "" otherwise."""
@@ -118,8 +126,10 @@ class RankRule:
         found = [self.gain(gains, b, o) for b in gains for o in gains[b]]
         if any(g is not None and g.low > 0 for g in found):
             return ""
-        return (f"No objective's gain on {self.task} is above 0 at 95% at any budget: at this scale the order is not "
-                "evidence that one objective pre-trains better.")  # fmt: skip
+        return (
+            f"No objective's gain on {self.task} is above 0 at 95% at any budget: at this scale the order is not "
+            "evidence that one objective pre-trains better."
+        )
 
 
 def rank_rule(gains: GainTable, finals: dict[str, list[FinalRun]]) -> RankRule:

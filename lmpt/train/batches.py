@@ -20,9 +20,15 @@ class StepBatches(Dataset):
     """Item i = the micro-batches of optimizer step `start_step + i`."""
 
     def __init__(
-        self, sampler: StepSamples, objective: Objective, seed: int, rank: int, grad_accum: int, start_step: int,
+        self,
+        sampler: StepSamples,
+        objective: Objective,
+        seed: int,
+        rank: int,
+        grad_accum: int,
+        start_step: int,
         max_steps: int,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.sampler, self.objective = sampler, objective
         self.seed, self.rank, self.grad_accum = seed, rank, grad_accum
         self.start_step, self.max_steps = start_step, max_steps

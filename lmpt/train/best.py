@@ -15,8 +15,9 @@ from lmpt.train.distributed import Distributed, full_model_state
 class BestKeeper:
     """Writes RUN/best for a run that evaluates periodically (trainer.eval_every > 0 and trainer.keep_best)."""
 
-    def __init__(self, run_dir: Path, model: torch.nn.Module, strategy: str, arch: str, vocab_size: int,
-                 ctx: Distributed) -> None:  # fmt: skip
+    def __init__(
+        self, run_dir: Path, model: torch.nn.Module, strategy: str, arch: str, vocab_size: int, ctx: Distributed
+    ) -> None:
         self.run_dir, self.model, self.strategy = run_dir, model, strategy
         self.arch, self.vocab_size, self.ctx = arch, vocab_size, ctx
 

@@ -78,8 +78,15 @@ def plan_length(budget_text: str | None, max_steps: int, cost: StepCost, epoch_s
     return RunLength(derived_max_steps(budget, cost), budget)
 
 
-def run_length(trainer: Any, model: Any, objective: Any, world_size: int, device: torch.device, dtype: torch.dtype,
-               train_tokens: int | None = None) -> tuple[RunLength, StepCost, float, str]:  # fmt: skip
+def run_length(
+    trainer: Any,
+    model: Any,
+    objective: Any,
+    world_size: int,
+    device: torch.device,
+    dtype: torch.dtype,
+    train_tokens: int | None = None,
+) -> tuple[RunLength, StepCost, float, str]:
     """How long the run trains, from the expected cost of a step of `trainer`'s batch over `world_size` ranks
     against the device's peak (and, for a budget in epochs, the `train_tokens` of the training text); returns the
     length, that cost, the peak (FLOP/s) and what the peak is."""

@@ -63,8 +63,10 @@ class Exposure:
         """One line: the training tokens, how they are counted, and the epochs (the most repeated source's too)."""
         longer = self.window_length != self.tokens_per_example  # span: what repeats is the corpus text each reads
         read = f" reading {self.window_length} corpus tokens each" if longer else ""
-        return (f"data: {self.training_tokens:,} training tokens ({self.examples_per_step} examples x "
-                f"{self.tokens_per_example} tokens{read} x {self.steps:,} steps), {self.epochs_text()}")  # fmt: skip
+        return (
+            f"data: {self.training_tokens:,} training tokens ({self.examples_per_step} examples x "
+            f"{self.tokens_per_example} tokens{read} x {self.steps:,} steps), {self.epochs_text()}"
+        )
 
     def epochs_text(self) -> str:
         """The epochs over the training text (and the most repeated source's, for a mixture)."""
@@ -80,7 +82,7 @@ class Exposure:
         if epochs <= REPEAT_LIMIT:
             return None
         which = f"source {name}'s training text" if len(self.sources) > 1 else "the training text"
-        return (f"{which} is seen {epochs:.1f} times ({SCALING_NOTE}): add text or train for fewer steps")  # fmt: skip
+        return f"{which} is seen {epochs:.1f} times ({SCALING_NOTE}): add text or train for fewer steps"
 
 
 def report_exposure(exposure: Exposure) -> None:

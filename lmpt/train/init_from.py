@@ -37,8 +37,16 @@ from lmpt.safe_files import WEIGHTS_SUFFIX
 from lmpt.tokenizer.base import Tokenizer
 
 ARCH_KEYS = (
-    "d_model", "n_layers", "n_decoder_layers", "n_heads", "n_kv_heads", "ffn_dim", "norm_eps", "rope_theta", "flavour",
-)  # fmt: skip
+    "d_model",
+    "n_layers",
+    "n_decoder_layers",
+    "n_heads",
+    "n_kv_heads",
+    "ffn_dim",
+    "norm_eps",
+    "rope_theta",
+    "flavour",
+)
 """model.* keys that shape the weights (or their meaning): taken from the source unless given explicitly."""
 HF_ARCHITECTURES = {"LlamaForCausalLM": "decoder", "EuroBertForMaskedLM": "encoder"}
 VOCAB_TENSORS = frozenset({"body.embed.tokens.weight", "lm_head.weight"})
@@ -105,15 +113,28 @@ def _read_hf(path: Path) -> Origin:
     theta = rope_theta(path, c)
     check_function(path, c)
     keys = {
-        "d_model": c["hidden_size"], "n_layers": c["num_hidden_layers"], "n_decoder_layers": None,
-        "n_heads": c["num_attention_heads"], "n_kv_heads": c.get("num_key_value_heads", c["num_attention_heads"]),
-        "ffn_dim": c["intermediate_size"], "norm_eps": float(c.get("rms_norm_eps", 1e-6)),
-        "rope_theta": theta, "flavour": "llama",
-    }  # fmt: skip
+        "d_model": c["hidden_size"],
+        "n_layers": c["num_hidden_layers"],
+        "n_decoder_layers": None,
+        "n_heads": c["num_attention_heads"],
+        "n_kv_heads": c.get("num_key_value_heads", c["num_attention_heads"]),
+        "ffn_dim": c["intermediate_size"],
+        "norm_eps": float(c.get("rms_norm_eps", 1e-6)),
+        "rope_theta": theta,
+        "flavour": "llama",
+    }
     tokenizer = path / TOKENIZER_FILE
     shards = shard_files(path)
-    return Origin(path, name, HF_ARCHITECTURES[name], keys, lambda: _hf_weights(path, shards), 1, None,
-                  tokenizer if tokenizer.is_file() else None)  # fmt: skip
+    return Origin(
+        path,
+        name,
+        HF_ARCHITECTURES[name],
+        keys,
+        lambda: _hf_weights(path, shards),
+        1,
+        None,
+        tokenizer if tokenizer.is_file() else None,
+    )
 
 
 def _hf_weights(path: Path, shards: list[str]) -> dict[str, torch.Tensor]:

@@ -43,8 +43,14 @@ def prepare_inputs(
     data_cfg, model_cfg = spec.data, spec.model
     data_settings = OmegaConf.to_object(data_cfg)
     cache_root = default_cache_root(data_cfg.cache_dir)
-    data = prepare_corpora(data_settings, OmegaConf.to_object(spec.tokenizer), Path.cwd(), cache_root,
-                           tokenizer=run_tokenizer, quality=quality)  # fmt: skip
+    data = prepare_corpora(
+        data_settings,
+        OmegaConf.to_object(spec.tokenizer),
+        Path.cwd(),
+        cache_root,
+        tokenizer=run_tokenizer,
+        quality=quality,
+    )
     if quality is not None and record_in is not None:
         quality.copy_record(record_in)
     data = hold_unique_tokens(data, data_cfg.unique_tokens)
@@ -72,8 +78,9 @@ class RunWindows:
 
 
 def sample_windows(data: PreparedData, objective: Objective, trainer: Any, ctx: Distributed) -> RunWindows:
-    train = training_sampler(data, objective.window_length, trainer.batch_size, trainer.seed, ctx.rank,
-                             ctx.world_size, trainer.grad_accum)  # fmt: skip
+    train = training_sampler(
+        data, objective.window_length, trainer.batch_size, trainer.seed, ctx.rank, ctx.world_size, trainer.grad_accum
+    )
     n_val = trainer.eval_batches * ctx.world_size
     return RunWindows(train, validation_sets(data, objective.window_length, trainer.batch_size, n_val), n_val)
 

@@ -44,8 +44,13 @@ class WandbSink:
             raise LmptError("trainer.wandb=true needs Weights & Biases: pip install wandb") from exc
         self.wandb = wandb
         self.run = wandb.init(
-            project=project, id=run_id, resume="allow", dir=str(run_dir), name=run_dir.name, config=record,
-        )  # fmt: skip
+            project=project,
+            id=run_id,
+            resume="allow",
+            dir=str(run_dir),
+            name=run_dir.name,
+            config=record,
+        )
         # W&B ignores a step below its run's step counter; the steps it holds already are the ones this launch
         # repeats (bit for bit), so they are left as they are and logging goes on from the first one it lacks
         self.held_below = int(getattr(self.run, "step", 0) or 0)

@@ -107,8 +107,9 @@ def _train_sources(spec: RunSpec) -> tuple[list[tuple[str, float, int]] | None, 
         return None, "the quality stage decides the training text (a launch reports it)"
     try:
         data = OmegaConf.to_object(spec.data)
-        sources = cached_train_tokens(data, OmegaConf.to_object(spec.tokenizer), Path.cwd(),
-                                      default_cache_root(data.cache_dir))  # fmt: skip
+        sources = cached_train_tokens(
+            data, OmegaConf.to_object(spec.tokenizer), Path.cwd(), default_cache_root(data.cache_dir)
+        )
     except LmptError as exc:
         return None, str(exc)
     if sources is None:

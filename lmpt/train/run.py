@@ -107,17 +107,35 @@ def run_training(
         model.compile_parts()
     optimizer = build_optimizer(spec.optimizer, model, device)
     sources = [(s.name, s.weight, s.train[1] - s.train[0]) for s in data.sources]
-    length, *_ = run_length(t, model, objective, ctx.world_size, device, precision.dtype or torch.float32,
-                            sum(tokens for *_, tokens in sources))  # fmt: skip
+    length, *_ = run_length(
+        t,
+        model,
+        objective,
+        ctx.world_size,
+        device,
+        precision.dtype or torch.float32,
+        sum(tokens for *_, tokens in sources),
+    )
     scheduler = build_scheduler(spec.scheduler, optimizer, length.max_steps, length.position)
     keeps_best = t.keep_best and t.eval_every > 0  # with eval_every=0 the one evaluation is the last step's
     best = BestKeeper(run.path, model, t.strategy, objective.arch, model_vocab, ctx) if keeps_best else None
     loop = TrainLoop(
-        t, spec.record, model, objective, optimizer, scheduler, precision,
-        run.checkpoint_store(t.keep_last), MetricsLog(run.path / rundir.METRICS_FILE),
-        make_display(t.progress, length.max_steps, length), forward=forward, ctx=ctx, length=length, best=best,
+        t,
+        spec.record,
+        model,
+        objective,
+        optimizer,
+        scheduler,
+        precision,
+        run.checkpoint_store(t.keep_last),
+        MetricsLog(run.path / rundir.METRICS_FILE),
+        make_display(t.progress, length.max_steps, length),
+        forward=forward,
+        ctx=ctx,
+        length=length,
+        best=best,
         curves=curves,
-    )  # fmt: skip
+    )
     if ctx.is_main:
         loop.store.remove_leftovers()
     if run.resume_from is not None:
@@ -145,8 +163,9 @@ def run_training(
         info(f"budget: {length.budget.describe()}, about {length.max_steps:,} steps")
 
     objective.plan_run(length.max_steps)  # before the loader's workers copy it: schedules read step / max_steps
-    steps = stream.StepBatches(windows.train, objective, t.seed, ctx.rank, t.grad_accum, loop.state.step,
-                               length.loader_steps)  # fmt: skip
+    steps = stream.StepBatches(
+        windows.train, objective, t.seed, ctx.rank, t.grad_accum, loop.state.step, length.loader_steps
+    )
     with rundir.failure_recorded(run.path if ctx.is_main else None, lambda: loop.state.step):
         status = loop.run(
             stream.step_loader(steps, spec.data.num_workers, device),
@@ -157,8 +176,17 @@ def run_training(
     final_state = full_model_state(model, t.strategy) if status == "completed" else None  # collective
     val_loss, val_bpb = (float(loop.state.last_val.get(key, float("nan"))) for key in ("val_loss", "val_bpb"))
     train_s = round(loop.work.seconds, 3)
-    result = TrainResult(status, run.path, loop.state.step, round(wall, 3), val_loss, device.type, train_s,
-                         round(exposure.epochs(), 4), val_bpb)  # fmt: skip
+    result = TrainResult(
+        status,
+        run.path,
+        loop.state.step,
+        round(wall, 3),
+        val_loss,
+        device.type,
+        train_s,
+        round(exposure.epochs(), 4),
+        val_bpb,
+    )
     if not ctx.is_main:
         if status == "preempted":
             ctx.leave()  # rank 0 hands over to the scheduler without a closing barrier: so do the others

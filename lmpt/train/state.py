@@ -21,8 +21,12 @@ class LoopState:
 
     def checkpoint_fields(self) -> dict:
         """The entries of trainer.pt this state fills (besides the step, which the data position repeats)."""
-        return {"nonfinite_in_row": self.nonfinite_in_row, "last_val": self.last_val, "wandb_id": self.wandb_id,
-                "best": self.best}  # fmt: skip
+        return {
+            "nonfinite_in_row": self.nonfinite_in_row,
+            "last_val": self.last_val,
+            "wandb_id": self.wandb_id,
+            "best": self.best,
+        }
 
     @classmethod
     def from_checkpoint(cls, trainer: dict, wandb_id: str) -> LoopState:

@@ -52,8 +52,10 @@ def count_tokens(batch: Batch, pad_id: int) -> int:
 def add_step(work: Work, micro_batches: list[Batch], model, objective, examples: int, ctx: Distributed) -> None:
     """Add one optimizer step of `examples` examples over all processes to `work`, counted on this process's
     CPU batches (one small all-reduce per step under torchrun)."""
-    counts = [sum(count_tokens(b, objective.special.pad) for b in micro_batches),
-              sum(b.loss_tokens for b in micro_batches)]  # fmt: skip
+    counts = [
+        sum(count_tokens(b, objective.special.pad) for b in micro_batches),
+        sum(b.loss_tokens for b in micro_batches),
+    ]
     if ctx.enabled:
         device = next(model.parameters()).device
         counts = [int(c) for c in ctx.sum_(torch.tensor(counts, device=device)).tolist()]

@@ -63,8 +63,16 @@ def write(results: list[CaseResult], out: Path, header: dict) -> None:
     facts = "\n".join(f"- {key}: {value}" for key, value in header.items())
     (out / "chaos.md").write_text(f"{facts}\n\n{markdown(results)}")
     cases = [
-        {"case": r.name, "verdict": r.verdict, "rounds": r.rounds, "resumes": r.resumes, "same_sha256": r.same_sha256,
-         "phases": dict(r.phases), "problems": r.problems, "kills": r.kills}
+        {
+            "case": r.name,
+            "verdict": r.verdict,
+            "rounds": r.rounds,
+            "resumes": r.resumes,
+            "same_sha256": r.same_sha256,
+            "phases": dict(r.phases),
+            "problems": r.problems,
+            "kills": r.kills,
+        }
         for r in results
-    ]  # fmt: skip
+    ]
     (out / "chaos.json").write_text(json.dumps({**header, "cases": cases}, indent=1) + "\n")

@@ -25,7 +25,11 @@ def options(group: str) -> list[str]:
 
 @pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in options(g)])
 def test_every_option_composes_typed_and_valid(group: str, option: str) -> None:
-    needs = {("data", "text"): ["data.paths=[x.txt]"], ("tokenizer", "hf"): ["tokenizer.path=tokenizer.json"]}
+    needs = {
+        ("data", "text"): ["data.paths=[x.txt]"],
+        ("tokenizer", "hf"): ["tokenizer.path=tokenizer.json"],
+        ("data", "hf"): ["data.name=HuggingFaceFW/fineweb-edu"],
+    }
     extra = needs.get((group, option), [])
     cfg = composed(f"{group}={option}", *extra)
     node = cfg[group]
@@ -101,10 +105,16 @@ def test_conf_dir_is_the_checkout_conf() -> None:
     assert conf_dir() == Path(__file__).resolve().parents[2] / "conf"
 
 
-@pytest.mark.parametrize("override,key", [
-    ("+trainer.max_stepz=10", "trainer.max_stepz"), ("++trainer.max_stepz=10", "trainer.max_stepz"),
-    ("+foo=bar", "foo"), ("+model.dropuot=0.1", "model.dropuot"), ("+objective.mask_prop=0.2", "objective.mask_prop"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "override,key",
+    [
+        ("+trainer.max_stepz=10", "trainer.max_stepz"),
+        ("++trainer.max_stepz=10", "trainer.max_stepz"),
+        ("+foo=bar", "foo"),
+        ("+model.dropuot=0.1", "model.dropuot"),
+        ("+objective.mask_prop=0.2", "objective.mask_prop"),
+    ],
+)
 def test_keys_added_outside_the_schema_are_refused(override: str, key: str) -> None:
     cfg = composed(override)  # Hydra adds them: the schema check refuses them
     with pytest.raises(LmptError, match=rf"^unknown config key '{re.escape(key)}'"):

@@ -40,9 +40,13 @@ def test_readme_reference_is_the_generated_one() -> None:
 
 def test_help_lists_groups_options_and_every_key(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "lmpt", "--help"], cwd=tmp_path, capture_output=True, text=True, check=True,
+        [sys.executable, "-m", "lmpt", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
-    ).stdout  # fmt: skip
+    ).stdout
     listed = out.split("objective: ", 1)[1].split("\n", 1)[0].split(", ")
     assert {"clm", "electra", "mlm", "nsp", "prefix", "span", "ul2-mixture"} <= set(listed) and listed == sorted(listed)
     assert "model: base, large, micro, small, tiny" in out

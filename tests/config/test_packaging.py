@@ -13,8 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 def test_wheel_carries_configs_and_corpora(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = tmp_path.glob("lmpt-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for group in ("tokenizer", "objective", "model", "optimizer", "scheduler", "data", "trainer", "downstream"):
@@ -28,9 +29,12 @@ def test_wheel_carries_configs_and_corpora(tmp_path: Path) -> None:
     zipfile.ZipFile(wheel).extractall(site)
     found = subprocess.run(
         [sys.executable, "-c", "from lmpt.config.store import conf_dir; print(conf_dir())"],
-        cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
         check=True,
-    ).stdout.strip()  # fmt: skip
+    ).stdout.strip()
     assert Path(found) == site / "lmpt" / "conf"
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "lmpt = lmpt.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -66,15 +66,21 @@ def test_a_retyped_relative_path_means_the_saved_resolved_one(run: Path, tmp_pat
 def test_allowed_keys_change_and_retyped_ones_are_accepted(run: Path) -> None:
     cfg, _ = resumed(
         f"trainer.resume={run}", "trainer.max_steps=9", "data.num_workers=2", "trainer.log_every=1", *ORIGINAL[:-1]
-    )  # fmt: skip - the original command retyped (a SLURM requeue) changes nothing
+    )  # the original command retyped (a SLURM requeue) changes nothing
     assert (cfg.trainer.max_steps, cfg.data.num_workers, cfg.trainer.log_every, cfg.trainer.seed) == (9, 2, 1, 7)
 
 
-@pytest.mark.parametrize("override,named", [
-    ("trainer.seed=8", "trainer.seed=8"), ("optimizer.lr=1e-3", "optimizer.lr=0.001"),
-    ("objective=clm", "objective=clm"), ("model.d_model=64", "model.d_model=64"), ("~trainer.seed", "~trainer.seed"),
-    ("data.seq_len=32", "data.seq_len=32"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "override,named",
+    [
+        ("trainer.seed=8", "trainer.seed=8"),
+        ("optimizer.lr=1e-3", "optimizer.lr=0.001"),
+        ("objective=clm", "objective=clm"),
+        ("model.d_model=64", "model.d_model=64"),
+        ("~trainer.seed", "~trainer.seed"),
+        ("data.seq_len=32", "data.seq_len=32"),
+    ],
+)
 def test_changing_what_the_run_is_is_refused_naming_the_key(run: Path, override: str, named: str) -> None:
     with pytest.raises(LmptError, match=rf"^{named}: {run} continues with .*start a new run"):
         resumed_overrides([f"hydra.run.dir={run}", override])

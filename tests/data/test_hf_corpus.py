@@ -64,9 +64,19 @@ def test_a_local_dataset_through_data_hf_gives_the_ordinary_paths_cache(fmt, cor
 
 
 def test_training_from_parquet_and_save_to_disk_through_data_hf(corpus: dict[str, Path], tmp_path: Path) -> None:
-    steps = ["trainer.max_steps=5", "trainer.log_every=1", "trainer.eval_every=0", "trainer.ckpt_every=0",
-             "trainer.device=cpu", "model.n_layers=2", "model.d_model=64", "model.n_heads=2", "model.ffn_dim=128",
-             "tokenizer.vocab_size=500", "data.tokenize_workers=1"]  # fmt: skip
+    steps = [
+        "trainer.max_steps=5",
+        "trainer.log_every=1",
+        "trainer.eval_every=0",
+        "trainer.ckpt_every=0",
+        "trainer.device=cpu",
+        "model.n_layers=2",
+        "model.d_model=64",
+        "model.n_heads=2",
+        "model.ffn_dim=128",
+        "tokenizer.vocab_size=500",
+        "data.tokenize_workers=1",
+    ]
     losses = {}
     for fmt in ("parquet", "hf"):
         run_dir = tmp_path / f"run-{fmt}"
@@ -137,8 +147,10 @@ def test_the_cache_key_holds_the_resolved_revision(corpus, ordinary, monkeypatch
 
 
 def test_a_local_datasets_revision_label_changes_its_key(corpus, tmp_path: Path) -> None:
-    keys = {prepare_corpora(_hf(corpus["parquet"], revision=r), TOK, tmp_path, tmp_path / "cache").cache_dir
-            for r in (None, "v1", "v2")}  # fmt: skip
+    keys = {
+        prepare_corpora(_hf(corpus["parquet"], revision=r), TOK, tmp_path, tmp_path / "cache").cache_dir
+        for r in (None, "v1", "v2")
+    }
     assert len(keys) == 3
 
 

@@ -94,8 +94,12 @@ def test_sources_resolve_their_files_or_say_which_source_is_wrong(tmp_path: Path
     (tmp_path / "books.txt").write_text("Book text.\n")
     cfg = DataConfig(paths=[], sources=[SourceConfig("web", ["web.txt"], 2.0), SourceConfig("books", ["b*.txt"])])
     web, books = resolve_sources(cfg, tmp_path)
-    assert (web.name, web.weight, web.train_paths, books.train_paths) == ("web", 2.0, [tmp_path / "web.txt"],
-                                                                         [tmp_path / "books.txt"])  # fmt: skip
+    assert (web.name, web.weight, web.train_paths, books.train_paths) == (
+        "web",
+        2.0,
+        [tmp_path / "web.txt"],
+        [tmp_path / "books.txt"],
+    )
     cfg.sources[1].paths = ["code/*.jsonl.zst"]
     with pytest.raises(LmptError, match=r"data.sources\[1\] \(books\): data path not found: code/\*.jsonl.zst"):
         resolve_sources(cfg, tmp_path)

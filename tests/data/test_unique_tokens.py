@@ -52,15 +52,28 @@ def test_a_mixture_is_refused(shakespeare: PreparedData) -> None:
 
 
 def _launch(tmp_path: Path, *overrides: str, run: str = "run") -> subprocess.CompletedProcess:
-    args = [*SMALL, "trainer.max_steps=4", "trainer.eval_every=0", "trainer.eval_batches=1", "model.n_layers=1",
-            "model.d_model=32", "model.n_heads=2", "model.ffn_dim=64", "trainer.sample_tokens=0",
-            f"hydra.run.dir={tmp_path / run}", *overrides]  # fmt: skip
-    return subprocess.run(lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    args = [
+        *SMALL,
+        "trainer.max_steps=4",
+        "trainer.eval_every=0",
+        "trainer.eval_batches=1",
+        "model.n_layers=1",
+        "model.d_model=32",
+        "model.n_heads=2",
+        "model.ffn_dim=64",
+        "trainer.sample_tokens=0",
+        f"hydra.run.dir={tmp_path / run}",
+        *overrides,
+    ]
+    return subprocess.run(
+        lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True, timeout=300
+    )
 
 
-@pytest.mark.parametrize(("value", "fragment"), [("0", "data.unique_tokens=0"), ("-3", "data.unique_tokens=-3"),
-                                                 ("999999999", "more than the")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [("0", "data.unique_tokens=0"), ("-3", "data.unique_tokens=-3"), ("999999999", "more than the")],
+)
 def test_bad_counts_end_a_launch_in_one_line_with_nothing_written(tmp_path: Path, value: str, fragment: str) -> None:
     result = _launch(tmp_path, f"data.unique_tokens={value}")
     lines = result.stderr.strip().splitlines()

@@ -12,10 +12,18 @@ from runner import run_lmpt
 from lmpt.downstream.tasks.choice_tasks import tasks_dir
 
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=3",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
-    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64",
-]  # fmt: skip
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=3",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.d_model=32",
+    "model.n_layers=1",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+]
 
 
 def _head(source: Path, target: Path, lines: int) -> None:
@@ -28,8 +36,14 @@ def test_one_seed_of_a_classification_task_completes_and_logs_no_spread(tmp_path
     for split, lines in (("train", 48), ("dev", 24)):
         _head(tasks_dir() / "shakespeare-order" / f"{split}.jsonl", task / f"{split}.jsonl", lines)
     run = tmp_path / "run"
-    done = run_lmpt(*TINY, f"hydra.run.dir={run}", f"downstream.classification_tasks=[{task}]", "downstream.seeds=1",
-                    "downstream.epochs=1", cwd=tmp_path)  # fmt: skip
+    done = run_lmpt(
+        *TINY,
+        f"hydra.run.dir={run}",
+        f"downstream.classification_tasks=[{task}]",
+        "downstream.seeds=1",
+        "downstream.epochs=1",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads((run / "status.json").read_text())["status"] == "completed"
     logged = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -40,8 +54,13 @@ def test_one_seed_of_a_classification_task_completes_and_logs_no_spread(tmp_path
 
 def test_an_electra_run_is_refused_zero_shot_tasks_before_training(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    done = run_lmpt(*TINY, f"hydra.run.dir={run}", "objective=electra",
-                    "downstream.choice_tasks=[bundled:shakespeare-cloze]", cwd=tmp_path)  # fmt: skip
+    done = run_lmpt(
+        *TINY,
+        f"hydra.run.dir={run}",
+        "objective=electra",
+        "downstream.choice_tasks=[bundled:shakespeare-cloze]",
+        cwd=tmp_path,
+    )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "downstream.choice_tasks" in done.stderr and "electra" in done.stderr
     assert not run.exists()

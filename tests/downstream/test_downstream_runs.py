@@ -25,10 +25,18 @@ from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=4",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
-    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64",
-]  # fmt: skip
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=4",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.d_model=32",
+    "model.n_layers=1",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+]
 OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
@@ -61,10 +69,18 @@ def sweep(tasks: Path) -> tuple[Path, str]:
     """(sweep directory, its console output) of clm and mlm jobs that score both tasks when they end."""
     sweep_dir = tasks.parent / "sweep"
     command = [
-        sys.executable, "-m", "lmpt", "-m", "objective=clm,mlm", *TINY, f"hydra.sweep.dir={sweep_dir}",
-        f"downstream.choice_tasks=[{tasks / 'cloze.jsonl'}]", f"downstream.classification_tasks=[{tasks / 'order'}]",
-        "downstream.seeds=2", "downstream.epochs=1",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "lmpt",
+        "-m",
+        "objective=clm,mlm",
+        *TINY,
+        f"hydra.sweep.dir={sweep_dir}",
+        f"downstream.choice_tasks=[{tasks / 'cloze.jsonl'}]",
+        f"downstream.classification_tasks=[{tasks / 'order'}]",
+        "downstream.seeds=2",
+        "downstream.epochs=1",
+    ]
     done = subprocess.run(command, cwd=tasks.parent, env=_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return sweep_dir, done.stdout
@@ -113,10 +129,25 @@ def _lm_eval_scores(hf: Path, yaml_dir: Path, out: Path, model_args: str = "") -
     """lm_eval --model hf on the local task YAMLs (dataset_path: json), nothing downloaded: per task, per doc_id,
     (the log-likelihood of every choice, acc, acc_norm) from its --log_samples output."""
     command = [
-        sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={hf},dtype=float32{model_args}",
-        "--tasks", "lmpt_cloze,lmpt_pairs", "--include_path", str(yaml_dir), "--device", "cpu", "--batch_size", "8",
-        "--output_path", str(out), "--log_samples",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={hf},dtype=float32{model_args}",
+        "--tasks",
+        "lmpt_cloze,lmpt_pairs",
+        "--include_path",
+        str(yaml_dir),
+        "--device",
+        "cpu",
+        "--batch_size",
+        "8",
+        "--output_path",
+        str(out),
+        "--log_samples",
+    ]
     env = {**_env(), **OFFLINE, "HF_HOME": str(out.parent / "hf-home")}
     done = subprocess.run(command, cwd=out.parent, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

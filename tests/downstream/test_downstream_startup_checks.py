@@ -25,10 +25,18 @@ from lmpt.objectives.registry import build_objective, objective_class
 from lmpt.rundir.trained import Trained
 
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=3",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
-    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64",
-]  # fmt: skip
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=3",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.d_model=32",
+    "model.n_layers=1",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+]
 LONG_CHOICE = " ".join(["thou art a villain"] * 60)  # about 300 tokens or more: far past max_seq_len=64
 
 
@@ -72,10 +80,13 @@ def test_a_data_seq_len_too_short_to_fine_tune_on_stops_the_launch_before_traini
 
 
 def test_a_choice_longer_than_max_seq_len_stops_the_launch_before_training(tmp_path: Path) -> None:
-    task = _jsonl(tmp_path / "long.jsonl", [
-        {"context": "To be, or not", "choices": ["to be", "to sleep"], "label": 0},
-        {"context": "Wherefore art thou", "choices": ["Romeo", LONG_CHOICE], "label": 0},
-    ])  # fmt: skip
+    task = _jsonl(
+        tmp_path / "long.jsonl",
+        [
+            {"context": "To be, or not", "choices": ["to be", "to sleep"], "label": 0},
+            {"context": "Wherefore art thou", "choices": ["Romeo", LONG_CHOICE], "label": 0},
+        ],
+    )
     err = _refused_before_training(tmp_path, "model.max_seq_len=64", f"downstream.choice_tasks=[{task}]")
     assert f"downstream.choice_tasks[0]: {task}:2: a choice of " in err
     assert "does not fit the model's max_seq_len=64" in err
@@ -97,8 +108,9 @@ def _message(work) -> str:
 
 @pytest.mark.parametrize(("objective", "arch"), [("clm", "decoder"), ("span", "encoder-decoder")])
 def test_lmpt_eval_refuses_the_long_choice_as_the_start_up_check_does(shakespeare, tmp_path, objective, arch) -> None:
-    task = _jsonl(tmp_path / "long.jsonl", [{"context": "Wherefore art thou", "choices": ["Romeo", LONG_CHOICE],
-                                             "label": 0}])  # fmt: skip
+    task = _jsonl(
+        tmp_path / "long.jsonl", [{"context": "Wherefore art thou", "choices": ["Romeo", LONG_CHOICE], "label": 0}]
+    )
     trained = _trained(shakespeare, objective, arch)
     at_eval = _message(lambda: evaluate_zero_shot(trained, read_zero_shot(str(task)), 8, True))
     assert at_eval.startswith(f"{task}:1: a choice of ") and at_eval.endswith("max_seq_len=64: shorten it")
@@ -143,13 +155,23 @@ def test_downstream_lr_search_searches_the_in_run_fine_tuning_and_its_control(tm
     folder = tmp_path / "topic"
     words = (["king", "crown", "throne", "court"], ["sea", "ship", "storm", "shore"])
     for split, n in (("train", 160), ("dev", 40)):
-        _jsonl(folder / f"{split}.jsonl", [
-            {"text": f"the {words[i % 2][i % 4]} and the {words[i % 2][(i + 1) % 4]} {i}", "label": i % 2}
-            for i in range(n)
-        ])  # fmt: skip
+        _jsonl(
+            folder / f"{split}.jsonl",
+            [
+                {"text": f"the {words[i % 2][i % 4]} and the {words[i % 2][(i + 1) % 4]} {i}", "label": i % 2}
+                for i in range(n)
+            ],
+        )
     run = tmp_path / "run"
-    done = run_lmpt(*TINY, f"hydra.run.dir={run}", "downstream.lr=search", "downstream.seeds=1",
-                    "downstream.epochs=1", f"downstream.classification_tasks=[{folder}]", cwd=tmp_path)  # fmt: skip
+    done = run_lmpt(
+        *TINY,
+        f"hydra.run.dir={run}",
+        "downstream.lr=search",
+        "downstream.seeds=1",
+        "downstream.epochs=1",
+        f"downstream.classification_tasks=[{folder}]",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads((run / "downstream" / "topic.json").read_text())
     assert record["search"]["candidates"] and record["scratch"]["search"]["candidates"], sorted(record)

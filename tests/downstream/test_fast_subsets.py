@@ -39,12 +39,15 @@ def test_a_fast_subset_is_a_fixed_sample_in_task_order() -> None:
 def test_the_scorer_reads_each_fast_subset_once() -> None:
     cfg = composed(
         "downstream.choice_tasks=[bundled:blimp,bundled:blimp-fast,bundled:shakespeare-cloze]",
-        "downstream.score_every=100", "downstream.curve_items=40",
-    )  # fmt: skip
+        "downstream.score_every=100",
+        "downstream.curve_items=40",
+    )
     scorer = curve_scorer(cfg.downstream, cfg)
     assert scorer is not None and scorer.every == 100
     assert [(name, len(task.pairs or task.questions)) for name, task in scorer.tasks] == [
-        ("blimp-fast", 40), ("shakespeare-cloze", 40)]  # fmt: skip
+        ("blimp-fast", 40),
+        ("shakespeare-cloze", 40),
+    ]
     assert curve_scorer(composed("downstream.choice_tasks=[bundled:blimp-fast]").downstream, cfg) is None
 
 
@@ -66,11 +69,15 @@ def test_a_score_every_that_cannot_be_taken_is_refused(overrides: list[str], mes
 
 def test_the_refusal_is_one_line_and_exit_2_before_any_run(tmp_path: Path) -> None:
     result: subprocess.CompletedProcess = run_lmpt(
-        *SMALL, "downstream.choice_tasks=[bundled:blimp-fast]", "downstream.score_every=150", "hydra.run.dir=run",
+        *SMALL,
+        "downstream.choice_tasks=[bundled:blimp-fast]",
+        "downstream.score_every=150",
+        "hydra.run.dir=run",
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, result.stderr
-    assert lines[0] == ("lmpt: error: downstream.score_every=150 is invalid: it must be a multiple of "
-                        "trainer.eval_every=100")  # fmt: skip
+    assert lines[0] == (
+        "lmpt: error: downstream.score_every=150 is invalid: it must be a multiple of trainer.eval_every=100"
+    )
     assert not (tmp_path / "run").exists()

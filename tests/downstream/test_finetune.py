@@ -20,9 +20,15 @@ from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=4",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.n_layers=2",
-]  # fmt: skip
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=4",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.n_layers=2",
+]
 OBJECTIVES = {"decoder": "clm", "encoder": "mlm", "encoder-decoder": "span"}
 FIXED = ["lr=null", "control=none"]  # the fixed recipe, no control: these tasks are too small to search
 FAST = ["seeds=2", "max_steps=3", "batch_size=8", "seq_len=32", *FIXED]
@@ -45,7 +51,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
-            )  # fmt: skip
+            )
             for arch in group
         }
         for arch, job in jobs.items():
@@ -60,9 +66,10 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A real two-class task from the bundled corpora: is a line Shakespeare or Wikipedia? (train, dev, test)."""
     corpora = REPO / "lmpt" / "corpora"
     lines = lambda name, skip: [  # noqa: E731
-        line.strip() for line in (corpora / name).read_text(encoding="utf-8").splitlines()
+        line.strip()
+        for line in (corpora / name).read_text(encoding="utf-8").splitlines()
         if len(line.strip()) > 30 and not line.strip().startswith(skip)
-    ]  # fmt: skip
+    ]
     shakespeare, wiki = lines("tinyshakespeare.txt", "#"), lines("wikitext-2-valid.txt", "=")
     root, files = tmp_path_factory.mktemp("task"), {}
     for split, (start, n) in {"train": (0, 16), "dev": (100, 8), "test": (200, 8)}.items():
@@ -177,8 +184,13 @@ def test_the_console_script_refuses_in_one_line_and_writes_nothing(runs, task, t
     env = dict(os.environ, PYTHONPATH=str(REPO))
     (tmp_path / "one.tsv").write_text("text\tlabel\na b c\tyes\nd e f\tyes\n")
     argv = [str(runs["encoder"]), f"data.train={tmp_path / 'one.tsv'}", f"data.dev={task['dev']}", "task=cli"]
-    done = subprocess.run([sys.executable, "-m", "lmpt.downstream.finetune_cli", *argv], env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "lmpt.downstream.finetune_cli", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
     assert "has only one class ('yes' in field 'label')" in done.stderr
     assert not (runs["encoder"] / "downstream" / "cli.json").exists()

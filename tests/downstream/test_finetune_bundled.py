@@ -19,10 +19,16 @@ from lmpt.downstream.tasks.choice_tasks import tasks_dir
 from lmpt.downstream.tasks.options import MODE_MEANINGS, FinetuneOptions, TaskData
 
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=2",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.n_layers=1",
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=2",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.n_layers=1",
     "objective=clm",
-]  # fmt: skip
+]
 FAST = ["seeds=1", "max_steps=2", "batch_size=32", "seq_len=32", "lr=null", "control=none"]
 ORDER = tasks_dir() / "shakespeare-order"
 

@@ -28,10 +28,19 @@ from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=2",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
-    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64", "objective=mlm",
-]  # fmt: skip
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=2",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.d_model=32",
+    "model.n_layers=1",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+    "objective=mlm",
+]
 FAST = ["seeds=2", "max_steps=2", "batch_size=16", "seq_len=24", "lr_grid=[1e-4,1e-3]"]
 KEPT = '{"kept": true}\n'
 
@@ -152,8 +161,11 @@ def test_lr_search_reads_only_the_training_split_and_records_its_choice(run, tas
     search = out["search"]
     assert (search["held_out"], search["trained_on"], search["seed"], search["epochs"]) == (20, 110, 0, 1)
     assert [(c["lr"], c["pooling"]) for c in search["candidates"]] == [
-        (1e-4, "mean"), (1e-3, "mean"), (1e-4, "first"), (1e-3, "first")
-    ]  # fmt: skip
+        (1e-4, "mean"),
+        (1e-3, "mean"),
+        (1e-4, "first"),
+        (1e-3, "first"),
+    ]
     best = max(c["accuracy"] for c in search["candidates"])
     chosen = next(c for c in search["candidates"] if c["accuracy"] == best)
     assert (out["lr"], out["pooling"]) == (search["lr"], search["pooling"]) == (chosen["lr"], chosen["pooling"])

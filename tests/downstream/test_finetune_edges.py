@@ -17,10 +17,16 @@ from lmpt.errors import LmptError
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=2",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.n_layers=1",
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=2",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.n_layers=1",
     "objective=clm",
-]  # fmt: skip
+]
 KEPT = '{"kept": true}\n'
 
 

@@ -87,8 +87,14 @@ def test_dotted_keys_fill_a_nested_dataclass_and_show_in_help() -> None:
 
 
 def test_collate_keeps_rows_in_the_order_asked(shakespeare: PreparedData) -> None:
-    split = encode_split([Example("a b c d", None, "x"), Example("e", None, "y")], {"x": 0, "y": 1},
-                         shakespeare.tokenizer, "decoder", 32, segments=False)  # fmt: skip
+    split = encode_split(
+        [Example("a b c d", None, "x"), Example("e", None, "y")],
+        {"x": 0, "y": 1},
+        shakespeare.tokenizer,
+        "decoder",
+        32,
+        segments=False,
+    )
     batch = collate(split, [1, 0], "decoder", shakespeare.tokenizer.special)
     assert torch.equal(batch.input_ids[1], split.rows[0]) and batch.input_ids[0, : split.rows[1].numel()].tolist() == (
         split.rows[1].tolist()

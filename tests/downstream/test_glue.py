@@ -28,10 +28,16 @@ from lmpt.errors import LmptError
 from lmpt.objectives.registry import objective_class
 
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=2",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.n_layers=1",
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=2",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.n_layers=1",
     "objective=mlm",
-]  # fmt: skip
+]
 FAST = ["seeds=2", "max_steps=2", "batch_size=16", "seq_len=32", "lr=null", "epochs=1"]
 
 
@@ -43,8 +49,17 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_every_task_is_read_with_its_own_columns(tmp_path: Path) -> None:
     root = write_glue(tmp_path)
-    assert [t.name for t in glue_tasks("glue")] == ["CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI", "QNLI", "RTE",
-                                                    "WNLI"]  # fmt: skip
+    assert [t.name for t in glue_tasks("glue")] == [
+        "CoLA",
+        "SST-2",
+        "MRPC",
+        "QQP",
+        "STS-B",
+        "MNLI",
+        "QNLI",
+        "RTE",
+        "WNLI",
+    ]
     cola = read_glue(str(root), TASKS["cola"])  # headerless: the sentence is column 3, the label column 1
     assert len(cola.labelled["train"]) == 40 and cola.labelled["train"][0].text.startswith("good")
     mnli = read_glue(str(root), TASKS["mnli"])
@@ -64,16 +79,21 @@ def test_names_are_glues_folders_or_hf_configs_in_any_case(name: str) -> None:
 def test_the_official_metrics_are_sklearns_and_scipys() -> None:
     gold, predicted = ["1", "0", "1", "1", "0", "1"], ["1", "1", "1", "0", "0", "1"]
     assert task_metrics(TASKS["cola"], {"dev": gold}, {"dev": predicted}) == pytest.approx(
-        {"mcc": matthews_corrcoef(gold, predicted)})  # fmt: skip
+        {"mcc": matthews_corrcoef(gold, predicted)}
+    )
     mrpc = task_metrics(TASKS["mrpc"], {"dev": gold}, {"dev": predicted})
-    assert mrpc == pytest.approx({"f1": f1_score(gold, predicted, pos_label="1"),
-                                  "accuracy": accuracy_score(gold, predicted)})  # fmt: skip
+    assert mrpc == pytest.approx(
+        {"f1": f1_score(gold, predicted, pos_label="1"), "accuracy": accuracy_score(gold, predicted)}
+    )
     scores, guess = ["0.5", "3.2", "4.8", "1.0"], [1.0, 2.5, 4.0, 2.0]
     stsb = task_metrics(TASKS["stsb"], {"dev": scores}, {"dev": guess})
     numbers = [float(s) for s in scores]
     assert stsb == pytest.approx({"pearson": pearsonr(numbers, guess)[0], "spearman": spearmanr(numbers, guess)[0]})
-    mnli = task_metrics(TASKS["mnli"], {"dev_matched": ["entailment", "neutral"], "dev_mismatched": ["neutral"]},
-                        {"dev_matched": ["entailment", "entailment"], "dev_mismatched": ["neutral"]})  # fmt: skip
+    mnli = task_metrics(
+        TASKS["mnli"],
+        {"dev_matched": ["entailment", "neutral"], "dev_mismatched": ["neutral"]},
+        {"dev_matched": ["entailment", "entailment"], "dev_mismatched": ["neutral"]},
+    )
     assert mnli == {"matched_accuracy": 0.5, "mismatched_accuracy": 1.0}
 
 
@@ -90,16 +110,29 @@ def test_a_hugging_face_save_to_disk_folder_reads_as_the_download_does(tmp_path:
     names = datasets.ClassLabel(names=["entailment", "not_entailment"])
 
     def split(examples, labelled: bool):
-        rows = {"sentence1": [e.text for e in examples], "sentence2": [e.pair for e in examples],
-                "label": [names.str2int(e.label) if labelled else -1 for e in examples],
-                "idx": list(range(len(examples)))}  # fmt: skip
-        features = datasets.Features({"sentence1": datasets.Value("string"), "sentence2": datasets.Value("string"),
-                                      "label": names, "idx": datasets.Value("int32")})  # fmt: skip
+        rows = {
+            "sentence1": [e.text for e in examples],
+            "sentence2": [e.pair for e in examples],
+            "label": [names.str2int(e.label) if labelled else -1 for e in examples],
+            "idx": list(range(len(examples))),
+        }
+        features = datasets.Features(
+            {
+                "sentence1": datasets.Value("string"),
+                "sentence2": datasets.Value("string"),
+                "label": names,
+                "idx": datasets.Value("int32"),
+            }
+        )
         return datasets.Dataset.from_dict(rows, features=features)
 
-    saved = datasets.DatasetDict({"train": split(tsv.labelled["train"], True),
-                                  "validation": split(tsv.labelled["dev"], True),
-                                  "test": split(tsv.tests["test"][1], False)})  # fmt: skip
+    saved = datasets.DatasetDict(
+        {
+            "train": split(tsv.labelled["train"], True),
+            "validation": split(tsv.labelled["dev"], True),
+            "test": split(tsv.tests["test"][1], False),
+        }
+    )
     saved.save_to_disk(str(tmp_path / "hf" / "rte"))
     hf = read_glue(str(tmp_path / "hf"), glue_task("RTE"))
     assert hf.labelled == tsv.labelled and hf.tests["test"][1] == [e for e in tsv.tests["test"][1]]
@@ -107,8 +140,9 @@ def test_a_hugging_face_save_to_disk_folder_reads_as_the_download_does(tmp_path:
 
 def test_glue_on_a_tiny_run_writes_its_record_predictions_and_server_files(run, tmp_path, capsys) -> None:
     root = write_glue(tmp_path / "glue", ("STS-B", "MNLI", "MRPC"))
-    finetune_command([str(run), "task=glue:sts-b,mnli,mrpc", f"data.dir={root}", *FAST,
-                      "max_train_examples=30", "json=true"])  # fmt: skip
+    finetune_command(
+        [str(run), "task=glue:sts-b,mnli,mrpc", f"data.dir={root}", *FAST, "max_train_examples=30", "json=true"]
+    )
     record = json.loads(capsys.readouterr().out)
     assert record["tasks"] == ["MRPC", "STS-B", "MNLI"] and record["max_train_examples"] == 30
     assert all(r["train_examples"] == 30 for r in record["results"].values())
@@ -135,8 +169,9 @@ def test_glue_on_a_tiny_run_writes_its_record_predictions_and_server_files(run, 
 
 def test_the_table_says_whether_wnli_counts_and_the_cap(run, tmp_path, capsys) -> None:
     root = write_glue(tmp_path / "glue", ("WNLI", "RTE"))
-    finetune_command([str(run), "task=glue:wnli,rte", f"data.dir={root}", *FAST, "control=none", "seeds=1",
-                      "max_train_examples=25"])  # fmt: skip
+    finetune_command(
+        [str(run), "task=glue:wnli,rte", f"data.dir={root}", *FAST, "control=none", "seeds=1", "max_train_examples=25"]
+    )
     out = capsys.readouterr().out
     assert "WNLI not counted (as BERT)" in out and "at most 25 training examples a task" in out and "GLUE score" in out
 
@@ -199,12 +234,22 @@ def test_glue_entries_are_found_by_their_kind(tmp_path: Path) -> None:
     assert items.name == "STS-B" and len(items.texts) == 12
 
 
-@pytest.mark.parametrize(("entry", "said"), [("glue:sst3@{root}", "GLUE has no task 'sst3'"),
-                                             ("glue:rte", "names no GLUE folder: write glue:NAME@DIR")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [("glue:sst3@{root}", "GLUE has no task 'sst3'"), ("glue:rte", "names no GLUE folder: write glue:NAME@DIR")],
+)
 def test_a_bad_glue_entry_is_refused_before_training_naming_its_key(entry: str, said: str, tmp_path: Path) -> None:
     root = write_glue(tmp_path / "glue", ("RTE",))
-    downstream = SimpleNamespace(choice_tasks=[], classification_tasks=[entry.format(root=root)], mode="probe",
-                                 seeds=1, epochs=1, batch_size=16, lr="fixed", control="none")  # fmt: skip
+    downstream = SimpleNamespace(
+        choice_tasks=[],
+        classification_tasks=[entry.format(root=root)],
+        mode="probe",
+        seeds=1,
+        epochs=1,
+        batch_size=16,
+        lr="fixed",
+        control="none",
+    )
     with pytest.raises(LmptError) as caught:
         check_downstream(downstream, objective_class("mlm"), 32, 64)
     assert str(caught.value).startswith("downstream.classification_tasks[0]") and said in str(caught.value)
@@ -212,13 +257,26 @@ def test_a_bad_glue_entry_is_refused_before_training_naming_its_key(entry: str, 
 
 def test_glue_entries_are_scored_when_a_run_ends(run, tmp_path) -> None:
     root = write_glue(tmp_path / "glue", ("RTE", "STS-B"))
-    downstream = SimpleNamespace(choice_tasks=[], classification_tasks=[f"glue:rte@{root}", f"glue:sts-b@{root}"],
-                                 mode="probe", seeds=2, epochs=1, batch_size=16, lr="fixed", control="scratch",
-                                 weights="last", max_train_examples=30)  # fmt: skip
+    downstream = SimpleNamespace(
+        choice_tasks=[],
+        classification_tasks=[f"glue:rte@{root}", f"glue:sts-b@{root}"],
+        mode="probe",
+        seeds=2,
+        epochs=1,
+        batch_size=16,
+        lr="fixed",
+        control="scratch",
+        weights="last",
+        max_train_examples=30,
+    )
     check_downstream(downstream, objective_class("mlm"), 32, 64)
     figures = score_downstream(downstream, run, 2)
-    assert {"downstream/RTE/accuracy_mean", "downstream/STS-B/pearson_mean", "downstream/STS-B/mse_gain",
-            "downstream/STS-B/bow_pearson"} <= set(figures)  # fmt: skip
+    assert {
+        "downstream/RTE/accuracy_mean",
+        "downstream/STS-B/pearson_mean",
+        "downstream/STS-B/mse_gain",
+        "downstream/STS-B/bow_pearson",
+    } <= set(figures)
     record = task_record(run, "STS-B")
     assert record is not None and record.kind is Regression and record.figure("train_examples") == 30
     assert record.seed_figures("pearson") is not None and len(record.seed_figures("pearson")) == 2

@@ -18,10 +18,19 @@ from lmpt.downstream.tasks.choice_tasks import tasks_dir
 from lmpt.errors import LmptError
 
 TINY = [
-    "tokenizer.vocab_size=512", "data.seq_len=32", "trainer.batch_size=4", "trainer.max_steps=2",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
-    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64", "objective=clm",
-]  # fmt: skip
+    "tokenizer.vocab_size=512",
+    "data.seq_len=32",
+    "trainer.batch_size=4",
+    "trainer.max_steps=2",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.d_model=32",
+    "model.n_layers=1",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+    "objective=clm",
+]
 FAST = ["seeds=1", "max_steps=2", "batch_size=16", "seq_len=24", "lr=1e-3", "control=none"]
 OWN = '{"task": "order", "own": true}\n'
 

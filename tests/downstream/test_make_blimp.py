@@ -20,17 +20,27 @@ KEPT = ["sentence_good", "sentence_bad", "field", "linguistics_term", "UID", "pa
 
 def _paradigm(uid: str, field: str, n: int) -> str:
     records = [
-        {"sentence_good": f"{uid} good {i}.", "sentence_bad": f"{uid} bad {i} ü.", "field": field,
-         "linguistics_term": "term", "UID": uid, "simple_LM_method": True, "lexically_identical": False,
-         "pairID": str(i)}
+        {
+            "sentence_good": f"{uid} good {i}.",
+            "sentence_bad": f"{uid} bad {i} ü.",
+            "field": field,
+            "linguistics_term": "term",
+            "UID": uid,
+            "simple_LM_method": True,
+            "lexically_identical": False,
+            "pairID": str(i),
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
     return "".join(json.dumps(r) + "\n" for r in records)
 
 
 def _build(source: Path, out: Path) -> dict[str, bytes]:
-    subprocess.run([sys.executable, str(REPO / "scripts" / "make_blimp.py"), str(source), "--out", str(out)],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "make_blimp.py"), str(source), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 

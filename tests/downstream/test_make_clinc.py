@@ -18,17 +18,25 @@ def _source(root: Path) -> Path:
     data.mkdir(parents=True)
     domains = {"travel": ["translate", "book_flight"], "banking": ["balance"]}
     train = [[f"{intent} query {i}", intent] for intent in ("translate", "balance", "book_flight") for i in range(25)]
-    full = {"train": train, "val": [["how much is in my account", "balance"]],
-            "test": [["say hi in french", "translate"], ["fly me to rome", "book_flight"]],
-            "oos_train": [["what is the weather", "oos"]], "oos_val": [], "oos_test": []}  # fmt: skip
+    full = {
+        "train": train,
+        "val": [["how much is in my account", "balance"]],
+        "test": [["say hi in french", "translate"], ["fly me to rome", "book_flight"]],
+        "oos_train": [["what is the weather", "oos"]],
+        "oos_val": [],
+        "oos_test": [],
+    }
     (data / "domains.json").write_text(json.dumps(domains), encoding="utf-8")
     (data / "data_full.json").write_text(json.dumps(full), encoding="utf-8")
     return data
 
 
 def _build(source: Path, out: Path) -> dict[str, bytes]:
-    subprocess.run([sys.executable, str(REPO / "scripts" / "make_clinc.py"), str(source), "--out", str(out)],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "make_clinc.py"), str(source), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
 
 

@@ -30,10 +30,21 @@ from tests.objectives.objective_helpers import FakeTokenizer
 TOK = FakeTokenizer(vocab_size=200)
 MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, ffn_dim=32, max_seq_len=16)
 TINY = [
-    "objective=mdlm", "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=2",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
-    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64", "objective.eval_draws=2", "objective.score_draws=4",
-]  # fmt: skip
+    "objective=mdlm",
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=2",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.d_model=32",
+    "model.n_layers=1",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+    "objective.eval_draws=2",
+    "objective.score_draws=4",
+]
 
 
 def mask_predictor(vocab: int = 256):
@@ -87,9 +98,10 @@ def test_with_many_draws_the_estimate_reaches_the_bound_summed_over_every_mask()
     row, start, n = [TOK.special.eos, first + 2, first + 8, first + 30, first + 4, first + 11, first + 50], 3, 4
     exact = sum(
         sum(cost(model, row, tuple(start + i for i in s)) for s in itertools.combinations(range(n), k))
-        / math.comb(n, k) / k
+        / math.comb(n, k)
+        / k
         for k in range(1, n + 1)
-    )  # fmt: skip
+    )
     scorer = BoundScorer(draws=2000, special=TOK.special, tokenizer_vocab=200)
     assert -bound_scores(scorer, model, [row], [start], 1)[0] == pytest.approx(exact, rel=0.02)
 
@@ -118,8 +130,9 @@ def test_only_mdlm_scores_by_its_own_way_and_bad_draws_are_refused() -> None:
 
 def test_a_launch_with_score_draws_below_one_is_one_line_exit_2_nothing_written(tmp_path: Path) -> None:
     args = [*SMALL, "objective=mdlm", "objective.score_draws=0", f"hydra.run.dir={tmp_path / 'run'}"]
-    done = subprocess.run(lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    done = subprocess.run(
+        lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True, timeout=300
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("lmpt: error:"), done.stderr
     assert "objective.score_draws=0 must be at least 1" in lines[0] and list(tmp_path.iterdir()) == []
@@ -130,10 +143,12 @@ def test_the_cloze_frame_is_eos_then_the_context_and_only_the_choice_is_scored(s
     """The objective's scoring frame (eos, the context) then the choice, cut from the left to fit the model."""
     tok = shakespeare.tokenizer
     objective = build_objective(OmegaConf.structured(MdlmConfig), tok, 32, "auto")
-    model = objective.build_model(ModelConfig(d_model=16, n_layers=1, n_heads=2, ffn_dim=32, max_seq_len=64),
-                                  tok.vocab_size)  # fmt: skip
-    trained = Trained(model.eval(), tok, OmegaConf.create({"objective": {"score_draws": 3}}), "encoder", "mdlm",
-                      Path("unused"))  # fmt: skip
+    model = objective.build_model(
+        ModelConfig(d_model=16, n_layers=1, n_heads=2, ffn_dim=32, max_seq_len=64), tok.vocab_size
+    )
+    trained = Trained(
+        model.eval(), tok, OmegaConf.create({"objective": {"score_draws": 3}}), "encoder", "mdlm", Path("unused")
+    )
     questions = [ChoiceQuestion("ROMEO: But soft, what light", ("window", "horse breaks"), 0)]
     rows, starts = whole_rows(trained, questions)
     for choice, row, start in zip(questions[0].choices, rows, starts, strict=True):
@@ -161,8 +176,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     questions = (tasks_dir() / "shakespeare-cloze.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     cloze.write_text("".join(questions[:3]), encoding="utf-8")
     task, run_dir = f"downstream.choice_tasks=[{pairs},{cloze}]", f"hydra.run.dir={root / 'run'}"
-    done = subprocess.run(lmpt_command(*TINY, task, run_dir), cwd=root, env=lmpt_env(), capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        lmpt_command(*TINY, task, run_dir), cwd=root, env=lmpt_env(), capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return root / "run", pairs, cloze
 

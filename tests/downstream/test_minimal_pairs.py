@@ -133,13 +133,22 @@ def test_subsets_per_field_paradigm_and_equal_length(tmp_path: Path) -> None:
     assert result["equal_length"]["n"] == 2 and result["equal_length"]["accuracy"] == 0.5
     assert result["accuracy_equal_length"] == 0.5
     assert result["length_baseline"] == pytest.approx((1 + 0.5 + 0 + 0.5) / 4)  # shorter wins, a tie half
-    assert {k: (g["n"], g["accuracy"]) for k, g in result["fields"].items()} == {"semantics": (2, 0.5),
-                                                                                 "syntax": (2, 0.5)}  # fmt: skip
+    assert {k: (g["n"], g["accuracy"]) for k, g in result["fields"].items()} == {
+        "semantics": (2, 0.5),
+        "syntax": (2, 0.5),
+    }
     assert {k: (g["n"], g["accuracy"]) for k, g in result["paradigms"].items()} == {
-        "p1": (2, 0.5), "p2": (1, 0.0), "p3": (1, 1.0)}  # fmt: skip
+        "p1": (2, 0.5),
+        "p2": (1, 0.0),
+        "p3": (1, 1.0),
+    }
     assert json.loads(json.dumps(result)) == result
-    assert logged_zero_shot(result) == {"accuracy": 0.5, "accuracy_equal_length": 0.5, "chance": 0.5,
-                                        "length_baseline": 0.5}  # fmt: skip
+    assert logged_zero_shot(result) == {
+        "accuracy": 0.5,
+        "accuracy_equal_length": 0.5,
+        "chance": 0.5,
+        "length_baseline": 0.5,
+    }
 
 
 def test_a_file_is_scored_end_to_end_and_tokens_decide_equal_length(shakespeare, tmp_path: Path) -> None:

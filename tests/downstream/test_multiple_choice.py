@@ -65,9 +65,13 @@ def test_decoder_scores_are_the_causal_log_likelihood_of_the_choice(shakespeare)
 
 @pytest.mark.parametrize(
     ("arch", "objective", "attention"),
-    [("decoder", "prefix", "prefix"), ("decoder", "ul2-mixture", "prefix"), ("encoder-decoder", "span", None),
-     ("encoder-decoder", "ul2-mixture", None)],
-)  # fmt: skip
+    [
+        ("decoder", "prefix", "prefix"),
+        ("decoder", "ul2-mixture", "prefix"),
+        ("encoder-decoder", "span", None),
+        ("encoder-decoder", "ul2-mixture", None),
+    ],
+)
 def test_each_objective_sees_the_choice_as_it_trained(shakespeare, arch: str, objective: str, attention) -> None:
     trained = _trained(shakespeare, arch, objective)
     special = trained.tokenizer.special

@@ -24,10 +24,16 @@ from lmpt.downstream.tasks.task_files import Example
 from lmpt.errors import LmptError
 
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=2",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.n_layers=1",
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=2",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.n_layers=1",
     "objective=mlm",
-]  # fmt: skip
+]
 WORDS = "the cat sat on a mat while dogs ran far away from home in rain and sun".split()
 
 
@@ -118,8 +124,17 @@ def test_lmpt_finetune_refuses_a_label_that_is_not_a_number_in_one_line(run, fol
 
 
 def test_a_tiny_run_fine_tunes_a_one_output_head_beside_its_control(run, folder, capsys) -> None:
-    argv = [str(run), "regression=true", *(f"data.{s}={folder / f'{s}.jsonl'}" for s in ("train", "dev", "test")),
-            "seeds=2", "max_steps=3", "batch_size=16", "seq_len=32", "lr=null", "json=true"]  # fmt: skip
+    argv = [
+        str(run),
+        "regression=true",
+        *(f"data.{s}={folder / f'{s}.jsonl'}" for s in ("train", "dev", "test")),
+        "seeds=2",
+        "max_steps=3",
+        "batch_size=16",
+        "seq_len=32",
+        "lr=null",
+        "json=true",
+    ]
     finetune_command(argv)
     result = json.loads(capsys.readouterr().out)
     assert {PEARSON_MEAN, "spearman_mean", "mse_mean", "test_pearson_mean", "mean_baseline_mse"} <= set(result)
@@ -140,9 +155,20 @@ def test_runs_with_only_a_regression_figure_rank_by_its_pearson(tmp_path: Path) 
     from lmpt.report.runs import RunSummary
     from lmpt.report.significance import neighbour_significance
 
-    runs = [RunSummary(tmp_path / n, n, [], "mlm", "completed", 2, None, None,
-                       downstream={"downstream/STS-B/pearson_mean": v, "downstream/STS-B/mse_mean": 1.0})
-            for n, v in (("a", 0.2), ("b", 0.4))]  # fmt: skip
+    runs = [
+        RunSummary(
+            tmp_path / n,
+            n,
+            [],
+            "mlm",
+            "completed",
+            2,
+            None,
+            None,
+            downstream={"downstream/STS-B/pearson_mean": v, "downstream/STS-B/mse_mean": 1.0},
+        )
+        for n, v in (("a", 0.2), ("b", 0.4))
+    ]
     ranking = choose_ranking(runs)
     assert ranking.key == "downstream/STS-B/pearson_mean" and ranking.higher_is_better  # never the mse (lower wins)
     assert [ranking.value(r) for r in runs] == [0.2, 0.4]

@@ -22,8 +22,16 @@ from lmpt.report.runs import find_runs
 from lmpt.train.preemption import EXIT_PREEMPTED
 from lmpt.train.run import TrainResult
 
-TINY = [*SMALL, "trainer.max_steps=4", "trainer.sample_tokens=0", "trainer.eval_batches=1", "model.d_model=32",
-        "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64"]  # fmt: skip
+TINY = [
+    *SMALL,
+    "trainer.max_steps=4",
+    "trainer.sample_tokens=0",
+    "trainer.eval_batches=1",
+    "model.d_model=32",
+    "model.n_layers=1",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+]
 
 
 def _cloze(root: Path) -> Path:
@@ -42,8 +50,14 @@ def test_sigterm_while_scoring_exits_for_requeue_and_the_resume_scores_without_t
     run = tmp_path / "run"
     slow = "bundled:blimp-fast"  # downstream.batch_size=1: a few seconds of scoring, the time the signal needs
     args = [*TINY, f"downstream.choice_tasks=[{_cloze(tmp_path)},{slow}]", "downstream.batch_size=1"]
-    process = subprocess.Popen(lmpt_command(*args, f"hydra.run.dir={run}"), cwd=tmp_path, env=lmpt_env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        lmpt_command(*args, f"hydra.run.dir={run}"),
+        cwd=tmp_path,
+        env=lmpt_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout is not None
     for line in process.stdout:  # the first task is recorded, the second is being scored
         if line.startswith("scoring blimp-fast"):
@@ -98,8 +112,14 @@ def test_a_stop_signal_ends_scoring_at_once_with_the_tasks_recorded(
     assert f"{sig.name}: stopping the downstream scoring, then exiting" in out
     assert f"to resume: lmpt trainer.resume={run} (exit code 75)" in out
     status = json.loads((run / "status.json").read_text())
-    assert status == {"status": "preempted", "step": 4, "wall_s": 1.5, "phase": SCORING, "train_s": 3.25,
-                      "recorded": ["cloze"]}  # fmt: skip
+    assert status == {
+        "status": "preempted",
+        "step": 4,
+        "wall_s": 1.5,
+        "phase": SCORING,
+        "train_s": 3.25,
+        "recorded": ["cloze"],
+    }
     assert recorded_before(run, 4) == {"cloze"}
     assert recorded_before(run, 8) == frozenset()  # trained on since: the record is of older weights
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are given back
@@ -118,8 +138,11 @@ def test_a_resumed_scoring_keeps_the_recorded_tasks_and_logs_each_figure_once(tm
 
     figures = after_training.score_downstream(downstream, run, 4, "cpu", progress)  # no model: nothing is scored
 
-    assert figures == {"downstream/cloze/accuracy": 0.25, "downstream/cloze/accuracy_norm": 0.5,
-                       "downstream/cloze/chance": 0.25}  # fmt: skip
+    assert figures == {
+        "downstream/cloze/accuracy": 0.25,
+        "downstream/cloze/accuracy_norm": 0.5,
+        "downstream/cloze/chance": 0.25,
+    }
     assert records(run) == [{"step": 4, "val_loss": 2.0}, {"step": 4, **figures}]
     assert progress.recorded == ["cloze"]
 
@@ -170,10 +193,15 @@ def test_a_scoring_cut_off_without_a_word_reads_unfinished_and_resumes_with_its_
 def test_kill_9_while_scoring_keeps_the_recorded_tasks_and_the_same_command_finishes_the_run(tmp_path: Path) -> None:
     run = tmp_path / "run"
     slow = "bundled:blimp-fast"
-    args = [*TINY, f"downstream.choice_tasks=[{_cloze(tmp_path)},{slow}]", "downstream.batch_size=1",
-            f"hydra.run.dir={run}"]  # fmt: skip
-    process = subprocess.Popen(lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    args = [
+        *TINY,
+        f"downstream.choice_tasks=[{_cloze(tmp_path)},{slow}]",
+        "downstream.batch_size=1",
+        f"hydra.run.dir={run}",
+    ]
+    process = subprocess.Popen(
+        lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert process.stdout is not None
     for line in process.stdout:
         if line.startswith("scoring blimp-fast"):

@@ -61,9 +61,12 @@ def test_cola_reads_headerless_by_column_number_and_keeps_quotes(tmp_path: Path)
 
 def test_mrpc_reads_a_pair_with_odd_column_names(tmp_path: Path) -> None:
     data = TaskData(
-        train=_write(tmp_path, "msr_paraphrase_train.tsv", MRPC), dev="",
-        text_field="#1 String", pair_field="#2 String", label_field="Quality",
-    )  # fmt: skip
+        train=_write(tmp_path, "msr_paraphrase_train.tsv", MRPC),
+        dev="",
+        text_field="#1 String",
+        pair_field="#2 String",
+        label_field="Quality",
+    )
     first, second = read_examples(data.train, "train", data)
     assert first.text.startswith("Amrozi accused") and first.pair.startswith("Referring to him")
     assert '" the witness "' in first.text and (first.label, second.label) == ("1", "0")

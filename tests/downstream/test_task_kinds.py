@@ -22,9 +22,12 @@ from tests.composed import composed
 
 def test_the_registry_finds_every_kind_in_its_own_module() -> None:
     assert list(KINDS) == ["pairs", "choice", "classification", "regression"]
-    assert all(issubclass(k, TaskKind) and k.__module__ == f"lmpt.downstream.kinds.{m}" for k, m in
-               zip(KINDS.values(), ("minimal_pairs", "multiple_choice", "classification", "regression"),
-                   strict=True))  # fmt: skip
+    assert all(
+        issubclass(k, TaskKind) and k.__module__ == f"lmpt.downstream.kinds.{m}"
+        for k, m in zip(
+            KINDS.values(), ("minimal_pairs", "multiple_choice", "classification", "regression"), strict=True
+        )
+    )
     assert [k for k in KINDS.values() if issubclass(k, ZeroShotKind)] == [MinimalPairs, MultipleChoice]
 
 
@@ -43,8 +46,11 @@ def test_a_minimal_pair_task_gives_its_sentences_to_decontaminate_against() -> N
 
 
 def test_quality_web_starts_with_a_minimal_pair_task(tmp_path: Path) -> None:
-    cfg = composed("quality=web", "downstream.choice_tasks=[bundled:blimp-fast,bundled:shakespeare-cloze]",
-                   "downstream.classification_tasks=[bundled:clinc-domains]")  # fmt: skip
+    cfg = composed(
+        "quality=web",
+        "downstream.choice_tasks=[bundled:blimp-fast,bundled:shakespeare-cloze]",
+        "downstream.classification_tasks=[bundled:clinc-domains]",
+    )
     stage = quality_stage_for(cfg.quality, cfg.downstream)
     assert stage is not None
     assert [t.name for t in stage.tasks] == ["blimp-fast", "shakespeare-cloze", "clinc-domains"]

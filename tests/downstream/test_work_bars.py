@@ -96,16 +96,33 @@ passes: forward and backward), then the dev and test examples read."""
         # a probe reads every example once for its features; its head's steps weigh nothing
         ("probe", None, ["order probe features", "order probe seed 1/2", "order probe seed 2/2"], 120 + 8 + 6),
         # two candidates trained on 102 examples (18 held back and read), then the two seeds
-        ("full", "search", ["order fine-tune recipe search 1/2 (lr 0.0001, last pooling)",
-                            "order fine-tune recipe search 2/2 (lr 0.001, last pooling)", "order fine-tune seed 2/2"],
-         2 * (3 * 32 + 18) + 2 * FULL_SEED),
+        (
+            "full",
+            "search",
+            [
+                "order fine-tune recipe search 1/2 (lr 0.0001, last pooling)",
+                "order fine-tune recipe search 2/2 (lr 0.001, last pooling)",
+                "order fine-tune seed 2/2",
+            ],
+            2 * (3 * 32 + 18) + 2 * FULL_SEED,
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_fine_tuning_bar_names_task_and_phase_and_ends_full(shakespeare, bars, task, mode, lr, phases, total) -> None:
     terminal, closed = bars
     data = TaskData(task["train"], task["dev"], task["test"])
-    options = FinetuneOptions(data=data, task="order", mode=mode, seeds=2, max_steps=2, batch_size=16, lr=lr,
-                              lr_grid=[1e-4, 1e-3], control="none", seq_len=16)  # fmt: skip
+    options = FinetuneOptions(
+        data=data,
+        task="order",
+        mode=mode,
+        seeds=2,
+        max_steps=2,
+        batch_size=16,
+        lr=lr,
+        lr_grid=[1e-4, 1e-3],
+        control="none",
+        seq_len=16,
+    )
     finetune(_trained(shakespeare, "decoder", "clm"), options)
     shown = terminal.export_text()
     assert all(phase in shown for phase in phases), shown[-2000:]

@@ -24,10 +24,19 @@ transformers = pytest.importorskip("transformers")
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
-    "objective=clm", "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=30",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "model.d_model=32",
-    "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64",
-]  # fmt: skip
+    "objective=clm",
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=30",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "model.d_model=32",
+    "model.n_layers=1",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+]
 PROMPTS = ["ROMEO:", "First Citizen:\nBefore we proceed", "What, art thou"]
 NEW = 24
 
@@ -95,8 +104,14 @@ def test_generate_on_tokenizer_prompt_is_lmpt_generate_greedy(exports, capsys) -
     changed = 0
     for prompt in PROMPTS:
         ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
-        ours = sample(trained.model, [eos, *trained.tokenizer.encode(prompt)], NEW, temperature=0, eos_id=eos,
-                      vocab_size=trained.tokenizer.vocab_size)  # fmt: skip
+        ours = sample(
+            trained.model,
+            [eos, *trained.tokenizer.encode(prompt)],
+            NEW,
+            temperature=0,
+            eos_id=eos,
+            vocab_size=trained.tokenizer.vocab_size,
+        )
         theirs = _greedy(model, ids, eos)
         assert theirs == ours, prompt
         text = tokenizer.decode([*ids[0].tolist(), *theirs], skip_special_tokens=True)
@@ -119,8 +134,14 @@ def test_an_export_without_bos_continues_a_prompt_after_bos_token(exports) -> No
     assert _greedy(model, None, eos) == ours
     asked = transformers.AutoTokenizer.from_pretrained(nobos, local_files_only=True, add_bos_token=True)
     for prompt in PROMPTS:
-        expected = sample(trained.model, [eos, *trained.tokenizer.encode(prompt)], NEW, temperature=0, eos_id=eos,
-                          vocab_size=trained.tokenizer.vocab_size)  # fmt: skip
+        expected = sample(
+            trained.model,
+            [eos, *trained.tokenizer.encode(prompt)],
+            NEW,
+            temperature=0,
+            eos_id=eos,
+            vocab_size=trained.tokenizer.vocab_size,
+        )
         by_hand = tokenizer(tokenizer.bos_token + prompt, return_tensors="pt")["input_ids"]
         assert _greedy(model, by_hand, eos) == expected, prompt
         assert _greedy(model, asked(prompt, return_tensors="pt")["input_ids"], eos) == expected, prompt

@@ -18,10 +18,20 @@ from lmpt.rundir.trained import load_trained
 transformers = pytest.importorskip("transformers")
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.progress=plain",
-    "trainer.sample_tokens=0", "trainer.eval_batches=1", "model.flavour=t5", "model.d_model=64", "model.n_heads=2",
-    "model.ffn_dim=128", "model.n_layers=2", "optimizer.lr=3e-3", "scheduler.warmup_steps=5",
-]  # fmt: skip
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.progress=plain",
+    "trainer.sample_tokens=0",
+    "trainer.eval_batches=1",
+    "model.flavour=t5",
+    "model.d_model=64",
+    "model.n_heads=2",
+    "model.ffn_dim=128",
+    "model.n_layers=2",
+    "optimizer.lr=3e-3",
+    "scheduler.warmup_steps=5",
+]
 TEXT = "First Citizen: Before we proceed any <extra_id_0>, hear me <extra_id_1>. All: Speak, speak."
 
 

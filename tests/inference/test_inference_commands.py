@@ -23,9 +23,14 @@ from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
-    "tokenizer.vocab_size=1024", "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=5",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1",
-]  # fmt: skip
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=5",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+]
 TEXT = (
     "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
     "First Citizen:\nYou are all resolved rather to die than to famish? Caf\u00e9 \u00e9t\u00e9!\n"
@@ -191,8 +196,11 @@ def test_export_decoder_loads_in_transformers_with_the_same_loss(decoder_run: Pa
     out = tmp_path / "hf"
     done = subprocess.run(
         [sys.executable, "-m", "lmpt.hf.export", str(decoder_run), str(out)],
-        env=_env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     model = transformers.AutoModelForCausalLM.from_pretrained(out, local_files_only=True).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(out, local_files_only=True)

@@ -19,10 +19,20 @@ from lmpt.tokenizer.special import SpecialTokens
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
-    "objective=mdlm", "tokenizer.vocab_size=1024", "data.seq_len=32", "trainer.batch_size=4", "trainer.max_steps=2",
-    "trainer.sample_tokens=0", "trainer.progress=plain", "trainer.eval_batches=1", "objective.eval_draws=2",
-    "model.n_layers=1", "model.d_model=32", "model.n_heads=2", "model.ffn_dim=64",
-]  # fmt: skip
+    "objective=mdlm",
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=32",
+    "trainer.batch_size=4",
+    "trainer.max_steps=2",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "objective.eval_draws=2",
+    "model.n_layers=1",
+    "model.d_model=32",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+]
 
 
 def _env() -> dict[str, str]:
@@ -34,8 +44,9 @@ def _env() -> dict[str, str]:
 
 
 def _command(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +96,15 @@ def test_too_few_steps_or_too_long_is_refused() -> None:
 
 
 def test_lmpt_generate_samples_an_mdlm_run_over_its_steps(mdlm_run: Path) -> None:
-    done = _command("lmpt.inference.generate", str(mdlm_run), "prompt=The king", "max_tokens=8", "steps=4",
-                    "json=true", cwd=mdlm_run.parent)  # fmt: skip
+    done = _command(
+        "lmpt.inference.generate",
+        str(mdlm_run),
+        "prompt=The king",
+        "max_tokens=8",
+        "steps=4",
+        "json=true",
+        cwd=mdlm_run.parent,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["tokens"] == 8 and result["steps"] == 4 and result["text"].startswith("The king")

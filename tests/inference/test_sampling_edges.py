@@ -34,8 +34,12 @@ def test_a_tiny_temperature_samples_the_most_likely_token(temperature: float) ->
         assert pick_token(logits, temperature, top_k, top_p, torch.Generator().manual_seed(0)) == 1
     model = _decoder()
     greedy = sample(model, [2, 11, 12], 6, temperature=0)
-    assert sample(model, [2, 11, 12], 6, temperature=temperature, generator=torch.Generator().manual_seed(0),
-                  vocab_size=150) == greedy  # fmt: skip
+    assert (
+        sample(
+            model, [2, 11, 12], 6, temperature=temperature, generator=torch.Generator().manual_seed(0), vocab_size=150
+        )
+        == greedy
+    )
 
 
 @pytest.mark.parametrize("temperature", [math.inf, math.nan])

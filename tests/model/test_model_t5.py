@@ -38,9 +38,13 @@ def as_transformers(model, cfg, directory: Path) -> torch.nn.Module:
     """The model written with lmpt-export's own config and tensor table, read by from_pretrained."""
     special = SimpleNamespace(pad=0, bos=1, eos=2, mask=3)
     trained = SimpleNamespace(
-        model=model, config=OmegaConf.create({"model": cfg}), tokenizer=SimpleNamespace(special=special),
-        arch="encoder-decoder", objective_name="span", objective=objective_class("span"),
-    )  # fmt: skip
+        model=model,
+        config=OmegaConf.create({"model": cfg}),
+        tokenizer=SimpleNamespace(special=special),
+        arch="encoder-decoder",
+        objective_name="span",
+        objective=objective_class("span"),
+    )
     directory.mkdir()
     (directory / "config.json").write_text(json.dumps(hf_config(trained)))
     save_file(hf_state_dict(trained, torch.float32), str(directory / "model.safetensors"), metadata={"format": "pt"})

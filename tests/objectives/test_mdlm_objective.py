@@ -123,8 +123,10 @@ def test_training_and_yardstick_estimate_the_same_bound():
         return float(model(Batch(input_ids=inputs, labels=labels, attention="bidirectional")).token_loss.sum())
 
     costs = {s: cost(s) for k in range(1, n + 1) for s in itertools.combinations(range(n), k)}
-    exact = sum(sum(costs[s] for s in itertools.combinations(range(n), k)) / math.comb(n, k) / k
-                for k in range(1, n + 1)) / n  # fmt: skip
+    exact = (
+        sum(sum(costs[s] for s in itertools.combinations(range(n), k)) / math.comb(n, k) / k for k in range(1, n + 1))
+        / n
+    )
 
     def estimate(make) -> float:
         total = 0.0
@@ -164,8 +166,9 @@ def test_a_compiled_model_still_never_predicts_mask():
 )
 def test_a_launch_with_bad_settings_is_one_line_exit_2_nothing_written(tmp_path, overrides, fragment):
     args = [*SMALL, "objective=mdlm", *overrides, f"hydra.run.dir={tmp_path / 'run'}"]
-    done = subprocess.run(lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    done = subprocess.run(
+        lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True, timeout=300
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("lmpt: error:"), done.stderr
     assert fragment in lines[0] and list(tmp_path.iterdir()) == []

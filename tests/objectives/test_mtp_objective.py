@@ -101,8 +101,9 @@ def test_flops_count_each_module_projection_block_and_head(shakespeare) -> None:
     per_depth = 6.0 * (2 * d * d + block) + 12.0 * d * SEQ_LEN + 6.0 * d * vocab
     extra = model.flops_per_example(SEQ_LEN) - plain.flops_per_example(SEQ_LEN)
     assert extra == pytest.approx(SEQ_LEN * 2 * per_depth)
-    assert model.num_parameters() - plain.num_parameters() == 2 * (2 * d * d + sum(
-        p.numel() for p in model.mtp.depths[0].block.parameters()) + 3 * d)  # fmt: skip
+    assert model.num_parameters() - plain.num_parameters() == 2 * (
+        2 * d * d + sum(p.numel() for p in model.mtp.depths[0].block.parameters()) + 3 * d
+    )
 
 
 @pytest.mark.parametrize(

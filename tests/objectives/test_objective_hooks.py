@@ -121,8 +121,14 @@ def test_a_tenth_objective_composes_with_its_schema_and_builds(toy: type[Objecti
 def test_a_tenth_objective_frames_and_exports_through_its_hooks(toy: type[Objective]) -> None:
     tokenizer = FakeTokenizer()
     special = tokenizer.special
-    trained = Trained(SimpleNamespace(max_seq_len=32), tokenizer, OmegaConf.create({"model": {}}), "decoder", "toy",
-                      Path("model.safetensors"))  # fmt: skip
+    trained = Trained(
+        SimpleNamespace(max_seq_len=32),
+        tokenizer,
+        OmegaConf.create({"model": {}}),
+        "decoder",
+        "toy",
+        Path("model.safetensors"),
+    )
     assert trained.objective is toy
     assert frame(trained, [50, 51], [60]) == Framed([special.s2s, 50, 51, special.sep], [60], 0)
     assert method_of(trained).endswith("(context as bidirectional prefix)")

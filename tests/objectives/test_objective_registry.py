@@ -34,8 +34,20 @@ NATURAL = [
 
 
 def test_every_objective_is_registered() -> None:
-    assert set(OBJECTIVES) == {"clm", "mlm", "nsp", "electra", "span", "prefix", "ul2-mixture", "mtp", "fim",
-                               "clm-then-mlm", "gpt-bert", "mdlm"}  # fmt: skip
+    assert set(OBJECTIVES) == {
+        "clm",
+        "mlm",
+        "nsp",
+        "electra",
+        "span",
+        "prefix",
+        "ul2-mixture",
+        "mtp",
+        "fim",
+        "clm-then-mlm",
+        "gpt-bert",
+        "mdlm",
+    }
 
 
 @pytest.mark.parametrize("cfg, natural", NATURAL, ids=[c.name for c, _ in NATURAL])

@@ -68,10 +68,16 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[st
 def test_two_parts_build_the_same_cache_and_train_the_same(built) -> None:
     cwd, cache_dir, reference, losses = built
     parts = [
-        subprocess.Popen(_command("data.shard_docs=100", f"prepare.shard={i}/2"), cwd=cwd, env=_env(cwd), text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            _command("data.shard_docs=100", f"prepare.shard={i}/2"),
+            cwd=cwd,
+            env=_env(cwd),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for i in range(2)
-    ]  # fmt: skip
+    ]
     outs = [p.communicate(timeout=300) for p in parts]
     assert [p.returncode for p in parts] == [0, 0], [err for _, err in outs]
     assert "part 0/2" in outs[0][0] and "part 1/2" in outs[1][0]
@@ -84,8 +90,9 @@ def test_a_killed_build_keeps_its_sealed_shards(built) -> None:
     cwd, cache_dir, reference, _ = built
     shutil.rmtree(cwd / "cache" / "tokens", ignore_errors=True)  # whatever another test built
     shards = cache_dir.parent / f"{cache_dir.name}.shards-20"
-    build = subprocess.Popen(_command("data.shard_docs=20"), cwd=cwd, env=_env(cwd), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)  # fmt: skip
+    build = subprocess.Popen(
+        _command("data.shard_docs=20"), cwd=cwd, env=_env(cwd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 120
     while len(list(shards.glob("shard-*/manifest.json"))) < 10 and build.poll() is None and time.time() < deadline:
         time.sleep(0.01)
@@ -96,8 +103,14 @@ def test_a_killed_build_keeps_its_sealed_shards(built) -> None:
     assert 10 <= len(sealed) < total and not (cache_dir / "meta.json").exists()
 
     seen = {}
-    again = subprocess.Popen(_command("data.shard_docs=20"), cwd=cwd, env=_env(cwd), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    again = subprocess.Popen(
+        _command("data.shard_docs=20"),
+        cwd=cwd,
+        env=_env(cwd),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     while again.poll() is None:  # the kept shards' manifests, as long as the restarted build runs
         for name in sealed:
             manifest = shards / name / "manifest.json"
@@ -116,12 +129,22 @@ def test_a_killed_build_keeps_its_sealed_shards(built) -> None:
 
 def test_a_malformed_part_is_refused_in_one_line(tmp_path: Path) -> None:
     assert [parse_part(text) for text in ("0/1", "2/8", "2/2", "1/0", "a/2", "-1/2", "1")] == [
-        (0, 1), (2, 8), "2/2", "1/0", "a/2", "-1/2", "1",
-    ]  # fmt: skip
+        (0, 1),
+        (2, 8),
+        "2/2",
+        "1/0",
+        "a/2",
+        "-1/2",
+        "1",
+    ]
     done = subprocess.run(
-        [sys.executable, "-m", "lmpt.prepare", "prepare.shard=2/2"], cwd=tmp_path, env=_env(tmp_path),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-m", "lmpt.prepare", "prepare.shard=2/2"],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "lmpt: error: prepare.shard=2/2 must be i/N with 0 <= i < N (for example prepare.shard=2/8)"
     ]

@@ -70,8 +70,17 @@ def test_a_held_out_text_of_nothing_but_copies_is_refused_in_one_line(tmp_path: 
     (tmp_path / "corpus.txt").write_text(text + "\n")
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     env.update(PYTHONPATH=str(REPO), LMPT_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
-    command = [sys.executable, "-m", "lmpt.prepare", "tokenizer.vocab_size=512", "data=text", "data.paths=[corpus.txt]",
-               "data.documents=blank_line", "quality.workers=1", "quality.exact_dedup=true"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lmpt.prepare",
+        "tokenizer.vocab_size=512",
+        "data=text",
+        "data.paths=[corpus.txt]",
+        "data.documents=blank_line",
+        "quality.workers=1",
+        "quality.exact_dedup=true",
+    ]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr

@@ -20,9 +20,18 @@ REPO = Path(__file__).resolve().parents[2]
 def _prepare(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     env.update(PYTHONPATH=str(REPO), LMPT_CACHE_DIR=str(cwd / "cache"), OMP_NUM_THREADS="1")
-    command = [sys.executable, "-m", "lmpt.prepare", "tokenizer.vocab_size=512", "data=text",
-               "data.paths=[corpus.txt]", "data.val_paths=[val.txt]",
-               "data.documents=blank_line", "quality.workers=2", *args]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lmpt.prepare",
+        "tokenizer.vocab_size=512",
+        "data=text",
+        "data.paths=[corpus.txt]",
+        "data.val_paths=[val.txt]",
+        "data.documents=blank_line",
+        "quality.workers=2",
+        *args,
+    ]
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -81,8 +90,10 @@ def test_dedup_removes_the_planted_duplicates_records_them_and_keys_the_cache(tm
     assert planted["near"] - 2 <= removed["minhash"] <= planted["near"]  # LSH finds a pair with probability < 1
     assert record["bytes_after"] < record["bytes_before"]
     assert record["documents_after"] == record["documents_before"] - sum(removed.values())
-    samples = [json.loads(line) for line in (tmp_path / "cache" / "quality").glob("*/prepare/removed.jsonl")
-               .__next__().read_text().splitlines()]  # fmt: skip
+    samples = [
+        json.loads(line)
+        for line in (tmp_path / "cache" / "quality").glob("*/prepare/removed.jsonl").__next__().read_text().splitlines()
+    ]
     assert {s["step"] for s in samples} == {"exact_dedup", "minhash"} and all(s["text"] for s in samples)
 
     again = _prepare(tmp_path, "quality=dedup", *near)
@@ -103,9 +114,16 @@ def test_web_filters_name_each_reason_and_decontaminate_against_the_tasks(tmp_pa
     docs = [*good, lorem, contaminated, "- item\n" * 40]
     (tmp_path / "corpus.txt").write_text("\n\n".join(d.strip() for d in docs) + "\n")
     (tmp_path / "val.txt").write_text(good[0])
-    result = _prepare(tmp_path, "quality=web", "quality.gopher_quality=[stop_words]", "quality.c4=[lorem_ipsum]",
-                      "quality.gopher_repetition=[]", "quality.minhash=false", "quality.exact_dedup=false",
-                      "quality.decontaminate_tasks=[task.jsonl]")  # fmt: skip
+    result = _prepare(
+        tmp_path,
+        "quality=web",
+        "quality.gopher_quality=[stop_words]",
+        "quality.c4=[lorem_ipsum]",
+        "quality.gopher_repetition=[]",
+        "quality.minhash=false",
+        "quality.exact_dedup=false",
+        "quality.decontaminate_tasks=[task.jsonl]",
+    )
     assert result.returncode == 0, result.stderr
     reasons = {(row["step"], row["reason"]) for row in _record(tmp_path)["removed"]}
     assert ("c4", "lorem_ipsum") in reasons
@@ -141,10 +159,20 @@ def test_a_killed_prepare_resumes_without_redoing_finished_tasks(tmp_path: Path)
     args = ["quality=dedup", "quality.shard_docs=40", "quality.workers=1"]
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     env.update(PYTHONPATH=str(REPO), LMPT_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
-    command = [sys.executable, "-m", "lmpt.prepare", "tokenizer.vocab_size=512", "data=text", "data.paths=[corpus.txt]",
-               "data.val_paths=[val.txt]", "data.documents=blank_line", *args]  # fmt: skip
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lmpt.prepare",
+        "tokenizer.vocab_size=512",
+        "data=text",
+        "data.paths=[corpus.txt]",
+        "data.val_paths=[val.txt]",
+        "data.documents=blank_line",
+        *args,
+    ]
+    process = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     done = tmp_path / "cache" / "quality"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list(done.glob("*/logs/minhash_signatures/completions/*"))) < 5:

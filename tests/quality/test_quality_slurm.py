@@ -18,9 +18,17 @@ from test_quality_prepare import write_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 NEAR = ["quality.minhash_ngram=3", "quality.minhash_threshold=0.5"]  # finds most of the planted near copies
-PREPARE = ["tokenizer.vocab_size=512", "data=text", "data.paths=[corpus.txt]", "data.val_paths=[val.txt]",
-           "data.documents=blank_line", "data.shard_docs=100", "quality=dedup", "quality.shard_docs=40",
-           *NEAR]  # fmt: skip
+PREPARE = [
+    "tokenizer.vocab_size=512",
+    "data=text",
+    "data.paths=[corpus.txt]",
+    "data.val_paths=[val.txt]",
+    "data.documents=blank_line",
+    "data.shard_docs=100",
+    "quality=dedup",
+    "quality.shard_docs=40",
+    *NEAR,
+]
 
 
 def _env(cwd: Path) -> dict[str, str]:
@@ -56,8 +64,16 @@ def _outcome(cwd: Path) -> dict:
 
 
 def _launch(cwd: Path, sweep: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "lmpt.prepare", "-m", "hydra/launcher=slurm_cpu", "hydra.launcher.cpus_per_task=2",
-               *PREPARE, f"hydra.sweep.dir={cwd / sweep}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lmpt.prepare",
+        "-m",
+        "hydra/launcher=slurm_cpu",
+        "hydra.launcher.cpus_per_task=2",
+        *PREPARE,
+        f"hydra.sweep.dir={cwd / sweep}",
+    ]
     return subprocess.Popen(command, cwd=cwd, env=_env(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -116,11 +132,24 @@ def test_an_sbatch_array_of_prepare_parts_runs_the_stage_once_and_removes_what_a
 ) -> None:
     local = _local(tmp_path / "local")
     cwd = _corpus(tmp_path / "array")
-    command = " ".join([sys.executable, "-m", "lmpt.prepare", *[f"'{a}'" for a in PREPARE],
-                        "prepare.shard=${SLURM_ARRAY_TASK_ID}/2"])  # fmt: skip
-    submitted = subprocess.run(["sbatch", "--parsable", "--array=0-1", "--cpus-per-task=1", f"--chdir={cwd}",
-                                f"--output={cwd}/part_%a.out", f"--wrap={command}"],
-                               env=_env(cwd), capture_output=True, text=True, timeout=60)  # fmt: skip
+    command = " ".join(
+        [sys.executable, "-m", "lmpt.prepare", *[f"'{a}'" for a in PREPARE], "prepare.shard=${SLURM_ARRAY_TASK_ID}/2"]
+    )
+    submitted = subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--array=0-1",
+            "--cpus-per-task=1",
+            f"--chdir={cwd}",
+            f"--output={cwd}/part_%a.out",
+            f"--wrap={command}",
+        ],
+        env=_env(cwd),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert submitted.returncode == 0, submitted.stderr
     job = submitted.stdout.strip().split(";")[0]
     _wait(lambda: _ended(slurm_cluster, job), f"array job {job}", timeout=600)

@@ -133,12 +133,22 @@ def fine_tuned_run(
     record: dict = {"task": task, "mode": "probe", "accuracy_mean": mean, "per_seed": seeds}
     if gain is not None:
         figures |= {"scratch_accuracy_mean": scratch, "accuracy_gain": gain[0], "bow_accuracy": 0.6}
-        entry = {"pretrained": mean, "scratch": scratch, "gain": gain[0], "interval": [gain[1], gain[2]],
-                 "significant": not gain[1] <= 0 <= gain[2]}  # fmt: skip
+        entry = {
+            "pretrained": mean,
+            "scratch": scratch,
+            "gain": gain[0],
+            "interval": [gain[1], gain[2]],
+            "significant": not gain[1] <= 0 <= gain[2],
+        }
         record |= {"control": "scratch", "scratch": {"accuracy_mean": scratch}, "gain": {"accuracy": entry}}
     logged = {"step": 10, **{f"downstream/{task}/{k}": v for k, v in figures.items()}}
-    make_run(path, [*SHARED, f"objective={objective}"], [train_record(10, 5.2, 4000.0), eval_record(10, 5.0), logged],
-             objective=objective, status={"status": "completed"})  # fmt: skip
+    make_run(
+        path,
+        [*SHARED, f"objective={objective}"],
+        [train_record(10, 5.2, 4000.0), eval_record(10, 5.0), logged],
+        objective=objective,
+        status={"status": "completed"},
+    )
     (path / "downstream").mkdir()
     (path / "downstream" / f"{task}.json").write_text(json.dumps(record))
     return path

@@ -28,8 +28,13 @@ def likelihood_run(
         train_record(10, 5.0, 1000.0, flops=flops, loss_tokens=1000),
         eval_record(10, 5.0, val_bits_per_token=bits),
     ]
-    path = make_run(root / f"{model}-u{unique}-{objective}-{epochs}-s{seed}", SHARED, records, objective=objective,
-                    status={"status": "completed", "epochs": float(epochs)})  # fmt: skip
+    path = make_run(
+        root / f"{model}-u{unique}-{objective}-{epochs}-s{seed}",
+        SHARED,
+        records,
+        objective=objective,
+        status={"status": "completed", "epochs": float(epochs)},
+    )
     config_file = path / "config.yaml"
     config_file.write_text(config_file.read_text().replace("name: tiny", f"name: {model}"))
     with config_file.open("a") as config:
@@ -51,8 +56,9 @@ def test_the_bound_crossing_below_clms_best_is_found_with_welchs_interval(tmp_pa
     study_runs(tmp_path, clm={1: 9.0, 4: 7.0, 16: 7.5, 64: 9.5}, mdlm={1: 10.0, 4: 8.5, 16: 7.2, 64: 6.8})
     lines = crossover_lines(find_runs([tmp_path]))
     assert [(line.objective, line.unique_tokens, line.bound) for line in lines] == [
-        ("clm", 10_000, False), ("mdlm", 10_000, True)
-    ]  # fmt: skip
+        ("clm", 10_000, False),
+        ("mdlm", 10_000, True),
+    ]
     assert [p.epochs for p in lines[0].points] == [1.0, 4.0, 16.0, 64.0]  # by FLOPs, seeds pooled
     (crossing,) = find_crossovers(lines)
     assert crossing.exact.best().budget == "4epochs"
@@ -87,8 +93,9 @@ def test_each_count_of_unique_tokens_is_its_own_pair_of_lines(tmp_path: Path) ->
     study_runs(tmp_path, clm={1: 8.5, 4: 6.5, 16: 6.4}, mdlm={1: 9.5, 4: 8.0, 16: 7.0}, unique=20_000)
     crossings = find_crossovers(crossover_lines(find_runs([tmp_path])))
     assert [(c.exact.unique_tokens, c.below.budget if c.below else None) for c in crossings] == [
-        (10_000, "16epochs"), (20_000, None)
-    ]  # fmt: skip
+        (10_000, "16epochs"),
+        (20_000, None),
+    ]
 
 
 def test_model_sizes_at_one_count_are_never_pooled(tmp_path: Path) -> None:
@@ -96,8 +103,11 @@ def test_model_sizes_at_one_count_are_never_pooled(tmp_path: Path) -> None:
     study_runs(tmp_path, clm={1: 8.0, 4: 6.0}, mdlm={1: 9.0, 4: 6.5}, model="micro")
     lines = crossover_lines(find_runs([tmp_path]))
     assert [(line.model, line.objective, len(line.points[0].bits)) for line in lines] == [
-        ("micro", "clm", 2), ("micro", "mdlm", 2), ("tiny", "clm", 2), ("tiny", "mdlm", 2)
-    ]  # fmt: skip
+        ("micro", "clm", 2),
+        ("micro", "mdlm", 2),
+        ("tiny", "clm", 2),
+        ("tiny", "mdlm", 2),
+    ]
     crossings = {c.exact.model: c for c in find_crossovers(lines)}
     assert crossings["tiny"].below is not None and crossings["micro"].below is None
     assert "At 10,000 unique tokens (model=micro), clm is best at 4epochs" in crossings["micro"].sentence()

@@ -115,8 +115,12 @@ def test_real_sweep_then_compare(tmp_path: Path) -> None:
 
 def _bad_metrics(path: Path, bad: dict) -> None:
     """A completed run whose metrics.jsonl holds the record `bad` between two good ones."""
-    make_run(path, [*SHARED, "optimizer.lr=0.001"], [train_record(10, 6.0, 2000.0), bad, eval_record(20, 5.5)],
-             status={"status": "completed"})  # fmt: skip
+    make_run(
+        path,
+        [*SHARED, "optimizer.lr=0.001"],
+        [train_record(10, 6.0, 2000.0), bad, eval_record(20, 5.5)],
+        status={"status": "completed"},
+    )
 
 
 def _bad_task_record(path: Path) -> None:

@@ -70,10 +70,22 @@ def test_a_significant_gain_or_an_unknown_one_says_nothing(tmp_path: Path, capsy
 def _study(tmp_path: Path, gains: dict[str, tuple[float, float, float]]) -> str:
     """study.md of a study whose final runs (one seed per objective) recorded `gains`."""
     directory = tmp_path / "study"
-    plan = StudyPlan(objectives=list(SEEDS), seeds=[0], directory=directory, run_overrides=["downstream=shakespeare"],
-                     budgets=["1e12flops"], search_budget="1e11flops", search_steps={o: 10 for o in SEEDS},
-                     weights="last", space={}, trials=1, sampler="random", search_seed=0, recipes=[],
-                     tasks=["order"])  # fmt: skip
+    plan = StudyPlan(
+        objectives=list(SEEDS),
+        seeds=[0],
+        directory=directory,
+        run_overrides=["downstream=shakespeare"],
+        budgets=["1e12flops"],
+        search_budget="1e11flops",
+        search_steps={o: 10 for o in SEEDS},
+        weights="last",
+        space={},
+        trials=1,
+        sampler="random",
+        search_seed=0,
+        recipes=[],
+        tasks=["order"],
+    )
     for objective in SEEDS:
         fine_tuned_run(directory / "runs" / f"{objective}-seed0", objective, SEEDS[objective], gains[objective])
     finals = {o: [read_final(directory / "runs" / f"{o}-seed0", o, 0, "1e12flops", ["order"])] for o in SEEDS}

@@ -109,8 +109,11 @@ def test_a_loss_ranking_writes_no_ranking_chart(tmp_path: Path, charts) -> None:
 
 def test_runs_evaluated_once_are_points_with_a_note_and_curves_stay_lines(tmp_path: Path) -> None:
     for job, loss in enumerate([5.0, 4.5]):
-        make_run(tmp_path / "once" / str(job), [*SHARED, f"optimizer.lr={job}"],
-                 [train_record(10, loss + 0.2, 4000.0), eval_record(20, loss)])  # fmt: skip
+        make_run(
+            tmp_path / "once" / str(job),
+            [*SHARED, f"optimizer.lr={job}"],
+            [train_record(10, loss + 0.2, 4000.0), eval_record(20, loss)],
+        )
     runs, ranking = rank_runs(find_runs([tmp_path / "once"]))
     fig = draw_val_curves(runs, ranking=ranking)
     try:
@@ -136,15 +139,30 @@ def test_a_zero_shot_ranking_draws_each_runs_control_and_its_csv_carries_the_con
     """mlm ranks first at 0.512 while its own control scored 0.532: the chart and ranking.csv both say so."""
     for job, (objective, accuracy, control) in enumerate([("mlm", 0.512, 0.532), ("clm", 0.480, 0.470)]):
         gain = accuracy - control
-        logged = {"step": 10, "downstream/cloze/accuracy": accuracy, "downstream/cloze/chance": 0.25,
-                  "downstream/cloze/scratch_accuracy": control, "downstream/cloze/accuracy_gain": gain}  # fmt: skip
+        logged = {
+            "step": 10,
+            "downstream/cloze/accuracy": accuracy,
+            "downstream/cloze/chance": 0.25,
+            "downstream/cloze/scratch_accuracy": control,
+            "downstream/cloze/accuracy_gain": gain,
+        }
         records = [train_record(10, 5.2, 4000.0), eval_record(10, 5.0), logged]
-        path = make_run(tmp_path / str(job), [*SHARED, f"objective={objective}"], records, objective=objective,
-                        status={"status": "completed"})  # fmt: skip
+        path = make_run(
+            tmp_path / str(job),
+            [*SHARED, f"objective={objective}"],
+            records,
+            objective=objective,
+            status={"status": "completed"},
+        )
         entry = {"pretrained": accuracy, "scratch": control, "gain": gain, "interval": [gain - 0.03, gain + 0.03]}
         interval = {"accuracy_low": accuracy - 0.04, "accuracy_high": accuracy + 0.04}
-        record = {"task": "cloze", "accuracy": accuracy, **interval, "scratch": {"accuracy": control},
-                  "gain": {"accuracy": entry}}  # fmt: skip
+        record = {
+            "task": "cloze",
+            "accuracy": accuracy,
+            **interval,
+            "scratch": {"accuracy": control},
+            "gain": {"accuracy": entry},
+        }
         (path / "downstream").mkdir()
         (path / "downstream" / "cloze.json").write_text(json.dumps(record))
     summarize_sweep(tmp_path)

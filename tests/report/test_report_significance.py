@@ -121,12 +121,18 @@ def test_a_clear_leader_and_runs_without_per_item_results(tmp_path: Path) -> Non
 
 
 def fine_tuned_run(path: Path, objective: str, per_seed: list[float]) -> None:
-    figures = {"downstream/order/accuracy_mean": float(np.mean(per_seed)), "downstream/order/majority_accuracy": 0.5,
-               "downstream/order/scratch_accuracy_mean": 0.66}  # fmt: skip
+    figures = {
+        "downstream/order/accuracy_mean": float(np.mean(per_seed)),
+        "downstream/order/majority_accuracy": 0.5,
+        "downstream/order/scratch_accuracy_mean": 0.66,
+    }
     records = [train_record(10, 5.2, 4000.0), eval_record(10, 5.0), {"step": 10, **figures}]
     make_run(path, [*SHARED, f"objective={objective}"], records, objective=objective, status={"status": "completed"})
-    record = {"task": "order", "accuracy_mean": figures["downstream/order/accuracy_mean"],
-              "per_seed": [{"seed": i, "accuracy": a, "macro_f1": a} for i, a in enumerate(per_seed)]}  # fmt: skip
+    record = {
+        "task": "order",
+        "accuracy_mean": figures["downstream/order/accuracy_mean"],
+        "per_seed": [{"seed": i, "accuracy": a, "macro_f1": a} for i, a in enumerate(per_seed)],
+    }
     (path / "downstream").mkdir()
     (path / "downstream" / "order.json").write_text(json.dumps(record))
 

@@ -50,8 +50,13 @@ def test_unfinished_jobs_are_read_from_each_jobs_status(tmp_path: Path) -> None:
     """Whatever process or machine ran a job, its status.json says how it ended; completed jobs do not count."""
     from lmpt.rundir.directory import write_status
 
-    endings = [("completed", {}), ("failed", {"user_error": True}), ("failed", {"user_error": False}),
-               ("preempted", {"error": "did not requeue the job"}), ("failed", {})]  # fmt: skip
+    endings = [
+        ("completed", {}),
+        ("failed", {"user_error": True}),
+        ("failed", {"user_error": False}),
+        ("preempted", {"error": "did not requeue the job"}),
+        ("failed", {}),
+    ]
     for job, (status, fields) in enumerate(endings):
         (tmp_path / str(job)).mkdir()
         write_status(tmp_path / str(job), status, **fields)

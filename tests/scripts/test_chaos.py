@@ -19,8 +19,15 @@ from chaos_harness.soak import CaseResult, _compare, _scoring_kill_problems  # n
 
 
 def chaos(tmp_path: Path, *args: str, timeout: float = 900) -> tuple[subprocess.CompletedProcess, dict]:
-    command = [sys.executable, str(REPO / "scripts" / "chaos.py"), *args, "--work", str(tmp_path / "work"),
-               "--out", str(tmp_path / "out")]  # fmt: skip
+    command = [
+        sys.executable,
+        str(REPO / "scripts" / "chaos.py"),
+        *args,
+        "--work",
+        str(tmp_path / "work"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return result, json.loads((tmp_path / "out" / "chaos.json").read_text())
@@ -29,9 +36,10 @@ def chaos(tmp_path: Path, *args: str, timeout: float = 900) -> tuple[subprocess.
 @pytest.mark.soak  # CI: a shorter test covers the same promise; run with `pytest -m soak`
 def test_killed_and_resumed_clm_runs_end_identical_and_the_table_says_where_kills_landed(tmp_path: Path) -> None:
     result, report = chaos(
-        tmp_path, *("--kills", "3", "--cases", "clm", "--seed", "7", "--sigterm", "0.5"),
+        tmp_path,
+        *("--kills", "3", "--cases", "clm", "--seed", "7", "--sigterm", "0.5"),
         *("--phases", "evaluation,checkpoint write"),  # inside training, from step 5 on: every restart resumes
-    )  # fmt: skip
+    )
     (case,) = report["cases"]
     assert case["case"] == "clm" and case["verdict"] == "identical" and not case["problems"]
     assert len(case["kills"]) == 3 and sum(case["phases"].values()) == 3
@@ -60,8 +68,19 @@ def test_every_case_survives_a_few_kills(tmp_path: Path) -> None:
     """Each objective, the mixture, the init_from stage and DDP under torchrun, two kills or so each."""
     _, report = chaos(tmp_path, "--kills", "24", "--seed", "11", timeout=3600)
     assert [c["case"] for c in report["cases"]] == [
-        "clm", "mlm", "nsp", "span", "prefix", "ul2-mixture", "electra", "mtp", "fim", "mixture", "init_from",
-        "ddp"]  # fmt: skip
+        "clm",
+        "mlm",
+        "nsp",
+        "span",
+        "prefix",
+        "ul2-mixture",
+        "electra",
+        "mtp",
+        "fim",
+        "mixture",
+        "init_from",
+        "ddp",
+    ]
     assert all(c["verdict"] == "identical" for c in report["cases"]), [c["problems"] for c in report["cases"]]
 
 
@@ -84,7 +103,8 @@ def test_a_kill_in_scoring_must_leave_an_unfinished_status_and_whole_records(tmp
 def test_kills_aimed_at_scoring_lose_no_record(tmp_path: Path) -> None:
     """kill -9 and SIGTERM during the downstream scoring of two objectives (a decoder and electra, which has no
     zero-shot task): every round ends with the golden run's records and figures, the records kept untouched."""
-    _, report = chaos(tmp_path, *("--kills", "6", "--cases", "clm,electra", "--phases", "scoring", "--seed", "5"),
-                      timeout=1800)  # fmt: skip
+    _, report = chaos(
+        tmp_path, *("--kills", "6", "--cases", "clm,electra", "--phases", "scoring", "--seed", "5"), timeout=1800
+    )
     assert all(c["verdict"] == "identical" for c in report["cases"]), [c["problems"] for c in report["cases"]]
     assert sum(c["phases"].get("scoring", 0) for c in report["cases"]) >= 3

@@ -17,8 +17,19 @@ SCRIPT = REPO / "scripts" / "gpu_check.sh"
 sys.path.insert(0, str(REPO / "scripts"))
 import gpu_check  # noqa: E402
 
-STEPS = ["smoke", "smoke_bf16", "smoke_fp16", "decoder_124m", "nanogpt_124m", "encoder_128", "encoder_512",
-         "resume_deterministic", "resume", "torchrun_ddp", "torchrun_fsdp"]  # fmt: skip
+STEPS = [
+    "smoke",
+    "smoke_bf16",
+    "smoke_fp16",
+    "decoder_124m",
+    "nanogpt_124m",
+    "encoder_128",
+    "encoder_512",
+    "resume_deterministic",
+    "resume",
+    "torchrun_ddp",
+    "torchrun_fsdp",
+]
 
 FAKE_NANOGPT = """
 import os, sys
@@ -36,8 +47,9 @@ def _env() -> dict[str, str]:
 
 
 def _check(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60):
-    return subprocess.run(["bash", str(SCRIPT), *args], cwd=cwd, env=env or _env(), capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.soak  # about 2 minutes on 2 quiet cores: CI runs the two-step twin below
@@ -112,8 +124,11 @@ def test_a_failed_or_timed_out_step_is_said_and_a_step_that_never_ran_is_listed(
     (tmp_path / "steps.txt").write_text("smoke\ndecoder_124m\nresume\n")
     summary = gpu_check.summary(tmp_path)
     rows = [line for line in summary.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert [row.split(" | ")[0:2] for row in rows] == [["| smoke", "failed"], ["| decoder_124m", "timed out"],
-                                                       ["| resume", "not run"]]  # fmt: skip
+    assert [row.split(" | ")[0:2] for row in rows] == [
+        ["| smoke", "failed"],
+        ["| decoder_124m", "timed out"],
+        ["| resume", "not run"],
+    ]
 
 
 def test_warnings_of_lmpt_and_of_python_are_counted() -> None:

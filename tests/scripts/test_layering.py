@@ -97,8 +97,12 @@ def package(tmp_path: Path) -> Path:
 def test_import_graph_circles_and_arrows_up(package: Path) -> None:
     edges = layering.import_graph(layering.load_package(package))
     pairs = {(e.src, e.dst): e for e in edges}
-    assert set(pairs) == {("lmpt.cli", "lmpt.train"), ("lmpt.train", "lmpt.config"),
-                          ("lmpt.config", "lmpt.train"), ("lmpt.config", "lmpt.cli")}  # fmt: skip
+    assert set(pairs) == {
+        ("lmpt.cli", "lmpt.train"),
+        ("lmpt.train", "lmpt.config"),
+        ("lmpt.config", "lmpt.train"),
+        ("lmpt.config", "lmpt.cli"),
+    }
     assert pairs["lmpt.config", "lmpt.cli"].type_only and pairs["lmpt.config", "lmpt.train"].lazy
     assert layering.cycles(edges) == [["lmpt.config", "lmpt.train"]]
     assert layering.cycles(edges, runtime_only=False) == [["lmpt.cli", "lmpt.config", "lmpt.train"]]

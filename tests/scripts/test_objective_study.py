@@ -30,19 +30,43 @@ def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def _final(root: Path, name: str, seed: int, blimp: float, pretrained: float, scratch: float, low: float) -> dict:
     run = root / f"{name}-seed{seed}"
     (run / "downstream").mkdir(parents=True)
-    (run / "downstream" / "blimp-fast.json").write_text(json.dumps({
-        "n": 2010, "accuracy": blimp, "accuracy_low": blimp - 0.02, "accuracy_high": blimp + 0.02,
-        "fields": {"syntax": {"accuracy": blimp + 0.01}, "morphology": {"accuracy": blimp - 0.01}},
-        "equal_length": {"n": 939, "accuracy": 0.49}, "length_baseline": 0.47,
-    }))  # fmt: skip
-    (run / "downstream" / "clinc-domains.json").write_text(json.dumps({
-        "accuracy_mean": pretrained, "majority_accuracy": 0.1, "lr": 0.01, "pooling": "mean", "mode": "probe",
-        "seeds": 3, "epochs": 3, "train_examples": 3000, "dev_examples": 3000,
-        "scratch": {"accuracy_mean": scratch, "lr": 0.03, "pooling": "first"},
-        "bag_of_words": {"accuracy": 0.87},
-        "gain": {"accuracy": {"gain": pretrained - scratch, "interval": [low, low + 0.04],
-                              "significant": not low <= 0 <= low + 0.04}},
-    }))  # fmt: skip
+    (run / "downstream" / "blimp-fast.json").write_text(
+        json.dumps(
+            {
+                "n": 2010,
+                "accuracy": blimp,
+                "accuracy_low": blimp - 0.02,
+                "accuracy_high": blimp + 0.02,
+                "fields": {"syntax": {"accuracy": blimp + 0.01}, "morphology": {"accuracy": blimp - 0.01}},
+                "equal_length": {"n": 939, "accuracy": 0.49},
+                "length_baseline": 0.47,
+            }
+        )
+    )
+    (run / "downstream" / "clinc-domains.json").write_text(
+        json.dumps(
+            {
+                "accuracy_mean": pretrained,
+                "majority_accuracy": 0.1,
+                "lr": 0.01,
+                "pooling": "mean",
+                "mode": "probe",
+                "seeds": 3,
+                "epochs": 3,
+                "train_examples": 3000,
+                "dev_examples": 3000,
+                "scratch": {"accuracy_mean": scratch, "lr": 0.03, "pooling": "first"},
+                "bag_of_words": {"accuracy": 0.87},
+                "gain": {
+                    "accuracy": {
+                        "gain": pretrained - scratch,
+                        "interval": [low, low + 0.04],
+                        "significant": not low <= 0 <= low + 0.04,
+                    }
+                },
+            }
+        )
+    )
     return {
         "run": str(run),
         "status": "completed",
@@ -56,19 +80,29 @@ def _final(root: Path, name: str, seed: int, blimp: float, pretrained: float, sc
 def test_the_tables_come_from_the_records_and_only_the_generated_part_changes(script, tmp_path: Path) -> None:
     study_dir = tmp_path / "study"
     runs = tmp_path / "runs"
-    study = {"plan": {"budgets": ["1e13flops"]}, "objectives": {
-        "clm": {"search": {"chosen_recipe": {"optimizer.lr": "0.0378"}},
-                "finals": [_final(runs, "clm", s, 0.55, 0.45, 0.50, -0.07) for s in (0, 1)]},
-        "mlm": {"search": {"chosen_recipe": {"optimizer.lr": "0.02"}},
-                "finals": [_final(runs, "mlm", s, 0.52, 0.60, 0.55, 0.01) for s in (0, 1)]},
-    }}  # fmt: skip
+    study = {
+        "plan": {"budgets": ["1e13flops"]},
+        "objectives": {
+            "clm": {
+                "search": {"chosen_recipe": {"optimizer.lr": "0.0378"}},
+                "finals": [_final(runs, "clm", s, 0.55, 0.45, 0.50, -0.07) for s in (0, 1)],
+            },
+            "mlm": {
+                "search": {"chosen_recipe": {"optimizer.lr": "0.02"}},
+                "finals": [_final(runs, "mlm", s, 0.52, 0.60, 0.55, 0.01) for s in (0, 1)],
+            },
+        },
+    }
     study_dir.mkdir()
     (study_dir / "study.json").write_text(json.dumps(study))
-    (study_dir / "study.md").write_text("# Study study\n\nplan line\n\n![curves](curves.png)\n\n"
-                                        "Every figure: [study_full.md](study_full.md).\n")  # fmt: skip
-    (study_dir / "study_full.md").write_text("# Study study: every figure\n\nThe full tables behind [study.md]"
-                                             "(study.md).\n\n## Objectives: every figure\n\n| wide |\n\n"
-                                             "![ranking.png](ranking.png)\n")  # fmt: skip
+    (study_dir / "study.md").write_text(
+        "# Study study\n\nplan line\n\n![curves](curves.png)\n\nEvery figure: [study_full.md](study_full.md).\n"
+    )
+    (study_dir / "study_full.md").write_text(
+        "# Study study: every figure\n\nThe full tables behind [study.md]"
+        "(study.md).\n\n## Objectives: every figure\n\n| wide |\n\n"
+        "![ranking.png](ranking.png)\n"
+    )
     (study_dir / script.WALL).write_text(json.dumps({"wall_s": 3600.0, "command": "lmpt-study study.dir=x"}))
     script.write_doc(study_dir)
     text = script.DOC.read_text()
@@ -91,14 +125,21 @@ def _columns(markdown: str) -> list[int]:
 def test_the_document_fits_a_page_links_every_figure_and_shows_no_machine_path(script, tmp_path: Path) -> None:
     study_dir = tmp_path / "somewhere" / "objective-study"
     runs = tmp_path / "runs"
-    study = {"plan": {"budgets": ["1e13flops"]}, "objectives": {
-        "clm": {"search": {"chosen_recipe": {"optimizer.lr": "0.037861878865426045"}},
-                "finals": [_final(runs, "clm", s, 0.55, 0.45, 0.50, -0.07) for s in (0, 1)]}}}  # fmt: skip
+    study = {
+        "plan": {"budgets": ["1e13flops"]},
+        "objectives": {
+            "clm": {
+                "search": {"chosen_recipe": {"optimizer.lr": "0.037861878865426045"}},
+                "finals": [_final(runs, "clm", s, 0.55, 0.45, 0.50, -0.07) for s in (0, 1)],
+            }
+        },
+    }
     study_dir.mkdir(parents=True)
     (study_dir / "study.json").write_text(json.dumps(study))
     (study_dir / "study.md").write_text("# Study x\n\nEvery figure: [study_full.md](study_full.md).\n")
-    (study_dir / "study_full.md").write_text("# Study x: every figure\n\nThe full tables behind [study.md](study.md)"
-                                             ".\n\n## Objectives: every figure\n")  # fmt: skip
+    (study_dir / "study_full.md").write_text(
+        "# Study x: every figure\n\nThe full tables behind [study.md](study.md).\n\n## Objectives: every figure\n"
+    )
     (study_dir / script.WALL).write_text(json.dumps({"wall_s": 60.0, "command": f"lmpt-study study.dir={study_dir}"}))
     script.write_doc(study_dir)
     text, full = script.DOC.read_text(), script.full_doc().read_text()

@@ -31,7 +31,12 @@ def test_the_chaos_soak_has_a_case_for_every_objective(tmp_path: Path) -> None:
     ],
 )
 def test_time_to_quality_refuses_a_bad_command_line_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "time_to_quality.py"), *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "time_to_quality.py"), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert message in done.stderr and done.stdout == ""

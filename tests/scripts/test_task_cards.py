@@ -20,22 +20,50 @@ import task_cards  # noqa: E402
 
 
 def fake_record() -> dict:
-    choice = {"n": 874, "chance": 0.25, "accuracy": 0.25, "accuracy_low": 0.22, "accuracy_high": 0.28,
-              "accuracy_norm": 0.24, "accuracy_norm_low": 0.21, "accuracy_norm_high": 0.27}  # fmt: skip
-    fine = {"mode": "probe", "seeds": 3, "dev_examples": 402, "test_examples": 368, "accuracy_mean": 0.5655,
-            "accuracy_std": 0.016, "test_accuracy_mean": 0.5652, "test_accuracy_std": 0.017, "lr": 0.003,
-            "pooling": "last"}  # fmt: skip
+    choice = {
+        "n": 874,
+        "chance": 0.25,
+        "accuracy": 0.25,
+        "accuracy_low": 0.22,
+        "accuracy_high": 0.28,
+        "accuracy_norm": 0.24,
+        "accuracy_norm_low": 0.21,
+        "accuracy_norm_high": 0.27,
+    }
+    fine = {
+        "mode": "probe",
+        "seeds": 3,
+        "dev_examples": 402,
+        "test_examples": 368,
+        "accuracy_mean": 0.5655,
+        "accuracy_std": 0.016,
+        "test_accuracy_mean": 0.5652,
+        "test_accuracy_std": 0.017,
+        "lr": 0.003,
+        "pooling": "last",
+    }
     return {
-        "command": "python scripts/task_cards.py", "date": "2026-11-25", "commit": "abc1234", "finetune": [],
+        "command": "python scripts/task_cards.py",
+        "date": "2026-11-25",
+        "commit": "abc1234",
+        "finetune": [],
         "cut": "blimp was cut.",
-        "machine": "2 CPU cores", "wall_min": 3.0, "architectures": ["decoder"],
+        "machine": "2 CPU cores",
+        "wall_min": 3.0,
+        "architectures": ["decoder"],
         "runs": {"decoder": {"objective": "clm", "model": "tiny", "init_seed": 1337}},
-        "tasks": {"shakespeare-cloze": {"kind": "zero-shot"},
-                  "shakespeare-order": {"kind": "classification", "dev_majority": 0.5, "test_majority": 0.5,
-                                        "bag_of_words": {"accuracy": 0.61, "test_accuracy": 0.6}}},
+        "tasks": {
+            "shakespeare-cloze": {"kind": "zero-shot"},
+            "shakespeare-order": {
+                "kind": "classification",
+                "dev_majority": 0.5,
+                "test_majority": 0.5,
+                "bag_of_words": {"accuracy": 0.61, "test_accuracy": 0.6},
+            },
+        },
         "results": {"decoder": {"shakespeare-cloze": choice, "shakespeare-order": fine}},
         "seconds": {"decoder": {"shakespeare-cloze": 43.1, "shakespeare-order": 89.7}},
-    }  # fmt: skip
+    }
 
 
 def test_the_table_replaces_only_what_lies_between_its_markers(tmp_path: Path) -> None:
@@ -95,11 +123,31 @@ def test_the_script_scores_the_untrained_control_end_to_end(tmp_path: Path, monk
     for key, value in lmpt_env().items():
         monkeypatch.setenv(key, value)
     task = tiny_task(tmp_path / "tiny-order")
-    run = ["tokenizer.vocab_size=1024", "model.n_layers=1", "data.seq_len=32", "trainer.batch_size=4",
-           "trainer.eval_batches=1"]  # fmt: skip
+    run = [
+        "tokenizer.vocab_size=1024",
+        "model.n_layers=1",
+        "data.seq_len=32",
+        "trainer.batch_size=4",
+        "trainer.eval_batches=1",
+    ]
     doc = tmp_path / "tasks.md"
-    task_cards.main(["--architectures", "decoder", "--tasks", str(task), "--out", str(tmp_path / "cards"),
-                     "--doc", str(doc), "--run", *run, "--finetune", "seeds=1", "lr=null"])  # fmt: skip
+    task_cards.main(
+        [
+            "--architectures",
+            "decoder",
+            "--tasks",
+            str(task),
+            "--out",
+            str(tmp_path / "cards"),
+            "--doc",
+            str(doc),
+            "--run",
+            *run,
+            "--finetune",
+            "seeds=1",
+            "lr=null",
+        ]
+    )
     record = json.loads((tmp_path / "cards.json").read_text())
     result = record["results"]["decoder"]["tiny-order"]
     assert record["runs"]["decoder"]["objective"] == "clm" and result["mode"] == "probe"
@@ -107,8 +155,13 @@ def test_the_script_scores_the_untrained_control_end_to_end(tmp_path: Path, monk
     run_dir = tmp_path / "cards" / "decoder"
     assert not (run_dir / "best").exists() and not (run_dir / "checkpoints").exists()
     # lmpt-finetune's own control of the run is the model the script scored: the same figures, seed by seed
-    options = FinetuneOptions(data=TaskData(**{s: str(task / f"{s}.jsonl") for s in ("train", "dev", "test")}),
-                              task="tiny-order", seeds=1, lr=None, json=True)  # fmt: skip
+    options = FinetuneOptions(
+        data=TaskData(**{s: str(task / f"{s}.jsonl") for s in ("train", "dev", "test")}),
+        task="tiny-order",
+        seeds=1,
+        lr=None,
+        json=True,
+    )
     with_control = finetune(load_trained(run_dir), options)
     assert with_control["scratch"]["per_seed"] == result["per_seed"]
     assert with_control["bag_of_words"] == record["tasks"]["tiny-order"]["bag_of_words"]

@@ -38,8 +38,18 @@ def test_before_spells_out_the_old_default_and_the_default_is_the_new_one() -> N
 @pytest.mark.soak  # CI: a shorter test covers the same promise; run with `pytest -m soak`
 def test_a_recipe_is_trained_and_scored_on_every_held_out_byte(tmp_path: Path) -> None:
     recipe = "tokenizer.vocab_size=512 model.n_layers=1 trainer.max_steps=4 trainer.log_every=2 trainer.eval_every=0"
-    command = [sys.executable, str(REPO / "scripts" / "time_to_quality.py"), "--recipe", f"short={recipe}",
-               "--rounds", "1", "--json", str(tmp_path / "ttq.json"), "--keep", str(tmp_path / "runs")]  # fmt: skip
+    command = [
+        sys.executable,
+        str(REPO / "scripts" / "time_to_quality.py"),
+        "--recipe",
+        f"short={recipe}",
+        "--rounds",
+        "1",
+        "--json",
+        str(tmp_path / "ttq.json"),
+        "--keep",
+        str(tmp_path / "runs"),
+    ]
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run,) = json.loads((tmp_path / "ttq.json").read_text())["results"]["short"]

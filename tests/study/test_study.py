@@ -14,12 +14,28 @@ import pytest
 from runner import lmpt_env
 
 TINY = [
-    "model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64", "data.seq_len=64",
-    "tokenizer.vocab_size=1024", "trainer.batch_size=8", "trainer.progress=plain", "trainer.sample_tokens=0",
-    "trainer.eval_batches=1", "trainer.log_every=5", "scheduler.warmup_steps=2", "study.run_keys=[]",
-]  # fmt: skip
-STUDY = [*TINY, "study.objectives=[clm,mlm]", "study.seeds=[0]", "study.trials=2", "study.search_fraction=0.5",
-         "trainer.budget=6e9flops"]  # fmt: skip
+    "model.d_model=32",
+    "model.n_layers=1",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+    "data.seq_len=64",
+    "tokenizer.vocab_size=1024",
+    "trainer.batch_size=8",
+    "trainer.progress=plain",
+    "trainer.sample_tokens=0",
+    "trainer.eval_batches=1",
+    "trainer.log_every=5",
+    "scheduler.warmup_steps=2",
+    "study.run_keys=[]",
+]
+STUDY = [
+    *TINY,
+    "study.objectives=[clm,mlm]",
+    "study.seeds=[0]",
+    "study.trials=2",
+    "study.search_fraction=0.5",
+    "trainer.budget=6e9flops",
+]
 TWO_BUDGETS = [*STUDY[:-1], "study.budgets=[3e9flops,6e9flops]"]
 CURVES = ["trainer.eval_every=10", "downstream.score_every=10"]  # the finals take curve points, the search none
 
@@ -31,8 +47,10 @@ def run_study(*args: str, cwd: Path, timeout: float = 600) -> subprocess.Complet
 
 def write_pairs(path: Path, n: int = 20) -> Path:
     """A minimal-pair task in BLiMP's format."""
-    lines = [json.dumps({"sentence_good": f"The king is here {i}.", "sentence_bad": f"The king are here {i}."})
-             for i in range(n)]  # fmt: skip
+    lines = [
+        json.dumps({"sentence_good": f"The king is here {i}.", "sentence_bad": f"The king are here {i}."})
+        for i in range(n)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -43,8 +61,14 @@ def write_pairs(path: Path, n: int = 20) -> Path:
         (["study.objectives=[clm,nope]", "trainer.budget=1e12flops"], "unknown objective 'nope'"),
         (["study.objectives=[]", "trainer.budget=1e12flops"], "study.objectives is empty"),
         (["study.seeds=[]", "trainer.budget=1e12flops"], "study.seeds is empty"),
-        (["study.objectives=[clm,electra]", "trainer.budget=1e12flops", "downstream.choice_tasks=[bundled:blimp-fast]"],
-         "electra cannot score the study's downstream tasks"),
+        (
+            [
+                "study.objectives=[clm,electra]",
+                "trainer.budget=1e12flops",
+                "downstream.choice_tasks=[bundled:blimp-fast]",
+            ],
+            "electra cannot score the study's downstream tasks",
+        ),
         (["trainer.budget=1e6flops"], "fewer than study.min_search_steps=10"),
         (["study.objectives=[clm]", "study.budgets=[]"], "give trainer.budget"),
         (["trainer.budget=1e12flops", "downstream.choice_tasks=[bad.jsonl]"], "downstream.choice_tasks[0]"),
@@ -62,10 +86,12 @@ def write_pairs(path: Path, n: int = 20) -> Path:
         (["trainer.budget=1e12flops", "hydra.run.dir=elsewhere"], "hydra.run.dir=elsewhere: lmpt-study launches"),
         (["trainer.budget=1e12flops", "--multirun"], "--multirun: lmpt-study runs its trials"),
         # the documented form of study.space (no '+') composes and passes its checks: refused only for its budget
-        (["trainer.budget=1e6flops", 'study.space={optimizer.lr:"tag(log, interval(0.001, 0.1))"}'],
-         "fewer than study.min_search_steps=10"),
+        (
+            ["trainer.budget=1e6flops", 'study.space={optimizer.lr:"tag(log, interval(0.001, 0.1))"}'],
+            "fewer than study.min_search_steps=10",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "bad.jsonl").write_text(json.dumps({"question": "neither format"}) + "\n")
     before = set(tmp_path.iterdir())
@@ -91,14 +117,18 @@ def test_a_tiny_study_searches_trains_records_and_resumes(tmp_path: Path) -> Non
     study = tmp_path / "study"
     record = json.loads((study / "study.json").read_text())
     assert record["plan"]["trials_per_objective"] == 2 and set(record["plan"]["search_space"]) == {
-        "optimizer.lr", "optimizer.adamw_lr"}  # fmt: skip
+        "optimizer.lr",
+        "optimizer.adamw_lr",
+    }
     for name in ("clm", "mlm"):
         objective = record["objectives"][name]
         trials = objective["search"]["trials"]
         assert len(trials) == 2 and all(t["status"] == "completed" and t["val_loss"] > 0 for t in trials)
         best = min(trials, key=lambda t: t["val_loss"])
         assert objective["search"]["chosen_recipe"] == best["recipe"] and set(best["recipe"]) == {
-            "optimizer.lr", "optimizer.adamw_lr"}  # fmt: skip
+            "optimizer.lr",
+            "optimizer.adamw_lr",
+        }
         small, final = objective["finals"]
         assert (small["budget"], final["budget"]) == ("3e9flops", "6e9flops") and small["step"] < final["step"]
         assert final["status"] == "completed" and final["val_loss"] > 0

@@ -22,9 +22,18 @@ def fake_run(path: Path, objective: str, accuracies: list[float], curves: bool =
         step, flops = 10 * i, 1e9 * i
         lines.append({"step": step, "tokens": 100 * i, "loss_tokens": 100 * i, "flops": flops, "val_loss": 5.0 - i})
         if curves:
-            lines.append({"step": step, "tokens": 100 * i, "loss_tokens": 100 * i, "flops": flops,
-                          "curve/pairs/accuracy": accuracy, "curve/pairs/accuracy_low": accuracy - 0.125,
-                          "curve/pairs/accuracy_high": accuracy + 0.125, "curve/pairs/chance": 0.5})  # fmt: skip
+            lines.append(
+                {
+                    "step": step,
+                    "tokens": 100 * i,
+                    "loss_tokens": 100 * i,
+                    "flops": flops,
+                    "curve/pairs/accuracy": accuracy,
+                    "curve/pairs/accuracy_low": accuracy - 0.125,
+                    "curve/pairs/accuracy_high": accuracy + 0.125,
+                    "curve/pairs/chance": 0.5,
+                }
+            )
     lines.append({"step": 10 * len(accuracies), "downstream/pairs/accuracy": accuracies[-1]})
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     (path / "config.yaml").write_text(f"objective:\n  name: {objective}\nmodel:\n  arch: auto\n")
@@ -34,8 +43,22 @@ def fake_run(path: Path, objective: str, accuracies: list[float], curves: bool =
 
 def plan_of(directory: Path) -> StudyPlan:
     space = {"optimizer.lr": "tag(log, interval(0.0001, 0.01))"}
-    return StudyPlan(["clm", "mlm"], [0, 1], directory, ["downstream.score_every=10"], ["1e12flops"], "2.5e11flops",
-                     {"clm": 40, "mlm": 40}, "last", space, 2, "random", 0, recipes=[], tasks=["pairs"])  # fmt: skip
+    return StudyPlan(
+        ["clm", "mlm"],
+        [0, 1],
+        directory,
+        ["downstream.score_every=10"],
+        ["1e12flops"],
+        "2.5e11flops",
+        {"clm": 40, "mlm": 40},
+        "last",
+        space,
+        2,
+        "random",
+        0,
+        recipes=[],
+        tasks=["pairs"],
+    )
 
 
 def test_the_study_draws_each_objectives_curves_and_links_them(tmp_path: Path) -> None:
@@ -49,14 +72,19 @@ def test_the_study_draws_each_objectives_curves_and_links_them(tmp_path: Path) -
     }
     points = curve_points(runs / "mlm-seed0")
     assert [(p["step"], p["flops"], p["accuracy"], p["accuracy_low"]) for p in points["pairs"]] == [
-        (10, 1e9, 0.5, 0.375), (20, 2e9, 0.625, 0.5)]  # fmt: skip
+        (10, 1e9, 0.5, 0.375),
+        (20, 2e9, 0.625, 0.5),
+    ]
     fig = draw_curves(finals)
     try:
         by_step, by_flops = fig.axes
         assert [ax.get_xlabel() for ax in fig.axes] == ["step", "training FLOPs"]
         drawn = [(line.get_color(), list(line.get_xdata()), list(line.get_ydata())) for line in by_flops.lines[:3]]
-        assert drawn == [("C0", [1e9, 2e9, 3e9], [0.5, 0.625, 0.75]), ("C0", [1e9, 2e9, 3e9], [0.5, 0.625, 0.75]),
-                         ("C1", [1e9, 2e9], [0.5, 0.625])]  # fmt: skip
+        assert drawn == [
+            ("C0", [1e9, 2e9, 3e9], [0.5, 0.625, 0.75]),
+            ("C0", [1e9, 2e9, 3e9], [0.5, 0.625, 0.75]),
+            ("C1", [1e9, 2e9], [0.5, 0.625]),
+        ]
         assert [t.get_text() for t in by_step.get_legend().get_texts()] == ["clm", "mlm", "chance"]
         fig.canvas.draw()  # the legend sits above the panels, hiding no curve and no axis
         legend = by_step.get_legend().get_window_extent()

@@ -11,9 +11,16 @@ from pathlib import Path
 from runner import lmpt_env
 
 TINY = [
-    "model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64", "data.seq_len=64",
-    "tokenizer.vocab_size=1024", "trainer.batch_size=8", "trainer.progress=plain", "study.run_keys=[]",
-]  # fmt: skip
+    "model.d_model=32",
+    "model.n_layers=1",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+    "data.seq_len=64",
+    "tokenizer.vocab_size=1024",
+    "trainer.batch_size=8",
+    "trainer.progress=plain",
+    "study.run_keys=[]",
+]
 
 
 def run_study(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
@@ -22,8 +29,16 @@ def run_study(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_the_dry_run_lists_every_run_with_its_size_and_writes_nothing(tmp_path: Path) -> None:
-    args = [*TINY, "study.objectives=[clm,mdlm]", "study.seeds=[0,1]", "study.trials=3", "data=wikitext",
-            "data.unique_tokens=20000", "study.budgets=[2epochs,8epochs]", "trainer.dry_run=true"]  # fmt: skip
+    args = [
+        *TINY,
+        "study.objectives=[clm,mdlm]",
+        "study.seeds=[0,1]",
+        "study.trials=3",
+        "data=wikitext",
+        "data.unique_tokens=20000",
+        "study.budgets=[2epochs,8epochs]",
+        "trainer.dry_run=true",
+    ]
     done = run_study(*args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = " ".join(done.stdout.split())

@@ -24,8 +24,12 @@ def _run(root: Path, name: str, seed: int, budget: str, record: dict) -> FinalRu
 
 
 def _pairs_record(correct: np.ndarray, control: np.ndarray, equal: np.ndarray) -> dict:
-    return {"accuracy_items": encode_outcomes(correct), "equal_length_pairs": encode_outcomes(equal),
-            "scratch": {"accuracy_items": encode_outcomes(control)}, "gain": {"accuracy": {}}}  # fmt: skip
+    return {
+        "accuracy_items": encode_outcomes(correct),
+        "equal_length_pairs": encode_outcomes(equal),
+        "scratch": {"accuracy_items": encode_outcomes(control)},
+        "gain": {"accuracy": {}},
+    }
 
 
 def test_zero_shot_gains_pool_every_seed_and_item_and_the_equal_length_pairs(tmp_path: Path) -> None:
@@ -45,8 +49,10 @@ def test_zero_shot_gains_pool_every_seed_and_item_and_the_equal_length_pairs(tmp
 
 
 def test_fine_tuned_gains_are_a_t_interval_over_the_pre_training_seeds(tmp_path: Path) -> None:
-    runs = [_run(tmp_path, "mlm", s, "1e12flops", {"gain": {"accuracy": {"gain": g, "interval": [g - 0.01, g + 0.01]}}})
-            for s, g in enumerate([0.02, 0.04, 0.06])]  # fmt: skip
+    runs = [
+        _run(tmp_path, "mlm", s, "1e12flops", {"gain": {"accuracy": {"gain": g, "interval": [g - 0.01, g + 0.01]}}})
+        for s, g in enumerate([0.02, 0.04, 0.06])
+    ]
     gain = pooled_gains(runs, "pairs")["accuracy"]
     assert gain.gain == pytest.approx(0.04) and gain.method == "t over pre-training seeds"
     assert gain.low == pytest.approx(0.04 - 4.303 * 0.02 / 3**0.5, abs=1e-3) and not gain.significant
@@ -60,13 +66,19 @@ def test_a_run_without_a_control_gives_no_pooled_gain(tmp_path: Path) -> None:
 
 
 def _table(points: dict[str, dict[str, tuple[float, float, float]]]):
-    return {budget: {name: {"pairs": {"accuracy": PooledGain(g, lo, hi, 3, "m")}} for name, (g, lo, hi) in by.items()}
-            for budget, by in points.items()}  # fmt: skip
+    return {
+        budget: {name: {"pairs": {"accuracy": PooledGain(g, lo, hi, 3, "m")}} for name, (g, lo, hi) in by.items()}
+        for budget, by in points.items()
+    }
 
 
 def test_the_verdict_names_the_first_budget_where_the_best_gain_is_significant() -> None:
-    table = _table({"1e12flops": {"clm": (0.01, -0.01, 0.03), "mlm": (0.0, -0.02, 0.02)},
-                    "1e13flops": {"clm": (0.04, 0.02, 0.06), "mlm": (0.01, -0.01, 0.03)}})  # fmt: skip
+    table = _table(
+        {
+            "1e12flops": {"clm": (0.01, -0.01, 0.03), "mlm": (0.0, -0.02, 0.02)},
+            "1e13flops": {"clm": (0.04, 0.02, 0.06), "mlm": (0.01, -0.01, 0.03)},
+        }
+    )
     assert verdict(table, "pairs") == (
         "On pairs, clm's gain over its untrained control is significant at 1e13flops: +0.040 [+0.020, +0.060] * "
         "(95%, m)."
@@ -89,8 +101,12 @@ def test_without_a_significant_budget_the_verdict_extrapolates_in_log_budget() -
 
 
 def test_study_gains_group_the_runs_by_budget_and_objective(tmp_path: Path) -> None:
-    finals = {"clm": [_run(tmp_path, "clm", 0, b, {"gain": {"accuracy": {"gain": 0.1, "interval": [0.05, 0.15]}}})
-                      for b in ("1e12flops", "1e13flops")]}  # fmt: skip
+    finals = {
+        "clm": [
+            _run(tmp_path, "clm", 0, b, {"gain": {"accuracy": {"gain": 0.1, "interval": [0.05, 0.15]}}})
+            for b in ("1e12flops", "1e13flops")
+        ]
+    }
     table = study_gains(["1e12flops", "1e13flops"], ["clm", "mlm"], finals)
     assert list(table) == ["1e12flops", "1e13flops"] and list(table["1e12flops"]) == ["clm"]
     assert verdict(table, "pairs").startswith("On pairs, clm's gain over its untrained control is significant at 1e12")

@@ -34,9 +34,13 @@ def test_recipes_are_the_draws_of_optunas_random_sampler_as_the_sweeper_asked_it
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = {**DEFAULT_SPACES["muon"], "w": "interval(0.1, 0.3)", "x": "choice(1, 2, a)", "one": "interval(0.5, 0.5)"}
-    dists = {"optimizer.lr": LogUniformDistribution(0.005, 0.2),
-             "optimizer.adamw_lr": LogUniformDistribution(0.002, 0.1), "w": UniformDistribution(0.1, 0.3),
-             "x": CategoricalDistribution([1, 2, "a"]), "one": UniformDistribution(0.5, 0.5)}  # fmt: skip
+    dists = {
+        "optimizer.lr": LogUniformDistribution(0.005, 0.2),
+        "optimizer.adamw_lr": LogUniformDistribution(0.002, 0.1),
+        "w": UniformDistribution(0.1, 0.3),
+        "x": CategoricalDistribution([1, 2, "a"]),
+        "one": UniformDistribution(0.5, 0.5),
+    }
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
     theirs = []
     for _ in range(3):  # the sweeper's batches of n_jobs=2
@@ -48,15 +52,21 @@ def test_recipes_are_the_draws_of_optunas_random_sampler_as_the_sweeper_asked_it
     assert draw_recipes(read_space(space), 6, 3) == theirs
     # seen from an lmpt -m hydra/sweeper=optuna sweep of the default space at seed 0 (its job headers)
     assert draw_recipes(read_space(DEFAULT_SPACES["muon"]), 1, 0) == [
-        {"optimizer.lr": "0.037861878865426045", "optimizer.adamw_lr": "0.03281823923403229"}]  # fmt: skip
+        {"optimizer.lr": "0.037861878865426045", "optimizer.adamw_lr": "0.03281823923403229"}
+    ]
 
 
 @pytest.mark.parametrize(
     ("expression", "message"),
-    [("bogus", "is no search range"), ("range(1, 5)", "is no search range"), ("interval(0.2, 0.1)", "low end above"),
-     ("tag(log, interval(0, 1))", "low end must be above 0"), ("tag(oops, interval(0.1, 1))", "is no search range"),
-     ("interval(0.1", "cannot be read")],
-)  # fmt: skip
+    [
+        ("bogus", "is no search range"),
+        ("range(1, 5)", "is no search range"),
+        ("interval(0.2, 0.1)", "low end above"),
+        ("tag(log, interval(0, 1))", "low end must be above 0"),
+        ("tag(oops, interval(0.1, 1))", "is no search range"),
+        ("interval(0.1", "cannot be read"),
+    ],
+)
 def test_a_bad_range_is_one_line_naming_the_key(expression: str, message: str) -> None:
     with pytest.raises(ValueError, match=message) as caught:
         read_range("optimizer.lr", expression)
@@ -67,8 +77,13 @@ def test_help_shows_the_values_the_study_runs(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "lmpt.study", "study.seeds=[4]", "--help"]
     shown = subprocess.run(command, cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
-    for line in ("study.objectives=[clm,mlm,gpt-bert]", "study.trials=6", "study.budgets=[3e12flops,1e13flops]",
-                 "study.seeds=[4]", "study.sampler=random"):  # fmt: skip
+    for line in (
+        "study.objectives=[clm,mlm,gpt-bert]",
+        "study.trials=6",
+        "study.budgets=[3e12flops,1e13flops]",
+        "study.seeds=[4]",
+        "study.sampler=random",
+    ):
         assert f"  {line}\n" in shown.stdout, shown.stdout
     assert "[[]]" not in shown.stdout and not list(tmp_path.iterdir())
 
@@ -76,11 +91,14 @@ def test_help_shows_the_values_the_study_runs(tmp_path: Path) -> None:
 def test_the_task_and_its_child_processes_see_the_users_own_hydra_full_error(tmp_path: Path) -> None:
     """run_hydra_app sets HYDRA_FULL_ERROR=1 for Hydra only: a run the task launches (a study's) reports its own
     errors in one line, as it does alone."""
-    script = ("import os, sys; sys.argv[1:] = ['hydra.run.dir=.', 'hydra.output_subdir=null']\n"
-              "from lmpt.app import run_hydra_app\n"
-              "run_hydra_app(lambda cfg: print('task sees', os.environ.get('HYDRA_FULL_ERROR')))\n")  # fmt: skip
-    seen = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=lmpt_env(), capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    script = (
+        "import os, sys; sys.argv[1:] = ['hydra.run.dir=.', 'hydra.output_subdir=null']\n"
+        "from lmpt.app import run_hydra_app\n"
+        "run_hydra_app(lambda cfg: print('task sees', os.environ.get('HYDRA_FULL_ERROR')))\n"
+    )
+    seen = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True, timeout=120
+    )
     assert seen.returncode == 0 and "task sees None" in seen.stdout, seen.stdout + seen.stderr
 
 
@@ -95,16 +113,22 @@ def _final(root: Path, logged: dict[str, float], record: dict, seed: int = 0) ->
 
 
 def _pairs(correct: np.ndarray, control: np.ndarray) -> dict:
-    return {"accuracy": float(correct.mean()), "accuracy_items": encode_outcomes(correct),
-            "scratch": {"accuracy": float(control.mean()), "accuracy_items": encode_outcomes(control)},
-            "gain": {"accuracy": {"gain": float(correct.mean() - control.mean())}}}  # fmt: skip
+    return {
+        "accuracy": float(correct.mean()),
+        "accuracy_items": encode_outcomes(correct),
+        "scratch": {"accuracy": float(control.mean()), "accuracy_items": encode_outcomes(control)},
+        "gain": {"accuracy": {"gain": float(correct.mean() - control.mean())}},
+    }
 
 
 def test_a_study_reads_only_its_own_tasks_and_leaves_out_a_record_its_log_contradicts(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     correct, control = rng.random(200) < 0.6, rng.random(200) < 0.5
-    logged = {"downstream/pairs/accuracy": float(correct.mean()), "downstream/pairs/scratch_accuracy":
-              float(control.mean()), "downstream/by-hand/accuracy": 0.9}  # fmt: skip
+    logged = {
+        "downstream/pairs/accuracy": float(correct.mean()),
+        "downstream/pairs/scratch_accuracy": float(control.mean()),
+        "downstream/by-hand/accuracy": 0.9,
+    }
     honest = _final(tmp_path / "a", logged, _pairs(correct, control))
     assert list(honest.tasks) == ["pairs"] and not any("by-hand" in k for k in honest.downstream)
     table = study_gains(["1e12flops"], ["clm"], {"clm": [honest]})
@@ -152,8 +176,14 @@ def _wait_for(condition, timeout: float = 240.0) -> None:
 
 
 def _start_study(args: list[str], cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "lmpt.study", *args], cwd=cwd, env=lmpt_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "lmpt.study", *args],
+        cwd=cwd,
+        env=lmpt_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.soak  # ~90 s: three launches of a one-objective study, two of them stopped mid-trial
@@ -167,7 +197,8 @@ def test_a_trial_stopped_by_sigterm_or_kill_9_resumes_as_itself_and_leaves_no_ru
     first.send_signal(signal.SIGTERM)
     _, stderr = first.communicate(timeout=240)
     assert first.returncode == 75 and stderr.strip().splitlines()[-1].startswith(
-        "lmpt-study: stopped by SIGTERM; run the same command to resume the study"), stderr  # fmt: skip
+        "lmpt-study: stopped by SIGTERM; run the same command to resume the study"
+    ), stderr
     assert lock_holder(trial) is None and json.loads((trial / "status.json").read_text())["status"] == "preempted"
 
     second = _start_study(args, tmp_path)  # kill -9 while the same trial continues: its run stops with the study
@@ -191,13 +222,22 @@ def test_lmpt_prepare_stopped_by_sigterm_says_so_in_one_line(tmp_path: Path) -> 
     rng = np.random.default_rng(0)
     words = np.array([f"w{i}" for i in range(3000)])
     (tmp_path / "text.txt").write_text("\n".join(" ".join(rng.choice(words, 60)) for _ in range(30000)))
-    command = [sys.executable, "-m", "lmpt.prepare", "data=text", "data.paths=[text.txt]", "tokenizer.vocab_size=2000",
-               f"data.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
-    process = subprocess.Popen(command, cwd=tmp_path, env=lmpt_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lmpt.prepare",
+        "data=text",
+        "data.paths=[text.txt]",
+        "tokenizer.vocab_size=2000",
+        f"data.cache_dir={tmp_path / 'cache'}",
+    ]
+    process = subprocess.Popen(
+        command, cwd=tmp_path, env=lmpt_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     _wait_for(lambda: _catches_sigterm(process.pid), timeout=120)
     os.kill(process.pid, signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 143, stderr
     assert stderr.strip().splitlines() == [
-        "lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)"]  # fmt: skip
+        "lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)"
+    ]

@@ -49,7 +49,12 @@ def test_cpu_slots_split_the_cores_into_groups_each_with_its_thread_count(monkey
     assert [s.cores for s in two] == [frozenset({0, 1, 2}), frozenset({3, 4})]
     assert [s.env for s in two] == [{"LMPT_THREADS": "3"}, {"LMPT_THREADS": "2"}]
     assert [s.name for s in plan_slots(_study(slots="auto", slot_device="cpu"), cores)] == [
-        "core 0", "core 1", "core 2", "core 3", "core 4"]  # fmt: skip
+        "core 0",
+        "core 1",
+        "core 2",
+        "core 3",
+        "core 4",
+    ]
     (serial,) = plan_slots(_study(slot_device="cpu"), cores)  # one slot: the run takes its threads as lmpt alone does
     assert serial.env == {} and serial.cores is None
     with pytest.raises(LmptError, match=r"study.slots=6 asks for more slots than the 5 core\(s\)"):
@@ -67,8 +72,9 @@ def _env_probe(out: Path) -> list[str]:
 
 
 def _run_pool(pool: LocalPool, tmp_path: Path, n: int) -> list[dict]:
-    launches = [Launch(f"run {i}", tmp_path / f"run{i}", _env_probe(tmp_path / f"run{i}.json"), "clm") for i in
-                range(n)]  # fmt: skip
+    launches = [
+        Launch(f"run {i}", tmp_path / f"run{i}", _env_probe(tmp_path / f"run{i}.json"), "clm") for i in range(n)
+    ]
     queue, ended = list(launches), []
     while queue or pool.running:
         while queue and pool.free:
@@ -81,8 +87,9 @@ def _run_pool(pool: LocalPool, tmp_path: Path, n: int) -> list[dict]:
 
 def _never_two_at_once(seen: list[dict], key: str) -> None:
     for value in {s[key] if isinstance(s[key], str) else tuple(s[key]) for s in seen}:
-        spans = sorted((s["start"], s["end"]) for s in seen if (s[key] if isinstance(s[key], str) else tuple(s[key]))
-                       == value)  # fmt: skip
+        spans = sorted(
+            (s["start"], s["end"]) for s in seen if (s[key] if isinstance(s[key], str) else tuple(s[key])) == value
+        )
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), f"two runs at once on {value}"
 
 
@@ -142,8 +149,14 @@ def test_two_cpu_slots_record_the_serial_study_bit_for_bit_and_a_stopped_study_r
     serial = run_study(*STUDY, "study.dir=serial", cwd=tmp_path)
     assert serial.returncode == 0, serial.stderr[-3000:]
     args = [*STUDY, "study.dir=slots", "study.slots=2", "study.slot_device=cpu", "trainer.ckpt_every=5"]
-    first = subprocess.Popen([sys.executable, "-m", "lmpt.study", *args], cwd=tmp_path, env=lmpt_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    first = subprocess.Popen(
+        [sys.executable, "-m", "lmpt.study", *args],
+        cwd=tmp_path,
+        env=lmpt_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     trials = tmp_path / "slots" / "search"
     deadline = time.monotonic() + 300
     while not list(trials.glob("*/trial-*/status.json")) and first.poll() is None:
@@ -154,8 +167,11 @@ def test_two_cpu_slots_record_the_serial_study_bit_for_bit_and_a_stopped_study_r
     assert first.returncode == 75 and "stopped by SIGTERM; run the same command" in err, out[-2000:] + err[-2000:]
     assert "slots: core 0, core 1" in out and " on core " in out
     assert not (tmp_path / "slots" / ".running").exists()  # both runs in flight ended with the study
-    done = {p.parent: p.parent.joinpath("metrics.jsonl").read_text() for p in trials.glob("*/trial-*/status.json")
-            if json.loads(p.read_text())["status"] == "completed"}  # fmt: skip
+    done = {
+        p.parent: p.parent.joinpath("metrics.jsonl").read_text()
+        for p in trials.glob("*/trial-*/status.json")
+        if json.loads(p.read_text())["status"] == "completed"
+    }
     assert done
     again = run_study(*args, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]

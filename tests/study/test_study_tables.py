@@ -35,14 +35,25 @@ def fake_final(root: Path, objective: str, seed: int, right: int, control_right:
     correct[rng.permutation(200)[:right]] = True
     control[rng.permutation(200)[:control_right]] = True
     accuracy, scratch = right / 200, control_right / 200
-    pairs = {"accuracy": accuracy, "accuracy_items": encode_outcomes(correct), "n": 200,
-             "scratch": {"accuracy": scratch, "accuracy_items": encode_outcomes(control)},
-             "gain": {"accuracy": {"gain": accuracy - scratch, "pretrained": accuracy,
-                                   "interval": [accuracy - scratch - 0.05, accuracy - scratch + 0.05]}}}  # fmt: skip
-    tuned = {"accuracy_mean": clinc, "per_seed": [{"accuracy": clinc - 0.01}, {"accuracy": clinc + 0.01}],
-             "scratch": {"accuracy_mean": 0.6},
-             "gain": {"accuracy": {"gain": clinc - 0.6, "pretrained": clinc,
-                                   "interval": [clinc - 0.62, clinc - 0.58]}}}  # fmt: skip
+    pairs = {
+        "accuracy": accuracy,
+        "accuracy_items": encode_outcomes(correct),
+        "n": 200,
+        "scratch": {"accuracy": scratch, "accuracy_items": encode_outcomes(control)},
+        "gain": {
+            "accuracy": {
+                "gain": accuracy - scratch,
+                "pretrained": accuracy,
+                "interval": [accuracy - scratch - 0.05, accuracy - scratch + 0.05],
+            }
+        },
+    }
+    tuned = {
+        "accuracy_mean": clinc,
+        "per_seed": [{"accuracy": clinc - 0.01}, {"accuracy": clinc + 0.01}],
+        "scratch": {"accuracy_mean": 0.6},
+        "gain": {"accuracy": {"gain": clinc - 0.6, "pretrained": clinc, "interval": [clinc - 0.62, clinc - 0.58]}},
+    }
     (path / "downstream" / "pairs.json").write_text(json.dumps(pairs))
     (path / "downstream" / "clinc.json").write_text(json.dumps(tuned))
     logged = {
@@ -54,8 +65,10 @@ def fake_final(root: Path, objective: str, seed: int, right: int, control_right:
         "clinc/accuracy_gain": clinc - 0.6,
     }
     figures = {f"downstream/{key}": value for key, value in logged.items()}
-    lines = [{"step": 10, "tokens": 1000, "loss_tokens": 1000, "flops": 1e12, "val_loss": 4.0 + seed / 10},
-             {"step": 10, **figures}]  # fmt: skip
+    lines = [
+        {"step": 10, "tokens": 1000, "loss_tokens": 1000, "flops": 1e12, "val_loss": 4.0 + seed / 10},
+        {"step": 10, **figures},
+    ]
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     (path / "config.yaml").write_text(f"objective:\n  name: {objective}\nmodel:\n  arch: auto\n")
     (path / "status.json").write_text(json.dumps({"status": "completed", "step": 10, "epochs": 1.5}))
@@ -66,8 +79,22 @@ def fake_final(root: Path, objective: str, seed: int, right: int, control_right:
 
 def plan_of(directory: Path) -> StudyPlan:
     space = {"optimizer.lr": "tag(log, interval(0.0001, 0.1))"}
-    return StudyPlan(["mlm", "clm"], [0, 1], directory, [], [BUDGET], "2.5e11flops", {"clm": 40, "mlm": 40}, "last",
-                     space, 2, "random", 0, recipes=[], tasks=TASKS)  # fmt: skip
+    return StudyPlan(
+        ["mlm", "clm"],
+        [0, 1],
+        directory,
+        [],
+        [BUDGET],
+        "2.5e11flops",
+        {"clm": 40, "mlm": 40},
+        "last",
+        space,
+        2,
+        "random",
+        0,
+        recipes=[],
+        tasks=TASKS,
+    )
 
 
 @pytest.fixture()
@@ -144,8 +171,9 @@ def test_tables_fit_a_page_with_short_numbers_and_link_the_full_tables(study: di
 
 
 def _gains(points: dict[str, float]) -> dict:
-    return {BUDGET: {name: {"pairs": {"accuracy": PooledGain(g, g - 0.02, g + 0.02, 2, "m")}}
-                     for name, g in points.items()}}  # fmt: skip
+    return {
+        BUDGET: {name: {"pairs": {"accuracy": PooledGain(g, g - 0.02, g + 0.02, 2, "m")}} for name, g in points.items()}
+    }
 
 
 def _final(name: str, keys: list[str]) -> FinalRun:
@@ -153,8 +181,14 @@ def _final(name: str, keys: list[str]) -> FinalRun:
 
 
 def test_the_rule_prefers_a_zero_shot_task_and_says_when_its_order_is_no_evidence() -> None:
-    both = {BUDGET: {"clm": {"pairs": {"accuracy": PooledGain(0.1, 0.05, 0.15, 2, "m")},
-                             "clinc": {"accuracy": PooledGain(-0.1, -0.15, -0.05, 2, "m")}}}}  # fmt: skip
+    both = {
+        BUDGET: {
+            "clm": {
+                "pairs": {"accuracy": PooledGain(0.1, 0.05, 0.15, 2, "m")},
+                "clinc": {"accuracy": PooledGain(-0.1, -0.15, -0.05, 2, "m")},
+            }
+        }
+    }
     finals = {"clm": [_final("clm", ["downstream/pairs/accuracy", "downstream/clinc/accuracy_mean"])]}
     assert rank_rule(both, finals) == RankRule("pairs")  # clinc sorts first by name; pairs is zero-shot
     tuned = {BUDGET: {"clm": {"clinc": both[BUDGET]["clm"]["clinc"]}}}
@@ -175,7 +209,11 @@ def test_numbers_in_recipes_and_run_names_keep_4_significant_digits() -> None:
     )
     assert short_override("optimizer.lr=0.02511949870636483") == "optimizer.lr=0.02512"
     assert [short_override(o) for o in ("trainer.seed=2", "objective=mlm", "data=wikitext", "flag")] == [
-        "trainer.seed=2", "objective=mlm", "data=wikitext", "flag"]  # fmt: skip
+        "trainer.seed=2",
+        "objective=mlm",
+        "data=wikitext",
+        "flag",
+    ]
     assert study_gains([BUDGET], ["clm"], {}) == {}
 
 

@@ -45,7 +45,8 @@ def start_cluster(directory: Path) -> SlurmCluster:
 
 def stop_cluster(cluster: SlurmCluster) -> str:
     """Stop the cluster's daemons; the script's report."""
-    result = subprocess.run([str(SLURM_LOCAL), "stop", str(cluster.directory)], capture_output=True, text=True,
-                            timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [str(SLURM_LOCAL), "stop", str(cluster.directory)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     return result.stderr

@@ -21,8 +21,13 @@ from lmpt.hf.export import export
 from lmpt.rundir.checkpoint import load_part
 
 _OVERRIDDEN = ("trainer.eval_every=", "trainer.ckpt_every=", "trainer.keep_last=")
-EVERY_EVAL = [*(a for a in BASE if not a.startswith(_OVERRIDDEN)), "optimizer.lr=0.1", "trainer.eval_every=2",
-              "trainer.ckpt_every=2", "trainer.keep_last=8"]  # fmt: skip
+EVERY_EVAL = [
+    *(a for a in BASE if not a.startswith(_OVERRIDDEN)),
+    "optimizer.lr=0.1",
+    "trainer.eval_every=2",
+    "trainer.ckpt_every=2",
+    "trainer.keep_last=8",
+]
 """16 steps, an evaluation and a checkpoint every 2 (all kept): the val_loss of step 8 is above step 6's."""
 KILLED_ARGS = [*(a for a in EVERY_EVAL if not a.startswith("trainer.ckpt_every=")), "trainer.ckpt_every=4"]
 """As EVERY_EVAL with a checkpoint every 4: a kill after step 6 leaves RUN/best newer than the checkpoint."""
@@ -88,8 +93,11 @@ def test_lmpt_eval_on_best_and_last_gives_their_checkpoints_figures(tmp_path: Pa
 
 
 def test_a_run_that_never_evaluated_has_no_best(tmp_path: Path, capsys, monkeypatch) -> None:
-    args = [*(a for a in BASE if not a.startswith(("trainer.eval_every=", "trainer.max_steps="))),
-            "trainer.eval_every=0", "trainer.max_steps=2"]  # fmt: skip
+    args = [
+        *(a for a in BASE if not a.startswith(("trainer.eval_every=", "trainer.max_steps="))),
+        "trainer.eval_every=0",
+        "trainer.max_steps=2",
+    ]
     run_dir = tmp_path / "run"
     result = run(run_dir, args)
     assert result.returncode == 0, describe(result)
@@ -119,9 +127,19 @@ def test_downstream_weights_best_scores_the_best_checkpoint_not_the_last(tmp_pat
 
     task = tmp_path / "cloze.jsonl"
     words = ["king", "lord", "night", "heart", "death", "love"]
-    task.write_text("".join(json.dumps({"context": f"My good {words[i % 6]}, I pray thee, hear my",
-                                        "choices": [words[(i + j) % 6] for j in range(3)], "label": i % 3}) + "\n"
-                            for i in range(24)))  # fmt: skip
+    task.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "context": f"My good {words[i % 6]}, I pray thee, hear my",
+                    "choices": [words[(i + j) % 6] for j in range(3)],
+                    "label": i % 3,
+                }
+            )
+            + "\n"
+            for i in range(24)
+        )
+    )
     run_dir = golden_run(tmp_path, [*EVERY_EVAL, "downstream.weights=best", f"downstream.choice_tasks=[{task}]"])
     record = json.loads((run_dir / "downstream" / "cloze.json").read_text())
     assert record["weights"] == "best"
@@ -141,8 +159,15 @@ def test_downstream_weights_best_scores_the_best_checkpoint_not_the_last(tmp_pat
     shutil.copy(copy / "checkpoints" / "step_00000002" / "model.safetensors", copy / "best" / "model.safetensors")
     (copy / "best" / "best.json").write_text(json.dumps({"step": 2, "val_loss": 9.0}) + "\n")
     for weights, target in (("best", copy / "best"), ("last", copy)):
-        downstream = OmegaConf.create({"choice_tasks": [str(task)], "classification_tasks": [], "weights": weights,
-                                       "batch_size": 8, "control": "scratch"})  # fmt: skip
+        downstream = OmegaConf.create(
+            {
+                "choice_tasks": [str(task)],
+                "classification_tasks": [],
+                "weights": weights,
+                "batch_size": 8,
+                "control": "scratch",
+            }
+        )
         score_downstream(downstream, copy, 16)
         again = json.loads((copy / "downstream" / "cloze.json").read_text())
         assert again["weights"] == weights
@@ -150,8 +175,12 @@ def test_downstream_weights_best_scores_the_best_checkpoint_not_the_last(tmp_pat
 
 
 def test_downstream_weights_best_is_refused_at_start_up_without_evaluations(tmp_path: Path) -> None:
-    args = [*(a for a in BASE if not a.startswith("trainer.eval_every=")), "trainer.eval_every=0",
-            "downstream.weights=best", "downstream.choice_tasks=[bundled:blimp-fast]"]  # fmt: skip
+    args = [
+        *(a for a in BASE if not a.startswith("trainer.eval_every=")),
+        "trainer.eval_every=0",
+        "downstream.weights=best",
+        "downstream.choice_tasks=[bundled:blimp-fast]",
+    ]
     result = run(tmp_path / "run", args)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, describe(result)
     assert "downstream.weights='best' is invalid: it must be last while trainer.eval_every=0" in result.stderr

@@ -18,9 +18,12 @@ from lmpt.train.optim import lr_multiplier
 
 ARGS = [
     *(a for a in SMALL if not a.startswith("scheduler.warmup_steps=")),  # a resume refuses a retyped, changed key
-    "scheduler.warmup_steps=1", "trainer.log_every=1", "trainer.eval_every=0", "trainer.sample_tokens=0",
+    "scheduler.warmup_steps=1",
+    "trainer.log_every=1",
+    "trainer.eval_every=0",
+    "trainer.sample_tokens=0",
     "trainer.eval_batches=2",
-]  # fmt: skip
+]
 FLOPS_BUDGET = 2.5e10  # about 8 steps of this tiny model
 
 
@@ -76,8 +79,9 @@ def test_two_objectives_with_one_flops_budget_stop_within_a_step_of_it(tmp_path:
     assert first_end["flops"] >= 1.2e10
     for objective, where in (("clm", "hydra.run.dir"), ("mlm", "trainer.resume")):
         run = tmp_path / objective
-        result = run_lmpt(*ARGS, f"objective={objective}", f"trainer.budget={FLOPS_BUDGET:g}flops", f"{where}={run}",
-                          cwd=tmp_path)  # fmt: skip
+        result = run_lmpt(
+            *ARGS, f"objective={objective}", f"trainer.budget={FLOPS_BUDGET:g}flops", f"{where}={run}", cwd=tmp_path
+        )
         assert result.returncode == 0, result.stderr
         assert "budget: 2.500e+10 FLOPs" in result.stdout
         end = ends[objective] = final_work(run)
@@ -96,8 +100,9 @@ def test_two_objectives_with_one_flops_budget_stop_within_a_step_of_it(tmp_path:
     assert 0.1 < ends["mlm"]["loss_tokens"] / ends["mlm"]["tokens"] < 0.2
     assert ends["clm"]["loss_tokens"] == ends["clm"]["tokens"]
 
-    plan = run_lmpt(*ARGS, "objective=mlm", f"trainer.budget={FLOPS_BUDGET:g}flops", "trainer.dry_run=true",
-                    cwd=tmp_path)  # fmt: skip
+    plan = run_lmpt(
+        *ARGS, "objective=mlm", f"trainer.budget={FLOPS_BUDGET:g}flops", "trainer.dry_run=true", cwd=tmp_path
+    )
     assert plan.returncode == 0, plan.stderr
     planned = int(re.search(r"max_steps\s*│\s*([\d,]+) \(derived", plan.stdout).group(1).replace(",", ""))
     assert abs(planned - ends["mlm"]["step"]) <= 1

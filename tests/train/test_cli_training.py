@@ -56,8 +56,13 @@ def test_resume_after_kill_logs_the_same_losses_and_weights(tmp_path: Path) -> N
     golden, killed = tmp_path / "golden", tmp_path / "killed"
     assert run_lmpt(*args, f"hydra.run.dir={golden}", cwd=tmp_path).returncode == 0
 
-    process = subprocess.Popen(lmpt_command(*args, f"hydra.run.dir={killed}"), cwd=tmp_path, env=lmpt_env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    process = subprocess.Popen(
+        lmpt_command(*args, f"hydra.run.dir={killed}"),
+        cwd=tmp_path,
+        env=lmpt_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 240
     while not (killed / "checkpoints" / "step_00000008").exists() and time.time() < deadline:
         time.sleep(0.02)
@@ -134,8 +139,17 @@ def test_missing_data_path_is_named(tmp_path: Path) -> None:
 def test_dry_run_prints_the_plan_and_trains_nothing(tmp_path: Path) -> None:
     result = run_lmpt("model=base", "objective=mlm", "trainer.max_steps=1000", "trainer.dry_run=true", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    for expected in ("objective / architecture", "mlm / encoder", "parameters", "tokens per step", "2,048 (16 x 128)",
-                     "total tokens", "2,048,000 over 1,000 steps", "training FLOPs", "estimated time"):  # fmt: skip
+    for expected in (
+        "objective / architecture",
+        "mlm / encoder",
+        "parameters",
+        "tokens per step",
+        "2,048 (16 x 128)",
+        "total tokens",
+        "2,048,000 over 1,000 steps",
+        "training FLOPs",
+        "estimated time",
+    ):
         assert expected in result.stdout, expected
     assert "d_model: 768" in result.stdout  # the config tree
     assert nothing_written(tmp_path)
@@ -151,15 +165,23 @@ def test_a_launch_that_crashes_on_an_import_leaves_no_run_directory(tmp_path: Pa
     env = {**lmpt_env(), "PYTHONPATH": f"{tmp_path / 'site'}:{lmpt_env().get('PYTHONPATH', '')}"}
     launch = tmp_path / "launch"
     launch.mkdir()
-    result = subprocess.run(lmpt_command(*SMALL, "trainer.max_steps=1"), cwd=launch, env=env, capture_output=True,
-                            text=True, timeout=300)  # fmt: skip
+    result = subprocess.run(
+        lmpt_command(*SMALL, "trainer.max_steps=1"), cwd=launch, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 1 and "No module named 'regex'" in result.stderr
     assert nothing_written(launch)
 
 
 def test_a_failed_sweep_job_does_not_stop_the_others(tmp_path: Path) -> None:
-    result = run_lmpt("-m", *SMALL, "trainer.max_steps=2", "trainer.sample_tokens=0", "objective=mlm",
-                      "objective.mask_prob=0.15,1.5,0.3", cwd=tmp_path)  # fmt: skip
+    result = run_lmpt(
+        "-m",
+        *SMALL,
+        "trainer.max_steps=2",
+        "trainer.sample_tokens=0",
+        "objective=mlm",
+        "objective.mask_prob=0.15,1.5,0.3",
+        cwd=tmp_path,
+    )
     assert result.returncode == 2
     assert "job 1" in result.stderr and "objective.mask_prob=1.5 must be in (0, 1)" in result.stderr
     (sweep,) = (tmp_path / "multirun").glob("*/*")

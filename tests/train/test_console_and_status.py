@@ -19,8 +19,11 @@ from lmpt.train.display import Display, format_record
 from lmpt.train.metrics import bits_per_byte, held_out_sizes, with_bits_per_byte
 
 FAST = {"LMPT_TEST_FAST_PEAK": "1"}  # the fault runner without faults: no CPU matmul peak measurement
-ARGS = [*[a for a in BASE if not a.startswith(("trainer.max_steps=", "trainer.eval_every="))],
-        "trainer.max_steps=8", "trainer.eval_every=0"]  # fmt: skip
+ARGS = [
+    *[a for a in BASE if not a.startswith(("trainer.max_steps=", "trainer.eval_every="))],
+    "trainer.max_steps=8",
+    "trainer.eval_every=0",
+]
 
 
 @pytest.mark.parametrize(
@@ -34,7 +37,7 @@ ARGS = [*[a for a in BASE if not a.startswith(("trainer.max_steps=", "trainer.ev
         (15_800, "16k"),
         (160_000, "160k"),
         (1_600_000, "1.6M"),
-    ],  # fmt: skip
+    ],
 )
 def test_throughput_keeps_two_significant_digits(rate: float, shown: str) -> None:
     assert format_record({"tokens_per_s": rate}) == f"{shown} tok/s"  # a slow run's 10 tok/s was "0.0k tok/s"
@@ -76,8 +79,9 @@ def test_bits_per_byte_of_the_held_out_windows_counts_the_bytes_of_the_scored_to
     record = with_bits_per_byte({"val_loss": 2.0, "val_acc": 0.5}, held, "loss")
     assert record["val_bpb"] == pytest.approx(2.0 * 5 / (math.log(2) * 10))
     assert bits_per_byte(2.0 * 5, 10) == record["val_bpb"] and math.isnan(bits_per_byte(1.0, 0))
-    mixed = with_bits_per_byte({"val_mlm_loss": 1.0, "val_mlm_loss/a": 1.0, "val_mlm_loss/b": 3.0},
-                               {"a": (4, 8), "b": (2, 2)}, "mlm_loss")  # fmt: skip
+    mixed = with_bits_per_byte(
+        {"val_mlm_loss": 1.0, "val_mlm_loss/a": 1.0, "val_mlm_loss/b": 3.0}, {"a": (4, 8), "b": (2, 2)}, "mlm_loss"
+    )
     assert mixed["val_bpb/a"] == pytest.approx(4 / (8 * math.log(2)))
     assert mixed["val_bpb/b"] == pytest.approx(6 / (2 * math.log(2)))
 

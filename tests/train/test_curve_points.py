@@ -16,8 +16,10 @@ from lmpt.train.curves import curve_due, take_curve_point
 # 8 steps with dropout (a draw from the global random stream every step), a checkpoint, validation and curve every 4
 ARGS = [
     *[a for a in BASE if not a.startswith(("trainer.max_steps=", "trainer.eval_every="))],
-    "trainer.max_steps=8", "trainer.eval_every=4", "model.dropout=0.1",
-]  # fmt: skip
+    "trainer.max_steps=8",
+    "trainer.eval_every=4",
+    "model.dropout=0.1",
+]
 KILL_AT = 35  # the 4th fault point of the second save (step 8): a first save passes 31 (LMPT_TEST_FAULT_TRACE)
 
 
@@ -100,7 +102,8 @@ def test_a_run_killed_after_a_curve_point_resumes_bitwise(tasks: list[str], gold
     assert ".tmp-step_00000008" in trace.read_text(), trace.read_text()  # killed writing the checkpoint of step 8
     assert [p["step"] for p in curve_points(run_dir)] == [4, 8]  # the point at 8 was logged before the kill
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir() if p.name.startswith("step_")) == [
-        "step_00000004"]  # fmt: skip
+        "step_00000004"
+    ]
     result = run(run_dir, args)
     assert result.returncode == 0 and "resuming" in result.stdout, describe(result)
     assert_same(golden_run(gold, tasks), run_dir, "killed in the checkpoint after a curve point, against no curves")

@@ -33,8 +33,14 @@ def test_the_live_bar_says_evaluating_until_the_evaluation_is_reported(monkeypat
 
 def test_a_run_on_a_terminal_shows_its_evaluation_as_it_happens(tmp_path: Path) -> None:
     env = {**lmpt_env(), "FORCE_COLOR": "1", "TTY_INTERACTIVE": "1", "COLUMNS": "80"}  # rich: an 80-column terminal
-    overrides = [*SMALL, "trainer.progress=rich", "model.n_layers=1", "trainer.max_steps=2", "trainer.eval_batches=1",
-                 "trainer.sample_tokens=0"]  # fmt: skip
+    overrides = [
+        *SMALL,
+        "trainer.progress=rich",
+        "model.n_layers=1",
+        "trainer.max_steps=2",
+        "trainer.eval_batches=1",
+        "trainer.sample_tokens=0",
+    ]
     done = subprocess.run(lmpt_command(*overrides), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", done.stdout)  # the terminal's control codes

@@ -16,16 +16,32 @@ import torch
 from runner import SMALL, lmpt_env, records, run_lmpt
 from safetensors.torch import load_file
 
-ARGS = [*SMALL, "trainer.max_steps=8", "trainer.log_every=1", "trainer.eval_every=4", "trainer.ckpt_every=4",
-        "trainer.keep_last=5", "trainer.sample_tokens=0", "optimizer=adamw"]  # fmt: skip
+ARGS = [
+    *SMALL,
+    "trainer.max_steps=8",
+    "trainer.log_every=1",
+    "trainer.eval_every=4",
+    "trainer.ckpt_every=4",
+    "trainer.keep_last=5",
+    "trainer.sample_tokens=0",
+    "optimizer=adamw",
+]
 """AdamW, which every strategy runs (FSDP refuses Muon): DDP, FSDP and one process compare on one optimizer.
 The default, Muon, under DDP: tests/train/test_muon.py."""
 PER_RANK = [a for a in ARGS if not a.startswith("trainer.batch_size")] + ["trainer.batch_size=4"]
 
 
 def torchrun(*args: str, cwd: Path, nproc: int = 2) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-               "-m", "lmpt", *args]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        "-m",
+        "lmpt",
+        *args,
+    ]
     return subprocess.run(command, cwd=cwd, env=lmpt_env(), capture_output=True, text=True, timeout=300)
 
 
@@ -53,7 +69,11 @@ def test_ddp_matches_one_process_with_the_same_global_batch(tmp_path: Path, ddp_
 def test_one_run_directory_and_checkpoints_written_once(ddp_run: Path) -> None:
     assert sorted(p.name for p in (ddp_run / "checkpoints").iterdir()) == ["step_00000004", "step_00000008"]
     assert sorted(p.name for p in (ddp_run / "checkpoints" / "step_00000008").iterdir()) == [
-        "manifest.json", "model.safetensors", "optimizer.pt", "trainer.pt"]  # fmt: skip
+        "manifest.json",
+        "model.safetensors",
+        "optimizer.pt",
+        "trainer.pt",
+    ]
     assert len(records(ddp_run)) == len({(r["step"], "loss" in r) for r in records(ddp_run)})  # one writer
     state = load_file(ddp_run / "checkpoints" / "step_00000008" / "model.safetensors")
     assert not any(k.startswith(("module.", "_orig_mod.")) for k in state)
@@ -100,8 +120,7 @@ def test_fsdp_matches_ddp_and_writes_sharded_checkpoints(fsdp_run: Path, ddp_run
         assert b == pytest.approx(a, rel=1e-5, abs=1e-5), (step, key)
     checkpoint = fsdp_run / "checkpoints" / "step_00000008"
     files = sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*") if p.is_file())
-    assert files == ["manifest.json", "sharded/.metadata", "sharded/__0_0.distcp", "sharded/__1_0.distcp",
-                     "trainer.pt"]  # fmt: skip
+    assert files == ["manifest.json", "sharded/.metadata", "sharded/__0_0.distcp", "sharded/__1_0.distcp", "trainer.pt"]
     consolidated = load_file(fsdp_run / "model.safetensors")  # one file with every full tensor
     replicated = load_file(ddp_run / "model.safetensors")
     assert consolidated.keys() == replicated.keys()
@@ -124,15 +143,25 @@ def test_fsdp_resumes_bitwise_in_two_processes(tmp_path: Path, fsdp_run: Path) -
 def test_fsdp_outside_torchrun_is_refused(tmp_path: Path) -> None:
     result = run_lmpt(*SMALL, "trainer.strategy=fsdp", "trainer.max_steps=1", cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr.strip() == "lmpt: error: trainer.strategy=fsdp runs under torchrun: " \
-        "torchrun --nproc_per_node=N -m lmpt ..."  # fmt: skip
+    assert (
+        result.stderr.strip() == "lmpt: error: trainer.strategy=fsdp runs under torchrun: "
+        "torchrun --nproc_per_node=N -m lmpt ..."
+    )
 
 
 def test_sigterm_to_torchrun_stops_every_rank_at_the_same_step(tmp_path: Path) -> None:
     run = tmp_path / "run"
     args = [*PER_RANK, "trainer.max_steps=5000", "trainer.eval_every=0", "trainer.ckpt_every=0", f"hydra.run.dir={run}"]
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lmpt",
-               *(a for a in args if not a.startswith("trainer.max_steps=8"))]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "lmpt",
+        *(a for a in args if not a.startswith("trainer.max_steps=8")),
+    ]
     process = subprocess.Popen(command, cwd=tmp_path, env=lmpt_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     metrics = run / "metrics.jsonl"
     deadline = time.time() + 120

@@ -124,8 +124,12 @@ def test_a_generator_wider_than_the_discriminator_is_one_line_and_exit_2(tmp_pat
     size = "1.5"
     result = subprocess.run(
         lmpt_command(*ELECTRA, f"objective.generator_size={size}", f"hydra.run.dir={tmp_path / 'run'}"),
-        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, describe(result)
     assert lines[0].startswith(f"lmpt: error: objective.generator_size={size}"), lines
@@ -150,14 +154,22 @@ def test_a_sweep_over_mlm_and_electra_and_its_comparison(tmp_path: Path) -> None
     small = [a for a in BASE if not a.startswith(("trainer.max_steps", "trainer.eval_every", "trainer.ckpt_every"))]
     sweep = subprocess.run(
         lmpt_command("-m", "objective=mlm,electra", *small, "trainer.max_steps=8", "trainer.eval_every=8"),
-        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert sweep.returncode == 0, describe(sweep)
     (sweep_dir,) = (tmp_path / "multirun").glob("*/*")
     compare = subprocess.run(
         [*lmpt_command()[:2], "lmpt.report.compare", str(sweep_dir), "--out", "report"],
-        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert compare.returncode == 0, describe(compare)
     table = (tmp_path / "report" / "compare.md").read_text()
     assert (

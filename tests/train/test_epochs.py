@@ -12,10 +12,19 @@ from runner import SMALL, run_lmpt
 from lmpt.train.epochs import SCALING_NOTE, Exposure, SourceTokens
 
 TINY = [a for a in SMALL if not a.startswith(("trainer.sample_tokens=", "tokenizer.vocab_size="))] + [
-    "trainer.sample_tokens=0", "tokenizer.backend=bytelevel", "tokenizer.vocab_size=512", "data=text",
-    "data.paths=[tiny.txt]", "data.val_paths=[val.txt]", "trainer.eval_every=0", "trainer.eval_batches=1",
-    "model.n_layers=1", "model.d_model=32", "model.n_heads=2", "model.ffn_dim=64",
-]  # fmt: skip
+    "trainer.sample_tokens=0",
+    "tokenizer.backend=bytelevel",
+    "tokenizer.vocab_size=512",
+    "data=text",
+    "data.paths=[tiny.txt]",
+    "data.val_paths=[val.txt]",
+    "trainer.eval_every=0",
+    "trainer.eval_batches=1",
+    "model.n_layers=1",
+    "model.d_model=32",
+    "model.n_heads=2",
+    "model.ffn_dim=64",
+]
 
 
 def _write_corpus(directory: Path) -> None:
@@ -31,8 +40,9 @@ def test_the_start_line_is_followed_by_tokens_and_epochs_and_warns_past_four(tmp
     out = result.stdout.splitlines()
     start = next(i for i, line in enumerate(out) if "parameters)" in line)
     data = out[start + 1]
-    assert data.startswith("data: 15,360 training tokens (8 examples x 64 tokens reading 65 corpus tokens each x 30 "
-                           "steps), "), data  # fmt: skip
+    assert data.startswith(
+        "data: 15,360 training tokens (8 examples x 64 tokens reading 65 corpus tokens each x 30 steps), "
+    ), data
     train_tokens = int(data.split(" epochs of the ")[1].split(" ")[0].replace(",", ""))
     epochs = float(data.split("), ")[1].split(" epochs")[0])
     assert abs(epochs - 8 * 65 * 30 / train_tokens) < 0.01 and epochs > 4

@@ -60,8 +60,15 @@ def test_two_uninterrupted_runs_are_bitwise_identical(gold: Path, tmp_path: Path
 SOAK = pytest.mark.soak  # nsp and prefix share mlm's and ul2's code paths: CI runs the other four
 
 
-OBJECTIVES = ["clm", "mlm", pytest.param("nsp", marks=SOAK), "span", pytest.param("prefix", marks=SOAK),
-              pytest.param("ul2-mixture", marks=SOAK), "mdlm"]  # fmt: skip
+OBJECTIVES = [
+    "clm",
+    "mlm",
+    pytest.param("nsp", marks=SOAK),
+    "span",
+    pytest.param("prefix", marks=SOAK),
+    pytest.param("ul2-mixture", marks=SOAK),
+    "mdlm",
+]
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)

@@ -25,10 +25,17 @@ def save_llama(path: Path, n_kv_heads: int, seed: int = 0, **overrides: object) 
     """A random LlamaForCausalLM with tied embeddings, written by transformers itself."""
     torch.manual_seed(seed)
     config = transformers.LlamaConfig(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=n_kv_heads, max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=500000.0,
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=n_kv_heads,
+        max_position_embeddings=128,
+        rms_norm_eps=1e-5,
+        rope_theta=500000.0,
         **{"tie_word_embeddings": True, **overrides},
-    )  # fmt: skip
+    )
     model = transformers.LlamaForCausalLM(config)
     with torch.no_grad():  # norms start at one: make them matter
         for name, p in model.named_parameters():
@@ -69,10 +76,21 @@ def test_eurobert_encoder_logits_equal_transformers(tmp_path: Path) -> None:
         pytest.skip("this transformers has no EuroBERT")
     torch.manual_seed(0)
     config = transformers.AutoConfig.for_model(
-        "eurobert", vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-6, tie_word_embeddings=True,
-        architectures=["EuroBertForMaskedLM"], pad_token_id=0, bos_token_id=1, eos_token_id=2, mask_token_id=3,
-    )  # fmt: skip
+        "eurobert",
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        architectures=["EuroBertForMaskedLM"],
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        mask_token_id=3,
+    )
     transformers.EuroBertForMaskedLM(config).save_pretrained(tmp_path / "eurobert")
     reference = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "eurobert").eval()
     model, _ = lmpt_model_from(tmp_path / "eurobert", arch="encoder")

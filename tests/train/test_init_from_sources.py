@@ -42,20 +42,26 @@ def _edit_config(source: Path, edit: Callable[[dict], object]) -> None:
 SCALED = {
     "rope_scaling linear beside a default rope_parameters": (
         {"rope_scaling": {"rope_type": "linear", "factor": 2.0}, "rope_parameters": {"rope_type": "default"}},
-        "rope_scaling", "linear",
+        "rope_scaling",
+        "linear",
     ),
     "legacy type key": ({"rope_scaling": {"type": "dynamic", "factor": 2.0}}, "rope_scaling", "dynamic"),
     "yarn in rope_parameters": (
-        {"rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4}}, "rope_parameters", "yarn",
+        {"rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4}},
+        "rope_parameters",
+        "yarn",
     ),
     "llama3 in rope_parameters, rope_scaling null": (
-        {"rope_scaling": None, "rope_parameters": {"rope_type": "llama3", "factor": 8.0}}, "rope_parameters", "llama3",
+        {"rope_scaling": None, "rope_parameters": {"rope_type": "llama3", "factor": 8.0}},
+        "rope_parameters",
+        "llama3",
     ),
     "a default rope_scaling cannot hide a scaled rope_parameters": (
         {"rope_scaling": {"rope_type": "default"}, "rope_parameters": {"rope_type": "longrope"}},
-        "rope_parameters", "longrope",
+        "rope_parameters",
+        "longrope",
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize(("keys", "key", "kind"), SCALED.values(), ids=SCALED.keys())
@@ -77,9 +83,11 @@ THETAS = {
         "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0},
     },
     "rope_scaling without a theta: the top-level one": {
-        "rope_scaling": {"rope_type": "default"}, "rope_parameters": {"rope_theta": 7.0}, "rope_theta": 20000.0,
+        "rope_scaling": {"rope_type": "default"},
+        "rope_parameters": {"rope_theta": 7.0},
+        "rope_theta": 20000.0,
     },
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("keys", THETAS.values(), ids=THETAS.keys())
@@ -142,7 +150,8 @@ BROKEN = {
     "cut in half": (lambda s: _cut_in_half(s / "model.safetensors"), "model.safetensors is not"),
     "cut inside the header": (lambda s: _cut_in_header(s / "model.safetensors"), "model.safetensors is not"),
     "offsets past the end": (
-        lambda s: _rewrite_header(s / "model.safetensors", _past_the_end), "model.safetensors is not"
+        lambda s: _rewrite_header(s / "model.safetensors", _past_the_end),
+        "model.safetensors is not",
     ),
     "tensor of 2^62 bytes": (
         lambda s: _rewrite_header(
@@ -156,19 +165,17 @@ BROKEN = {
     "index a list": (lambda s: (s / "model.safetensors.index.json").write_text("[]"), "index.json is not"),
     "weight_map a list": (lambda s: _sharded(s, ["model.safetensors"]), "index.json is not"),
     "num_attention_heads 0": (
-        lambda s: _edit_config(s, lambda c: c.update(num_attention_heads=0)), "num_attention_heads=0"
+        lambda s: _edit_config(s, lambda c: c.update(num_attention_heads=0)),
+        "num_attention_heads=0",
     ),
-    "hidden_size a string": (
-        lambda s: _edit_config(s, lambda c: c.update(hidden_size="64")), "hidden_size='64'"
-    ),
-    "no intermediate_size": (
-        lambda s: _edit_config(s, lambda c: c.pop("intermediate_size")), "intermediate_size=None"
-    ),
+    "hidden_size a string": (lambda s: _edit_config(s, lambda c: c.update(hidden_size="64")), "hidden_size='64'"),
+    "no intermediate_size": (lambda s: _edit_config(s, lambda c: c.pop("intermediate_size")), "intermediate_size=None"),
     "a shard outside its directory": (_outside, "names ../other/model.safetensors, outside"),
     "an absolute shard path": (
-        lambda s: _sharded(s, {"model.norm.weight": "/etc/passwd"}), "names /etc/passwd, outside",
+        lambda s: _sharded(s, {"model.norm.weight": "/etc/passwd"}),
+        "names /etc/passwd, outside",
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize(("break_it", "named"), BROKEN.values(), ids=BROKEN.keys())
@@ -184,8 +191,11 @@ def test_a_broken_source_is_refused_in_one_line_before_any_weights_are_read(
 
 
 def test_a_weights_file_is_refused_saying_what_to_point_at(llama: Path) -> None:
-    with pytest.raises(LmptError, match=r"model.safetensors is a weights file: point model.init_from at the "
-                       r"directory holding it and its config.json \(" + str(llama)):  # fmt: skip
+    with pytest.raises(
+        LmptError,
+        match=r"model.safetensors is a weights file: point model.init_from at the "
+        r"directory holding it and its config.json \(" + str(llama),
+    ):
         read_origin(str(llama / "model.safetensors"))
 
 

@@ -24,11 +24,18 @@ def test_each_job_claims_a_gpu_no_other_job_holds(monkeypatch, tmp_path: Path) -
     try:
         assert placement.claim_free_gpu() == 0
         other_job = subprocess.run(  # another process on the same machine sees GPU 0 taken
-            [sys.executable, "-c", "import torch, tempfile; from lmpt.train import placement; "
-             "torch.cuda.device_count = lambda: 2; tempfile.gettempdir = lambda: " + repr(str(tmp_path)) + "; "
-             "print(placement.claim_free_gpu())"],
-            env=lmpt_env(), capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                "import torch, tempfile; from lmpt.train import placement; "
+                "torch.cuda.device_count = lambda: 2; tempfile.gettempdir = lambda: " + repr(str(tmp_path)) + "; "
+                "print(placement.claim_free_gpu())",
+            ],
+            env=lmpt_env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         assert other_job == "1"
         assert placement.claim_free_gpu() == 1  # free again: that process ended, releasing its lock
         assert placement.claim_free_gpu() is None  # both held here
@@ -39,8 +46,15 @@ def test_each_job_claims_a_gpu_no_other_job_holds(monkeypatch, tmp_path: Path) -
 
 
 def test_parallel_launcher_falls_back_to_one_job_at_a_time_on_cpu(tmp_path: Path) -> None:
-    result = run_lmpt("-m", "hydra/launcher=parallel", *SMALL, "trainer.max_steps=2", "trainer.sample_tokens=0",
-                      "optimizer.lr=1e-3,3e-4", cwd=tmp_path)  # fmt: skip
+    result = run_lmpt(
+        "-m",
+        "hydra/launcher=parallel",
+        *SMALL,
+        "trainer.max_steps=2",
+        "trainer.sample_tokens=0",
+        "optimizer.lr=1e-3,3e-4",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     (sweep,) = (tmp_path / "multirun").glob("*/*")
     assert [json.loads((sweep / j / "status.json").read_text())["status"] for j in "01"] == ["completed"] * 2
@@ -52,10 +66,12 @@ def test_parallel_launcher_falls_back_to_one_job_at_a_time_on_cpu(tmp_path: Path
 
 def test_slurm_launcher_composes(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "lmpt", "hydra/launcher=slurm", "--cfg", "hydra",
-         "--package", "hydra.launcher"],
-        cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "lmpt", "hydra/launcher=slurm", "--cfg", "hydra", "--package", "hydra.launcher"],
+        cwd=tmp_path,
+        env=lmpt_env(),
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     assert "SlurmLauncher" in result.stdout and "gpus_per_node: 1" in result.stdout
     assert "max_num_timeout: 20" in result.stdout
@@ -78,16 +94,27 @@ def test_submitit_requeues_a_preempted_job_into_its_own_run_directory(tmp_path: 
     """SLURM's warning signal (SIGUSR2) mid-run: lmpt commits a checkpoint and hands the signal to submitit, which
     requeues the job; the requeued job resumes in the same directory and ends as a run that was never stopped.
     submitit's local executor stands in for slurmctld: the same handler, checkpoint and requeue code."""
-    args = [*SMALL, "trainer.max_steps=300", "trainer.log_every=1", "trainer.eval_every=0", "trainer.sample_tokens=0",
-            "trainer.ckpt_every=1000", "model.n_layers=2"]  # fmt: skip
+    args = [
+        *SMALL,
+        "trainer.max_steps=300",
+        "trainer.log_every=1",
+        "trainer.eval_every=0",
+        "trainer.sample_tokens=0",
+        "trainer.ckpt_every=1000",
+        "model.n_layers=2",
+    ]
     golden = run_lmpt(*args, f"hydra.run.dir={tmp_path / 'golden'}", cwd=tmp_path)
     assert golden.returncode == 0, golden.stderr
 
     sweep = tmp_path / "sweep"
     launcher = subprocess.Popen(
         lmpt_command("-m", "hydra/launcher=submitit_local", *args, f"hydra.sweep.dir={sweep}"),
-        cwd=tmp_path, env=lmpt_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=lmpt_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for_step(sweep / "0", 5)
     first_task = _submitit_task(sweep)
     os.kill(first_task, signal.SIGUSR2)
@@ -100,6 +127,11 @@ def test_submitit_requeues_a_preempted_job_into_its_own_run_directory(tmp_path: 
     stopped_at = int(log.split("stopped at step ")[1].split()[0])
     assert 5 <= stopped_at < 300 and f"resuming {sweep / '0'} from step_{stopped_at:08d}" in log
     assert sorted(p.name for p in sweep.iterdir() if not p.name.startswith(".")) == [
-        "0", "multirun.yaml", "summary.csv", "summary.md", "val_loss.png"]  # fmt: skip
+        "0",
+        "multirun.yaml",
+        "summary.csv",
+        "summary.md",
+        "val_loss.png",
+    ]
     assert json.loads((sweep / "0" / "status.json").read_text())["status"] == "completed"
     assert_same(tmp_path / "golden", sweep / "0", "requeued by submitit")  # every step once, bit for bit

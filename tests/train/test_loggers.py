@@ -37,8 +37,9 @@ def test_wandb_run_id_is_kept_across_resume(tmp_path: Path, monkeypatch) -> None
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_WANDB), os.environ.get("PYTHONPATH", "")]))
     run = tmp_path / "run"
     for steps in (3, 5):  # the second launch continues the first from its checkpoint
-        result = run_lmpt(*ARGS, f"trainer.max_steps={steps}", "trainer.wandb=true", f"hydra.run.dir={run}",
-                          cwd=tmp_path)  # fmt: skip
+        result = run_lmpt(
+            *ARGS, f"trainer.max_steps={steps}", "trainer.wandb=true", f"hydra.run.dir={run}", cwd=tmp_path
+        )
         assert result.returncode == 0, result.stderr
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     inits = [c for c in calls if c["call"] == "init"]
@@ -68,8 +69,14 @@ def test_trackers_hold_every_step_once_across_a_resume(tmp_path: Path, monkeypat
     monkeypatch.setenv("FAKE_WANDB_LOG", str(log))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_WANDB), os.environ.get("PYTHONPATH", "")]))
     run = tmp_path / "run"
-    args = [*ARGS, "trainer.max_steps=4", "trainer.ckpt_every=2", "trainer.eval_every=0", "trainer.tensorboard=true",
-            "trainer.wandb=true"]  # fmt: skip
+    args = [
+        *ARGS,
+        "trainer.max_steps=4",
+        "trainer.ckpt_every=2",
+        "trainer.eval_every=0",
+        "trainer.tensorboard=true",
+        "trainer.wandb=true",
+    ]
     assert run_lmpt(*args, f"hydra.run.dir={run}", cwd=tmp_path).returncode == 0
     first = {
         r["step"]: r["loss"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if "loss" in r

@@ -70,8 +70,11 @@ def test_mtp_run_exports_as_clm_llama_with_the_main_heads_logits(runs: dict[str,
     out = tmp_path / "hf"
     done = subprocess.run(
         [sys.executable, "-m", "lmpt.hf.export", str(runs["mtp"]), str(out)],
-        env=env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, describe(done)
     saved = load_file(runs["mtp"] / "model.safetensors")
     assert any(k.startswith("mtp.") for k in saved) and not any(
@@ -101,8 +104,11 @@ def test_init_from_an_mtp_run_carries_the_main_model_its_modules_start_fresh(run
 def test_fill_writes_the_middle_of_a_fim_run(runs: dict[str, Path]) -> None:
     fill = lambda *a: subprocess.run(
         [sys.executable, "-m", "lmpt.inference.fill", str(runs["fim"]), *a],
-        env=env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     done = fill("prefix=First Citizen:", "suffix= the people.", "max_tokens=8", "json=true")
     assert done.returncode == 0, describe(done)
     result = json.loads(done.stdout)
@@ -113,8 +119,12 @@ def test_fill_writes_the_middle_of_a_fim_run(runs: dict[str, Path]) -> None:
 def test_preview_shows_fim(tmp_path: Path) -> None:
     preview = lambda *a: subprocess.run(
         [sys.executable, "-m", "lmpt.preview.cli", "tokenizer.vocab_size=1024", "data.seq_len=64", *a],
-        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     fim = preview("objective=fim", "objective.fim_rate=1", "preview.json=true")
     assert fim.returncode == 0, describe(fim)
     document = json.loads(fim.stdout)

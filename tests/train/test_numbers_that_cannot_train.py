@@ -36,12 +36,21 @@ def test_a_nonfinite_setting_is_refused_at_start_up(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("key", "shown"),
-    [("optimizer.lr", "optimizer.lr"), ("objective.mask_prob", "objective.mask_prob"),
-     ("optimizer.betas.1", r"optimizer.betas\[1\]"), ("model.rope_theta", "model.rope_theta")],
-)  # fmt: skip
+    [
+        ("optimizer.lr", "optimizer.lr"),
+        ("objective.mask_prob", "objective.mask_prob"),
+        ("optimizer.betas.1", r"optimizer.betas\[1\]"),
+        ("model.rope_theta", "model.rope_theta"),
+    ],
+)
 def test_every_float_setting_must_be_finite(key: str, shown: str) -> None:
-    cfg = OmegaConf.create({"optimizer": {"lr": 1e-3, "betas": [0.9, 0.95]}, "objective": {"mask_prob": 0.15},
-                            "model": {"rope_theta": 1e4}})  # fmt: skip
+    cfg = OmegaConf.create(
+        {
+            "optimizer": {"lr": 1e-3, "betas": [0.9, 0.95]},
+            "objective": {"mask_prob": 0.15},
+            "model": {"rope_theta": 1e4},
+        }
+    )
     OmegaConf.update(cfg, key, float("nan"))
     with pytest.raises(LmptError, match=rf"^{shown}=nan is invalid: it must be a finite number$"):
         refuse_nonfinite(cfg)

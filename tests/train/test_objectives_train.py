@@ -16,12 +16,24 @@ MEASURES = {
     "prefix": {"val_acc"},
     "ul2-mixture": {"val_loss/R3-0.15", "val_loss/S", "val_loss/X64-0.5"},
 }
-ARCH = {"clm": "decoder", "mlm": "encoder", "nsp": "encoder", "span": "encoder-decoder", "prefix": "decoder",
-        "ul2-mixture": "encoder-decoder"}  # fmt: skip
+ARCH = {
+    "clm": "decoder",
+    "mlm": "encoder",
+    "nsp": "encoder",
+    "span": "encoder-decoder",
+    "prefix": "decoder",
+    "ul2-mixture": "encoder-decoder",
+}
 
 
-CI_CORPUS = {"clm": "wikitext", "mlm": "shakespeare", "nsp": "shakespeare", "span": "wikitext", "prefix": "shakespeare",
-             "ul2-mixture": "wikitext"}  # fmt: skip
+CI_CORPUS = {
+    "clm": "wikitext",
+    "mlm": "shakespeare",
+    "nsp": "shakespeare",
+    "span": "wikitext",
+    "prefix": "shakespeare",
+    "ul2-mixture": "wikitext",
+}
 """Each objective's corpus in CI, both corpora among them; the other pairs are soak tests (each ~12 s)."""
 
 
@@ -36,9 +48,16 @@ CI_CORPUS = {"clm": "wikitext", "mlm": "shakespeare", "nsp": "shakespeare", "spa
 def test_objective_trains_and_reports_its_measures(tmp_path: Path, objective: str, data: str) -> None:
     run = tmp_path / "run"
     result = run_lmpt(
-        *SMALL, f"objective={objective}", f"data={data}", "trainer.max_steps=40", "trainer.eval_every=10",
-        "optimizer.lr=3e-3", "trainer.sample_tokens=0", f"hydra.run.dir={run}", cwd=tmp_path,
-    )  # fmt: skip
+        *SMALL,
+        f"objective={objective}",
+        f"data={data}",
+        "trainer.max_steps=40",
+        "trainer.eval_every=10",
+        "optimizer.lr=3e-3",
+        "trainer.sample_tokens=0",
+        f"hydra.run.dir={run}",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert f"{objective} on {'an' if ARCH[objective][0] == 'e' else 'a'} {ARCH[objective]}" in result.stdout
     val = val_losses(run)
@@ -51,9 +70,14 @@ def test_objective_trains_and_reports_its_measures(tmp_path: Path, objective: st
 def test_mask_rate_sweep_shares_tokenizer_and_cache(tmp_path: Path) -> None:
     args = [a for a in SMALL if not a.startswith("tokenizer.")]
     result = run_lmpt(
-        "-m", *args, "objective=mlm", "objective.mask_prob=0.05,0.15,0.4", "trainer.max_steps=2",
-        "tokenizer.vocab_size=1000", cwd=tmp_path,  # a vocabulary no other test uses: this sweep builds it
-    )  # fmt: skip
+        "-m",
+        *args,
+        "objective=mlm",
+        "objective.mask_prob=0.05,0.15,0.4",
+        "trainer.max_steps=2",
+        "tokenizer.vocab_size=1000",
+        cwd=tmp_path,  # a vocabulary no other test uses: this sweep builds it
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("training a SentencePiece unigram tokenizer") == 1
     assert result.stdout.count("tokenising ") == 1

@@ -14,8 +14,14 @@ ARGS = [*SMALL, "trainer.max_steps=400", "trainer.ckpt_every=1000", "trainer.log
 
 
 def start(run: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(lmpt_command(*ARGS, *extra, f"hydra.run.dir={run}"), cwd=run.parent, env=lmpt_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        lmpt_command(*ARGS, *extra, f"hydra.run.dir={run}"),
+        cwd=run.parent,
+        env=lmpt_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2])
@@ -64,8 +70,12 @@ def test_resume_refuses_config_drift_but_allows_run_length(tmp_path: Path) -> No
     run = tmp_path / "run"
     assert run_lmpt(*SMALL, "trainer.max_steps=3", f"hydra.run.dir={run}", cwd=tmp_path).returncode == 0
     before = (run / "metrics.jsonl").read_text()
-    for drift, key in [("model.d_model=64", "model.d_model"), ("trainer.seed=7", "trainer.seed"),
-                       ("objective=prefix", "objective=prefix"), ("optimizer.lr=0.5", "optimizer.lr")]:  # fmt: skip
+    for drift, key in [
+        ("model.d_model=64", "model.d_model"),
+        ("trainer.seed=7", "trainer.seed"),
+        ("objective=prefix", "objective=prefix"),
+        ("optimizer.lr=0.5", "optimizer.lr"),
+    ]:
         result = run_lmpt(*SMALL, "trainer.max_steps=5", drift, f"hydra.run.dir={run}", cwd=tmp_path)
         assert result.returncode == 2 and key in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
     assert (run / "metrics.jsonl").read_text() == before  # nothing written by a refused resume

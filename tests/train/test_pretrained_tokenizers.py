@@ -20,10 +20,18 @@ from lmpt.rundir.trained import load_trained
 from lmpt.tokenizer.special import sentinel_piece
 
 TINY = [
-    "data.seq_len=64", "trainer.batch_size=8", "trainer.max_steps=3", "trainer.sample_tokens=8",
-    "trainer.progress=plain", "trainer.eval_batches=1", "trainer.device=cpu", "model.n_layers=1",
-    "model.d_model=64", "model.n_heads=2", "model.ffn_dim=128",
-]  # fmt: skip
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.max_steps=3",
+    "trainer.sample_tokens=8",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    "trainer.device=cpu",
+    "model.n_layers=1",
+    "model.d_model=64",
+    "model.n_heads=2",
+    "model.ffn_dim=128",
+]
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\tCaf\u00e9  \u00e9t\u00e9! 1603"
 
 
@@ -72,9 +80,14 @@ def test_wordpiece_mlm_trains_and_exports_to_the_same_ids(files: Path, tmp_path:
     transformers = pytest.importorskip("transformers")
     run = tmp_path / "run"
     done = lmpt(
-        tmp_path, *TINY, "objective=mlm", "tokenizer=hf", f"tokenizer.path={files / 'wordpiece' / 'tokenizer.json'}",
-        "tokenizer.num_sentinels=0", f"hydra.run.dir={run}",
-    )  # fmt: skip
+        tmp_path,
+        *TINY,
+        "objective=mlm",
+        "tokenizer=hf",
+        f"tokenizer.path={files / 'wordpiece' / 'tokenizer.json'}",
+        "tokenizer.num_sentinels=0",
+        f"hydra.run.dir={run}",
+    )
     assert done.returncode == 0, describe(done)
     trained = load_trained(run)
     assert trained.tokenizer.vocab_size == 605  # 600 + <s>, </s> and the 3 mode tokens; no sentinels asked for
@@ -102,7 +115,7 @@ def test_bad_tokenizer_input_is_one_line_exit_2(files: Path, tmp_path: Path) -> 
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for overrides in cases
     }
     for overrides, process in launched.items():

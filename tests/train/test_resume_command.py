@@ -17,8 +17,16 @@ from runner import SMALL, lmpt_command, lmpt_env, records, run_lmpt, wait_for_st
 from lmpt.errors import LmptError
 from lmpt.rundir.lock import lock_run_dir, release_run_dirs
 
-ORIGINAL = [*SMALL, "model.n_layers=1", "trainer.seed=7", "optimizer.lr=2e-3", "trainer.max_steps=400",
-            "trainer.log_every=1", "trainer.eval_every=0", "trainer.ckpt_every=1000"]  # fmt: skip
+ORIGINAL = [
+    *SMALL,
+    "model.n_layers=1",
+    "trainer.seed=7",
+    "optimizer.lr=2e-3",
+    "trainer.max_steps=400",
+    "trainer.log_every=1",
+    "trainer.eval_every=0",
+    "trainer.ckpt_every=1000",
+]
 
 
 def snapshot(run: Path) -> dict[str, str]:
@@ -27,8 +35,14 @@ def snapshot(run: Path) -> dict[str, str]:
 
 def test_one_process_per_run_and_the_stop_message_resumes_it(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    first = subprocess.Popen(lmpt_command(*ORIGINAL, f"hydra.run.dir={run}"), cwd=tmp_path, env=lmpt_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    first = subprocess.Popen(
+        lmpt_command(*ORIGINAL, f"hydra.run.dir={run}"),
+        cwd=tmp_path,
+        env=lmpt_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for_step(run, 2)
         before = snapshot(run)
@@ -37,7 +51,8 @@ def test_one_process_per_run_and_the_stop_message_resumes_it(tmp_path: Path) -> 
             assert result.returncode == 2, result.stderr
             assert result.stderr.strip().splitlines() == [
                 f"lmpt: error: {run} is in use by another lmpt process (PID {first.pid}): wait for it to end or stop "
-                "it, or give this run its own hydra.run.dir"]  # fmt: skip
+                "it, or give this run its own hydra.run.dir"
+            ]
         assert snapshot(run) == before  # the refused process wrote nothing, not even Hydra's record
         first.send_signal(signal.SIGTERM)
         out, err = first.communicate(timeout=120)
@@ -61,8 +76,13 @@ def test_one_process_per_run_and_the_stop_message_resumes_it(tmp_path: Path) -> 
 
 def test_the_lock_goes_with_the_process(tmp_path: Path) -> None:
     hold = f"from pathlib import Path; from lmpt.rundir.lock import lock_run_dir; lock_run_dir(Path({str(tmp_path)!r}))"
-    holder = subprocess.Popen([sys.executable, "-c", f"{hold}; print('held', flush=True); input()"], env=lmpt_env(),
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"{hold}; print('held', flush=True); input()"],
+        env=lmpt_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(LmptError, match=rf"in use by another lmpt process \(PID {holder.pid}\)"):

@@ -20,9 +20,19 @@ from slurm_cluster import SlurmCluster, start_cluster, stop_cluster
 from lmpt.train.slurm import sbatch_refusal, srun_task_env
 
 TINY = [*[a for a in SMALL if not a.startswith("trainer.sample_tokens=")], "trainer.sample_tokens=0"]
-LONG = [*TINY, "trainer.max_steps=150", "trainer.log_every=1", "trainer.eval_every=50", "trainer.eval_batches=2",
-        "trainer.ckpt_every=1000", "trainer.device=cpu", "model.n_layers=2", "model.d_model=64", "model.n_heads=2",
-        "model.ffn_dim=128"]  # fmt: skip
+LONG = [
+    *TINY,
+    "trainer.max_steps=150",
+    "trainer.log_every=1",
+    "trainer.eval_every=50",
+    "trainer.eval_batches=2",
+    "trainer.ckpt_every=1000",
+    "trainer.device=cpu",
+    "model.n_layers=2",
+    "model.d_model=64",
+    "model.n_heads=2",
+    "model.ffn_dim=128",
+]
 """150 steps of a tiny model (about 20 s here): long enough to be stopped mid-run, checkpointed only on a stop."""
 
 
@@ -34,8 +44,11 @@ def start_sweep() -> Iterator[Callable[..., subprocess.Popen]]:
 
     def start(sweep: Path, *overrides: str) -> subprocess.Popen:
         command = lmpt_command("-m", "hydra/launcher=slurm_cpu", *overrides, f"hydra.sweep.dir={sweep}")
-        launchers.append(subprocess.Popen(command, cwd=sweep.parent, env=golden.env(), stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True))  # fmt: skip
+        launchers.append(
+            subprocess.Popen(
+                command, cwd=sweep.parent, env=golden.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        )
         return launchers[-1]
 
     yield start
@@ -72,10 +85,23 @@ def job_log(sweep: Path, job: str) -> str:
 def start_torchrun(run_dir: Path) -> subprocess.Popen:
     """The LONG run on torchrun's 2 ranks, never stopped: what two SLURM tasks stopped and requeued must equal."""
     return subprocess.Popen(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lmpt", *LONG,
-         f"hydra.run.dir={run_dir}"],
-        cwd=run_dir.parent, env=golden.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "lmpt",
+            *LONG,
+            f"hydra.run.dir={run_dir}",
+        ],
+        cwd=run_dir.parent,
+        env=golden.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish_torchrun(torchrun: subprocess.Popen) -> None:
@@ -153,10 +179,23 @@ def test_only_sbatchs_own_refusal_is_turned_into_a_line() -> None:
 
 
 def test_srun_tasks_become_torchruns_variables(slurm_cluster: SlurmCluster) -> None:
-    step = {"SLURM_STEP_ID": "0", "SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1",
-            "SLURM_NTASKS_PER_NODE": "2", "SLURM_STEP_NODELIST": "gpu[07-08]", "SLURM_JOB_ID": "12345"}  # fmt: skip
-    assert srun_task_env(step) == {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-                                   "MASTER_ADDR": "gpu07", "MASTER_PORT": "32345"}  # fmt: skip
+    step = {
+        "SLURM_STEP_ID": "0",
+        "SLURM_PROCID": "3",
+        "SLURM_NTASKS": "4",
+        "SLURM_LOCALID": "1",
+        "SLURM_NTASKS_PER_NODE": "2",
+        "SLURM_STEP_NODELIST": "gpu[07-08]",
+        "SLURM_JOB_ID": "12345",
+    }
+    assert srun_task_env(step) == {
+        "RANK": "3",
+        "WORLD_SIZE": "4",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "2",
+        "MASTER_ADDR": "gpu07",
+        "MASTER_PORT": "32345",
+    }
     assert srun_task_env({**step, "MASTER_PORT": "29500"})["MASTER_PORT"] == "29500"
     assert srun_task_env({**step, "WORLD_SIZE": "8"}) == {}  # torchrun's own variables win
     assert srun_task_env({k: v for k, v in step.items() if k != "SLURM_STEP_ID"}) == {}  # the batch script itself
@@ -212,12 +251,20 @@ def test_a_time_limit_mid_run_requeues_until_the_run_ends_bit_for_bit(
 ) -> None:
     """A two-minute time limit, SIGUSR2 60 s ahead of it (SLURM checks every 30 s): every attempt commits, is
     requeued as a timeout and resumes, within max_num_timeout, until the run ends as one that was never stopped."""
-    args = [*[a for a in LONG if not a.startswith(("trainer.max_steps=", "trainer.eval_every="))],
-            "trainer.max_steps=3000", "trainer.eval_every=500"]  # fmt: skip
+    args = [
+        *[a for a in LONG if not a.startswith(("trainer.max_steps=", "trainer.eval_every="))],
+        "trainer.max_steps=3000",
+        "trainer.eval_every=500",
+    ]
     golden.start_golden(tmp_path, args)
     sweep = tmp_path / "sweep"
-    launcher = start_sweep(sweep, *args, "hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=60",
-                           "hydra.launcher.max_num_timeout=20")  # fmt: skip
+    launcher = start_sweep(
+        sweep,
+        *args,
+        "hydra.launcher.timeout_min=2",
+        "hydra.launcher.signal_delay_s=60",
+        "hydra.launcher.max_num_timeout=20",
+    )
     job = job_id(sweep, launcher)
     finish(launcher, timeout=1500)
     log = job_log(sweep, job)
@@ -295,8 +342,14 @@ def test_an_sbatch_script_of_srun_tasks_requeues_itself_on_exit_75(slurm_cluster
         'code=$?; echo "srun exit $code"\n'
         "if [ $code -eq 75 ]; then scontrol requeue $SLURM_JOB_ID; fi\n"
     )
-    submitted = subprocess.run(["sbatch", "--parsable", str(script)], cwd=tmp_path, env=golden.env(),
-                               capture_output=True, text=True, check=True)  # fmt: skip
+    submitted = subprocess.run(
+        ["sbatch", "--parsable", str(script)],
+        cwd=tmp_path,
+        env=golden.env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     job = submitted.stdout.strip()
     wait_for_step(run, 5)
     slurm_cluster.command("scancel", "--signal=USR2", job)

@@ -25,16 +25,26 @@ def test_each_job_of_a_sweep_names_its_place_and_its_swept_values(tmp_path: Path
 
 
 def _hydra(sweep_dir: Path, sweeper: str, num: int, task: list[str]) -> DictConfig:
-    return OmegaConf.create({"sweeper": {"_target_": sweeper}, "sweep": {"dir": str(sweep_dir)}, "job": {"num": num},
-                             "overrides": {"task": task}})  # fmt: skip
+    return OmegaConf.create(
+        {
+            "sweeper": {"_target_": sweeper},
+            "sweep": {"dir": str(sweep_dir)},
+            "job": {"num": num},
+            "overrides": {"task": task},
+        }
+    )
 
 
 def test_the_total_follows_the_basic_sweepers_product_and_params(tmp_path: Path) -> None:
     OmegaConf.save(
-        {"hydra": {"sweeper": {"params": {"optimizer.lr": "0.1,0.2"}},
-                   "overrides": {"task": ["objective=clm,mlm,span", "model.n_layers=range(1,3)", "trainer.seed=3"]}}},
+        {
+            "hydra": {
+                "sweeper": {"params": {"optimizer.lr": "0.1,0.2"}},
+                "overrides": {"task": ["objective=clm,mlm,span", "model.n_layers=range(1,3)", "trainer.seed=3"]},
+            }
+        },
         tmp_path / "multirun.yaml",
-    )  # fmt: skip
+    )
     basic = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
     task = ["optimizer.lr=0.2", "objective=mlm", "model.n_layers=2", "trainer.seed=3"]
     assert job_header(_hydra(tmp_path, basic, 7, task)) == "job 8/12: optimizer.lr=0.2 objective=mlm model.n_layers=2"

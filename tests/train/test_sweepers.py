@@ -16,11 +16,19 @@ def test_optuna_study_minimises_validation_loss_past_a_failed_trial(tmp_path: Pa
     """Seed 16 draws 3e-4, then -1.0 (refused), then 3e-3: the failure comes mid-study. (Not the grid sampler:
     with hydra-optuna-sweeper 1.3 a failed *last* grid point makes optuna's Study.stop raise in the plugin.)"""
     result = run_lmpt(
-        "-m", "hydra/sweeper=optuna", "hydra/sweeper/sampler=random", "hydra.sweeper.sampler.seed=16",
-        "hydra.sweeper.n_trials=3", *SMALL,
-        "model.n_layers=1", "trainer.max_steps=2", "trainer.sample_tokens=0", "trainer.eval_batches=1",
-        "optimizer.lr=choice(3e-3,-1.0,3e-4)", cwd=tmp_path,
-    )  # fmt: skip
+        "-m",
+        "hydra/sweeper=optuna",
+        "hydra/sweeper/sampler=random",
+        "hydra.sweeper.sampler.seed=16",
+        "hydra.sweeper.n_trials=3",
+        *SMALL,
+        "model.n_layers=1",
+        "trainer.max_steps=2",
+        "trainer.sample_tokens=0",
+        "trainer.eval_batches=1",
+        "optimizer.lr=choice(3e-3,-1.0,3e-4)",
+        cwd=tmp_path,
+    )
     assert result.returncode == 2, result.stderr  # a trial failed on bad input; the others ran
     assert "optimizer.lr=-1.0 is invalid" in result.stderr and "1 sweep job(s) failed; the others ran" in result.stderr
     headers = [line.split(":")[0] for line in result.stdout.splitlines() if line.startswith("job ")]

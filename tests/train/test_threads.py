@@ -64,8 +64,15 @@ def _on_one_core() -> None:
 
 def _start_line(cwd: Path, **extra: str) -> str:
     args = [*SMALL, "trainer.max_steps=2", "trainer.eval_batches=1", "trainer.sample_tokens=0"]
-    done = subprocess.run(lmpt_command(*args), cwd=cwd, env=_pinned_env(**extra), capture_output=True, text=True,
-                          timeout=300, preexec_fn=_on_one_core)  # fmt: skip
+    done = subprocess.run(
+        lmpt_command(*args),
+        cwd=cwd,
+        env=_pinned_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_on_one_core,
+    )
     assert done.returncode == 0, done.stderr
     return next(line for line in done.stdout.splitlines() if "parameters)" in line)
 
@@ -74,8 +81,15 @@ def test_a_run_pinned_to_one_core_takes_one_thread_and_says_so(tmp_path: Path) -
     line = _start_line(tmp_path)
     assert "on cpu with 1 thread (1 core" in line, line
     probe = "from lmpt.train.threads import take_threads; import torch; take_threads(); print(torch.get_num_threads())"
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=_pinned_env(), capture_output=True, text=True,
-                          timeout=120, preexec_fn=_on_one_core)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        env=_pinned_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_on_one_core,
+    )
     assert done.stdout.strip() == "1", done.stderr  # set in torch, not only said
 
 
@@ -84,8 +98,14 @@ def test_a_forced_count_wins_in_a_real_run(tmp_path: Path) -> None:
 
 
 def test_a_bad_forced_count_stops_the_run_in_one_line(tmp_path: Path) -> None:
-    done = subprocess.run(lmpt_command(*SMALL, "trainer.max_steps=2"), cwd=tmp_path, env=_pinned_env(LMPT_THREADS="0"),
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        lmpt_command(*SMALL, "trainer.max_steps=2"),
+        cwd=tmp_path,
+        env=_pinned_env(LMPT_THREADS="0"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("lmpt: error: LMPT_THREADS='0' is not a thread count")
 

@@ -21,9 +21,16 @@ from runner import SMALL, records, run_lmpt, val_losses
 def test_variant_trains_and_its_loss_falls(tmp_path: Path, overrides: list[str], arch: str) -> None:
     run = tmp_path / "run"
     result = run_lmpt(
-        *SMALL, *overrides, "trainer.max_steps=40", "trainer.eval_every=10", "optimizer.lr=3e-3",
-        "trainer.sample_tokens=0", "model.n_layers=1", f"hydra.run.dir={run}", cwd=tmp_path,
-    )  # fmt: skip
+        *SMALL,
+        *overrides,
+        "trainer.max_steps=40",
+        "trainer.eval_every=10",
+        "optimizer.lr=3e-3",
+        "trainer.sample_tokens=0",
+        "model.n_layers=1",
+        f"hydra.run.dir={run}",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert f"{overrides[0].split('=')[1]} on {arch}" in result.stdout
     val = val_losses(run)

@@ -93,8 +93,11 @@ def test_foreign_config_yaml_is_refused_and_left_alone(tmp_path: Path) -> None:
 
 def parts(step: int) -> dict:
     g = torch.Generator().manual_seed(step)
-    return {"model.safetensors": {"w": torch.randn(4096, generator=g)}, "optimizer.pt": {"lr": 0.1},
-            "trainer.pt": {"step": step}}  # fmt: skip
+    return {
+        "model.safetensors": {"w": torch.randn(4096, generator=g)},
+        "optimizer.pt": {"lr": 0.1},
+        "trainer.pt": {"step": step},
+    }
 
 
 @pytest.fixture

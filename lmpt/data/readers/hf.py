@@ -49,8 +49,13 @@ class HubDataset:
     def identity(self) -> dict[str, Any]:
         """What names the text: the dataset, its subset, split and revision (a local one's files are hashed too)."""
         where = "local" if self.local is not None else "hub"
-        return {"dataset": self.name, "where": where, "subset": self.subset, "split": self.split,
-                "revision": self.revision}  # fmt: skip
+        return {
+            "dataset": self.name,
+            "where": where,
+            "subset": self.subset,
+            "split": self.split,
+            "revision": self.revision,
+        }
 
 
 def _builder_of(path: Path) -> str:

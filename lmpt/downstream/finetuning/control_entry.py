@@ -38,9 +38,13 @@ def encode_entry(tuned: Tuned) -> dict:
     """`tuned` as an entry: {"digest": ..., "control": ...}."""
     runs = tuned.runs
     correct = {split: [encode_outcomes(row) for row in rows.numpy()] for split, rows in runs.correct.items()}
-    control = {"lr": tuned.lr, "pooling": tuned.pooling, "steps": tuned.steps, "search": tuned.search,
-               "runs": {"per_seed": runs.per_seed, "correct": correct, "examples": runs.examples,
-                        "seconds": runs.seconds}}  # fmt: skip
+    control = {
+        "lr": tuned.lr,
+        "pooling": tuned.pooling,
+        "steps": tuned.steps,
+        "search": tuned.search,
+        "runs": {"per_seed": runs.per_seed, "correct": correct, "examples": runs.examples, "seconds": runs.seconds},
+    }
     return {DIGEST: content_digest(control), CONTROL: control}
 
 
@@ -135,9 +139,15 @@ def decode_entry(entry: object, shape: Shape) -> tuple[Tuned, str]:
     runs = _typed(control.get("runs"), dict, "runs")
     assert isinstance(runs, dict)
     examples, seconds = _count(runs.get("examples"), "runs.examples"), _number(runs.get("seconds"), "runs.seconds")
-    seed_runs = SeedRuns(_per_seed(runs.get("per_seed"), shape), _outcomes(runs.get("correct"), shape), examples,
-                         seconds)  # fmt: skip
+    seed_runs = SeedRuns(
+        _per_seed(runs.get("per_seed"), shape), _outcomes(runs.get("correct"), shape), examples, seconds
+    )
     pooling = _typed(control.get("pooling"), str, "pooling")
-    tuned = Tuned(_number(control.get("lr"), "lr"), str(pooling), _count(control.get("steps"), "steps"), seed_runs,
-                  _search(control.get("search")))  # fmt: skip
+    tuned = Tuned(
+        _number(control.get("lr"), "lr"),
+        str(pooling),
+        _count(control.get("steps"), "steps"),
+        seed_runs,
+        _search(control.get("search")),
+    )
     return tuned, digest

@@ -34,9 +34,12 @@ class Task:
 
 
 def encode_task(
-    trained: Trained, labelled: LabelledTask, seq_len: int, target: Target = CLASSES,
+    trained: Trained,
+    labelled: LabelledTask,
+    seq_len: int,
+    target: Target = CLASSES,
     unlabelled: list[Example] | None = None,
-) -> Task:  # fmt: skip
+) -> Task:
     """`labelled` tokenised for the model, at most `seq_len` tokens an example, its labels as `target` reads them;
     `unlabelled`: examples to predict only (their labels are never read)."""
     segments = trained.model.body.embed.segments is not None
@@ -50,8 +53,16 @@ def encode_task(
 
     test = labelled_split("test") if "test" in labelled.examples else None
     unlabelled_split = encode(unlabelled, torch.zeros(len(unlabelled))) if unlabelled else None
-    return Task(labelled.name, labelled.classes, labelled_split("train"), labelled_split("dev"), test,
-                labelled.examples, target, unlabelled_split)  # fmt: skip
+    return Task(
+        labelled.name,
+        labelled.classes,
+        labelled_split("train"),
+        labelled_split("dev"),
+        test,
+        labelled.examples,
+        target,
+        unlabelled_split,
+    )
 
 
 def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> Task:

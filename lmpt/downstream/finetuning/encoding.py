@@ -50,9 +50,13 @@ def fit_pair(text: list[int], pair: list[int] | None, room: int) -> tuple[list[i
 
 
 def encode_split(
-    examples: list[Example], labels: dict[str, int] | torch.Tensor, tokenizer: Tokenizer, arch: str, seq_len: int,
+    examples: list[Example],
+    labels: dict[str, int] | torch.Tensor,
+    tokenizer: Tokenizer,
+    arch: str,
+    seq_len: int,
     segments: bool,
-) -> EncodedSplit:  # fmt: skip
+) -> EncodedSplit:
     """The examples laid out for `arch` (see the module's table), at most `seq_len` tokens each, with their labels:
     a class id each by `labels` (label as written -> id), or `labels` itself (one a row, as the task's target reads
     them: a regression's numbers)."""

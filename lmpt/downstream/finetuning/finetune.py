@@ -67,9 +67,12 @@ def check_settings(o: FinetuneOptions) -> None:
 
 
 def check_task(
-    o: FinetuneOptions, max_seq_len: int, run_seq_len: int, target: Target = CLASSES,
+    o: FinetuneOptions,
+    max_seq_len: int,
+    run_seq_len: int,
+    target: Target = CLASSES,
     labelled: LabelledTask | None = None,
-) -> tuple[int, LabelledTask]:  # fmt: skip
+) -> tuple[int, LabelledTask]:
     """What a fine-tuning can check without a model, so `lmpt` checks it at start-up (before training the model
     it will fine-tune) and `finetune` before any fine-tuning: the options, the input length (`o.seq_len`, else the
     run's data.seq_len `run_seq_len`, at most the model's `max_seq_len`) and the task's files and labels (read as
@@ -80,8 +83,10 @@ def check_task(
     checked = o.seq_len or seq_len
     named = f"seq_len={checked}" + ("" if o.seq_len else " (the run's data.seq_len)")
     require(8 <= checked <= max_seq_len, f"{named} must be in [8, {max_seq_len}] (the model's max_seq_len)")
-    require(o.max_train_examples is None or o.max_train_examples >= 1,
-            f"max_train_examples={o.max_train_examples} must be at least 1 (or null: every example)")  # fmt: skip
+    require(
+        o.max_train_examples is None or o.max_train_examples >= 1,
+        f"max_train_examples={o.max_train_examples} must be at least 1 (or null: every example)",
+    )
     labelled = capped(labelled or read_labelled(o, target.numeric_labels), o.max_train_examples, o.seed)
     if parse_lr(o.lr) == SEARCH:
         check_search_size(len(labelled.examples["train"]), o)
@@ -89,9 +94,13 @@ def check_task(
 
 
 def finetune(
-    trained: Trained, o: FinetuneOptions, target: Target = CLASSES, labelled: LabelledTask | None = None,
-    unlabelled: list[Example] | None = None, keep: list[dict] | None = None,
-) -> dict:  # fmt: skip
+    trained: Trained,
+    o: FinetuneOptions,
+    target: Target = CLASSES,
+    labelled: LabelledTask | None = None,
+    unlabelled: list[Example] | None = None,
+    keep: list[dict] | None = None,
+) -> dict:
     """Fine-tune `trained` (left unchanged) on the task `o.data` names (or `labelled`, read already), predicting
     `target`, `o.seeds` times, and with control=scratch its freshly initialised twin beside it; the figures as a dict
     (what `lmpt-finetune json=true` prints). `unlabelled`: examples to predict too, never scored. `keep`, when given,
@@ -131,8 +140,9 @@ def finetune(
         if shared is None:  # fine-tuned here: kept for the next run with the same control, where the cache may
             stored = store_control(key, tuned[SCRATCH]) if target.shares_control else None
         control, entry = shared or (tuned[SCRATCH], stored)
-        result |= _control_figures(tuned["pretrained"], control, floor, int(trained.config.trainer.seed),
-                                   target.gain_figure)  # fmt: skip
+        result |= _control_figures(
+            tuned["pretrained"], control, floor, int(trained.config.trainer.seed), target.gain_figure
+        )
         result[SCRATCH] |= {"key": key, "shared": shared is not None, "entry_digest": entry}
     return result
 
@@ -170,10 +180,14 @@ def _control_figures(pretrained: Tuned, control: Tuned, floor: dict, init_seed: 
     """The control's figures, the bag-of-words floor and the gain of `figure` (dev and test) with its paired
     interval, from the per-item outcomes (higher better) of both."""
     scratch = {
-        "init_seed": init_seed, "lr": control.lr, "pooling": control.pooling, "steps": control.steps,
-        **mean_and_std(control.runs.per_seed), "per_seed": control.runs.per_seed,
+        "init_seed": init_seed,
+        "lr": control.lr,
+        "pooling": control.pooling,
+        "steps": control.steps,
+        **mean_and_std(control.runs.per_seed),
+        "per_seed": control.runs.per_seed,
         **({"search": control.search} if control.search is not None else {}),
-    }  # fmt: skip
+    }
     gains = {}
     for prefix, correct in pretrained.runs.correct.items():
         gain = paired_gain(correct.numpy(), control.runs.correct[prefix].numpy())

@@ -132,9 +132,15 @@ PlanMaker = Callable[[float, str, int, int], SeedPlan]
 
 
 def search_recipe(
-    make_plan: PlanMaker, train: EncodedSplit, space: RecipeSpace, o: FinetuneOptions, probe: bool, bar: WorkBar,
-    label: str = "", figure: str = ACCURACY,
-) -> tuple[float, str, dict]:  # fmt: skip
+    make_plan: PlanMaker,
+    train: EncodedSplit,
+    space: RecipeSpace,
+    o: FinetuneOptions,
+    probe: bool,
+    bar: WorkBar,
+    label: str = "",
+    figure: str = ACCURACY,
+) -> tuple[float, str, dict]:
     """(lr, pooling, the search's record): every candidate of `space` trained on `train` less the held-back slice,
     scored on the slice by `figure` (the task's headline; higher is better). Only the training split is passed in: dev
     cannot reach the choice. `bar` shows `label` and the candidate running."""
@@ -148,8 +154,15 @@ def search_recipe(
         tried.append({"lr": lr, "pooling": pooling, figure: figures[figure], "train_loss": figures["train_loss"]})
     best = max(tried, key=lambda c: c[figure])  # the first of equals: the default pooling, the lower lr
     record = {
-        "lr": best["lr"], "pooling": best["pooling"], "held_out": len(held), "trained_on": len(fit),
-        "fraction": o.search_fraction, "seed": o.seed, "epochs": o.search_epochs, "steps": search_steps(len(train), o),
-        "picked_by": f"{figure} on the held-back slice of the training split", "candidates": tried,
-    }  # fmt: skip
+        "lr": best["lr"],
+        "pooling": best["pooling"],
+        "held_out": len(held),
+        "trained_on": len(fit),
+        "fraction": o.search_fraction,
+        "seed": o.seed,
+        "epochs": o.search_epochs,
+        "steps": search_steps(len(train), o),
+        "picked_by": f"{figure} on the held-back slice of the training split",
+        "candidates": tried,
+    }
     return best["lr"], best["pooling"], record

@@ -52,9 +52,14 @@ def _tensor_bytes(tensor: torch.Tensor) -> bytes:
 
 
 def control_key(
-    body: LanguageModel, task: Task, o: FinetuneOptions, space: RecipeSpace, precision: str, special: SpecialTokens,
+    body: LanguageModel,
+    task: Task,
+    o: FinetuneOptions,
+    space: RecipeSpace,
+    precision: str,
+    special: SpecialTokens,
     arch: str,
-) -> str:  # fmt: skip
+) -> str:
     """The digest of everything the control's fine-tuning reads: its weights, the task's token rows and labels, the
     recipe (options and search space), the precision, the architecture, the special tokens, torch and lmpt's code."""
     digest = hashlib.sha256()
@@ -70,9 +75,16 @@ def control_key(
                 digest.update(_tensor_bytes(row) + b"\x00")
         digest.update(_tensor_bytes(split.labels))
     options = {k: v for k, v in dataclasses.asdict(o).items() if k not in UNKEYED_OPTIONS}
-    settings = {"classes": task.classes, "options": options, "space": dataclasses.asdict(space),
-                "precision": precision, "arch": arch, "special": dataclasses.asdict(special),
-                "torch": torch.__version__, "code": code_digest()}  # fmt: skip
+    settings = {
+        "classes": task.classes,
+        "options": options,
+        "space": dataclasses.asdict(space),
+        "precision": precision,
+        "arch": arch,
+        "special": dataclasses.asdict(special),
+        "torch": torch.__version__,
+        "code": code_digest(),
+    }
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:32]
 

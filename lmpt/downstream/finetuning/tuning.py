@@ -40,9 +40,16 @@ def tuning_work(task: Task, o: FinetuneOptions, space: RecipeSpace) -> int:
 
 
 def tune(
-    body: LanguageModel, task: Task, o: FinetuneOptions, space: RecipeSpace, precision: Precision,
-    special: SpecialTokens, arch: str, bar: WorkBar, label: str = "",
-) -> Tuned:  # fmt: skip
+    body: LanguageModel,
+    task: Task,
+    o: FinetuneOptions,
+    space: RecipeSpace,
+    precision: Precision,
+    special: SpecialTokens,
+    arch: str,
+    bar: WorkBar,
+    label: str = "",
+) -> Tuned:
     """Fine-tune `body` (its weights restored before every seed and candidate; a probe never changes them); `bar`
     shows `label` (the task and model) and the phase running."""
     probe = o.mode == "probe"
@@ -55,8 +62,20 @@ def tune(
     def make_plan(lr: float, pooling: str, n_train: int, epochs: int) -> SeedPlan:
         classifier.pooling = pooling  # the head reads a d_model vector whatever the pooling: one classifier serves
         steps = steps_per_seed(n_train, o.batch_size, epochs, o.max_steps)
-        return SeedPlan(classifier, pretrained, precision, arch, special, o.batch_size, steps, lr,
-                        round(o.warmup * steps), o.weight_decay, task.classes, task.target)  # fmt: skip
+        return SeedPlan(
+            classifier,
+            pretrained,
+            precision,
+            arch,
+            special,
+            o.batch_size,
+            steps,
+            lr,
+            round(o.warmup * steps),
+            o.weight_decay,
+            task.classes,
+            task.target,
+        )
 
     lr, pooling, search = space.lrs[0], space.poolings[0], None
     if space.searched:

@@ -99,8 +99,9 @@ class ZeroShotKind(TaskKind):
         raise NotImplementedError
 
     @classmethod
-    def evaluate(cls, trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, within_word: bool,
-                 choice_pll: str) -> dict:  # fmt: skip
+    def evaluate(
+        cls, trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, within_word: bool, choice_pll: str
+    ) -> dict:
         """The figures of `task` scored on `trained`, with the method, under a progress bar unless `hidden`."""
         raise NotImplementedError
 

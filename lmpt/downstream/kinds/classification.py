@@ -67,4 +67,3 @@ class Classification(FineTunedKind):
             figures[ACCURACY_GAIN] = result[GAIN][ACCURACY]["gain"]
             figures[BOW_ACCURACY] = result[BAG_OF_WORDS][ACCURACY]
         return figures
-

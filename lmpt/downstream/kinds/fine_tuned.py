@@ -70,10 +70,17 @@ class FineTunedKind(TaskKind):
         """How a run fine-tunes `task` after training on `device` (cpu or cuda): downstream.lr fixed is the mode's
         fixed rate (lr=None), search or a number as lmpt-finetune takes them (checked at start-up with the task)."""
         return FinetuneOptions(
-            data=task.data, task=task.name, mode=downstream.mode, seeds=downstream.seeds, epochs=downstream.epochs,
-            batch_size=downstream.batch_size, device=device, lr=None if downstream.lr == "fixed" else downstream.lr,
-            control=downstream.control, max_train_examples=getattr(downstream, "max_train_examples", None),
-        )  # fmt: skip
+            data=task.data,
+            task=task.name,
+            mode=downstream.mode,
+            seeds=downstream.seeds,
+            epochs=downstream.epochs,
+            batch_size=downstream.batch_size,
+            device=device,
+            lr=None if downstream.lr == "fixed" else downstream.lr,
+            control=downstream.control,
+            max_train_examples=getattr(downstream, "max_train_examples", None),
+        )
 
     @classmethod
     def check(cls, options: FinetuneOptions, key: str, seq_len: int, max_seq_len: int) -> None:

@@ -59,8 +59,9 @@ class MinimalPairs(ZeroShotKind):
         return TaskItems(task_name(task), [s for p in read_pairs(task) for s in (p.good, p.bad)])
 
     @classmethod
-    def evaluate(cls, trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, within_word: bool,
-                 choice_pll: str) -> dict:  # fmt: skip
+    def evaluate(
+        cls, trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, within_word: bool, choice_pll: str
+    ) -> dict:
         from lmpt.downstream.zero_shot.minimal_pairs import evaluate_pairs  # torch-heavy: when scoring only
 
         return evaluate_pairs(trained, list(task.items), batch_size, hidden, within_word, task.name)

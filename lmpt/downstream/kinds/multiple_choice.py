@@ -45,8 +45,9 @@ class MultipleChoice(ZeroShotKind):
         return TaskItems(task_name(task), [f"{q.context} {q.choices[q.label]}" for q in questions])
 
     @classmethod
-    def evaluate(cls, trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, within_word: bool,
-                 choice_pll: str) -> dict:  # fmt: skip
+    def evaluate(
+        cls, trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, within_word: bool, choice_pll: str
+    ) -> dict:
         from lmpt.downstream.zero_shot.multiple_choice import evaluate_choices  # torch-heavy: when scoring only
 
         return evaluate_choices(trained, list(task.items), batch_size, hidden, task.name, choice_pll)

@@ -47,9 +47,14 @@ def evaluate_zero_shot(
 
 
 def score_zero_shot(
-    trained: Trained, task: ZeroShotTask, batch_size: int, hidden: bool, control: str, within_word: bool = False,
+    trained: Trained,
+    task: ZeroShotTask,
+    batch_size: int,
+    hidden: bool,
+    control: str,
+    within_word: bool = False,
     choice_pll: str = "conditional",
-) -> dict:  # fmt: skip
+) -> dict:
     """The task scored on `trained` (`evaluate_zero_shot`) and, with `control` scratch, on its untrained control the
     same way: then the control's figures (`scratch`: its accuracy and per-item outcomes) and the gains over it
     (`gain`) join the result."""
@@ -63,8 +68,12 @@ def score_zero_shot(
     control = evaluate_zero_shot(scratch_twin(trained), named, batch_size, hidden, within_word, choice_pll)
     kept = {k: control[k] for k in (ACCURACY, EQUAL_LENGTH_ACCURACY, items_key(ACCURACY)) if k in control}
     init_seed = int(trained.config.trainer.seed)
-    return {**result, "control": SCRATCH, SCRATCH: {"init_seed": init_seed, **kept},
-            GAIN: zero_shot_gains(result, control)}  # fmt: skip
+    return {
+        **result,
+        "control": SCRATCH,
+        SCRATCH: {"init_seed": init_seed, **kept},
+        GAIN: zero_shot_gains(result, control),
+    }
 
 
 def result_kind(result: dict) -> type[ZeroShotKind]:

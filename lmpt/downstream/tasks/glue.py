@@ -65,32 +65,108 @@ MATCHED, MISMATCHED = "matched_accuracy", "mismatched_accuracy"
 _BINARY, _NLI2 = ("0", "1"), ("entailment", "not_entailment")
 _PAIR_TEST = ("index", "sentence1", "sentence2")
 
-TASKS: dict[str, GlueTask] = {t.hf: t for t in (
-    GlueTask("CoLA", "cola", 3, None, 1, ("index", "sentence", None), ("sentence", None), _BINARY, (MCC,)),
-    GlueTask("SST-2", "sst2", "sentence", None, "label", ("index", "sentence", None), ("sentence", None), _BINARY,
-             (ACCURACY,)),
-    GlueTask("MRPC", "mrpc", "#1 String", "#2 String", "Quality", ("index", "#1 String", "#2 String"),
-             ("sentence1", "sentence2"), _BINARY, (F1, ACCURACY)),
-    GlueTask("QQP", "qqp", "question1", "question2", "is_duplicate", ("id", "question1", "question2"),
-             ("question1", "question2"), _BINARY, (F1, ACCURACY), skip_bad_rows=True),
-    GlueTask("STS-B", "stsb", "sentence1", "sentence2", "score", _PAIR_TEST, ("sentence1", "sentence2"), (),
-             (PEARSON, SPEARMAN)),
-    GlueTask("MNLI", "mnli", "sentence1", "sentence2", "gold_label", _PAIR_TEST, ("premise", "hypothesis"),
-             ("entailment", "neutral", "contradiction"), (MATCHED, MISMATCHED), ("dev_matched", "dev_mismatched"),
-             ("test_matched", "test_mismatched"), ("MNLI-m.tsv", "MNLI-mm.tsv")),
-    GlueTask("QNLI", "qnli", "question", "sentence", "label", ("index", "question", "sentence"),
-             ("question", "sentence"), _NLI2, (ACCURACY,)),
-    GlueTask("RTE", "rte", "sentence1", "sentence2", "label", _PAIR_TEST, ("sentence1", "sentence2"), _NLI2,
-             (ACCURACY,)),
-    GlueTask("WNLI", "wnli", "sentence1", "sentence2", "label", _PAIR_TEST, ("sentence1", "sentence2"), _BINARY,
-             (ACCURACY,)),
-)}  # fmt: skip
+TASKS: dict[str, GlueTask] = {
+    t.hf: t
+    for t in (
+        GlueTask("CoLA", "cola", 3, None, 1, ("index", "sentence", None), ("sentence", None), _BINARY, (MCC,)),
+        GlueTask(
+            "SST-2",
+            "sst2",
+            "sentence",
+            None,
+            "label",
+            ("index", "sentence", None),
+            ("sentence", None),
+            _BINARY,
+            (ACCURACY,),
+        ),
+        GlueTask(
+            "MRPC",
+            "mrpc",
+            "#1 String",
+            "#2 String",
+            "Quality",
+            ("index", "#1 String", "#2 String"),
+            ("sentence1", "sentence2"),
+            _BINARY,
+            (F1, ACCURACY),
+        ),
+        GlueTask(
+            "QQP",
+            "qqp",
+            "question1",
+            "question2",
+            "is_duplicate",
+            ("id", "question1", "question2"),
+            ("question1", "question2"),
+            _BINARY,
+            (F1, ACCURACY),
+            skip_bad_rows=True,
+        ),
+        GlueTask(
+            "STS-B",
+            "stsb",
+            "sentence1",
+            "sentence2",
+            "score",
+            _PAIR_TEST,
+            ("sentence1", "sentence2"),
+            (),
+            (PEARSON, SPEARMAN),
+        ),
+        GlueTask(
+            "MNLI",
+            "mnli",
+            "sentence1",
+            "sentence2",
+            "gold_label",
+            _PAIR_TEST,
+            ("premise", "hypothesis"),
+            ("entailment", "neutral", "contradiction"),
+            (MATCHED, MISMATCHED),
+            ("dev_matched", "dev_mismatched"),
+            ("test_matched", "test_mismatched"),
+            ("MNLI-m.tsv", "MNLI-mm.tsv"),
+        ),
+        GlueTask(
+            "QNLI",
+            "qnli",
+            "question",
+            "sentence",
+            "label",
+            ("index", "question", "sentence"),
+            ("question", "sentence"),
+            _NLI2,
+            (ACCURACY,),
+        ),
+        GlueTask(
+            "RTE", "rte", "sentence1", "sentence2", "label", _PAIR_TEST, ("sentence1", "sentence2"), _NLI2, (ACCURACY,)
+        ),
+        GlueTask(
+            "WNLI",
+            "wnli",
+            "sentence1",
+            "sentence2",
+            "label",
+            _PAIR_TEST,
+            ("sentence1", "sentence2"),
+            _BINARY,
+            (ACCURACY,),
+        ),
+    )
+}
 """The nine tasks by Hugging Face config, in GLUE's order."""
 DIAGNOSTIC = ("diagnostic/diagnostic.tsv", "ax", "AX.tsv")
 """The diagnostic set (its file in the download, its Hugging Face config, its server file): MNLI's model predicts it."""
-HF_SPLITS = {"train": "train", "dev": "validation", "dev_matched": "validation_matched",
-             "dev_mismatched": "validation_mismatched", "test": "test", "test_matched": "test_matched",
-             "test_mismatched": "test_mismatched"}  # fmt: skip
+HF_SPLITS = {
+    "train": "train",
+    "dev": "validation",
+    "dev_matched": "validation_matched",
+    "dev_mismatched": "validation_mismatched",
+    "test": "test",
+    "test_matched": "test_matched",
+    "test_mismatched": "test_mismatched",
+}
 """The download's split names and the Hugging Face dataset's."""
 
 
@@ -186,8 +262,9 @@ def read_glue(root: str, task: GlueTask, key: str = "data.dir") -> GlueSplits:
         folder = next((p for p in base.iterdir() if p.is_dir() and _key(p.name) == _key(task.name)), folder)
     labelled = {"train": _read_tsv(folder / "train.tsv", task, labelled=True)}
     labelled |= {dev: _read_tsv(folder / f"{dev}.tsv", task, labelled=True) for dev in task.dev_files}
-    tests = {name: _read_test(folder / f"{name}.tsv", task) for name in task.test_files
-             if (folder / f"{name}.tsv").is_file()}  # fmt: skip
+    tests = {
+        name: _read_test(folder / f"{name}.tsv", task) for name in task.test_files if (folder / f"{name}.tsv").is_file()
+    }
     diagnostic = base / DIAGNOSTIC[0]
     if task.hf == "mnli" and diagnostic.is_file():
         tests[DIAGNOSTIC[1]] = _read_test(diagnostic, task)
@@ -309,8 +386,11 @@ def _read_hf(base: Path, task: GlueTask) -> GlueSplits:
             label = ""
             if labelled:
                 value = row["label"]
-                label = (number_label(f"{where} row {i}", value, "label") if task.regression
-                         else _label(where, i, task.labels[int(value)] if names else str(value), task))  # fmt: skip
+                label = (
+                    number_label(f"{where} row {i}", value, "label")
+                    if task.regression
+                    else _label(where, i, task.labels[int(value)] if names else str(value), task)
+                )
             out.append(Example(row[text], row[pair] if pair else None, label))
         return out
 

@@ -72,8 +72,9 @@ def with_task_files(o: FinetuneOptions) -> FinetuneOptions:
         given = [f"data.{split}" for split, path in files.items() if path is not None]
         require(not given, f"task={o.task} brings its own files: drop {', '.join(given)} (or drop task=)")
         name, data = task_folder(o.task, "task")
-        return dataclasses.replace(o, task=name, data=dataclasses.replace(o.data, train=data.train, dev=data.dev,
-                                                                          test=data.test))  # fmt: skip
+        return dataclasses.replace(
+            o, task=name, data=dataclasses.replace(o.data, train=data.train, dev=data.dev, test=data.test)
+        )
     missing = [f"data.{split}=..." for split in SPLITS[:2] if files[split] is None]
     require(not missing, f"lmpt-finetune needs {', '.join(missing)} (or task=bundled:NAME): see `lmpt-finetune --help`")
     return o

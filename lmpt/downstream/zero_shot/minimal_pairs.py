@@ -117,9 +117,13 @@ def method_of(trained: Trained, within_word: bool) -> str:
 
 
 def evaluate_pairs(
-    trained: Trained, pairs: list[MinimalPair], batch_size: int, hidden: bool, within_word: bool = False,
+    trained: Trained,
+    pairs: list[MinimalPair],
+    batch_size: int,
+    hidden: bool,
+    within_word: bool = False,
     task: str = "",
-) -> dict:  # fmt: skip
+) -> dict:
     """The figures of a minimal-pair task, with the method, under a progress bar naming `task` unless `hidden`."""
     device = trained.model.head_weight.device
     counts_tokens = trained.arch == "encoder" or own_scorer(trained) is not None
@@ -128,8 +132,12 @@ def evaluate_pairs(
         good, bad = pair_scores(trained, pairs, batch_size, device, bar, within_word)
     good_tokens = [len(sentence_tokens(trained, p.good)) for p in pairs]
     bad_tokens = [len(sentence_tokens(trained, p.bad)) for p in pairs]
-    return {"arch": trained.arch, "objective": trained.objective_name, "method": method_of(trained, within_word),
-            **pair_figures(pairs, good, bad, good_tokens, bad_tokens)}  # fmt: skip
+    return {
+        "arch": trained.arch,
+        "objective": trained.objective_name,
+        "method": method_of(trained, within_word),
+        **pair_figures(pairs, good, bad, good_tokens, bad_tokens),
+    }
 
 
 def logged_figures(result: dict) -> dict[str, float]:

@@ -200,8 +200,9 @@ def _pseudo_loglikelihoods(
         texts = [q.context.rstrip() + DELIMITER + c if q.context.strip() else c for q in questions for c in q.choices]
         rows, starts = [framed_ids(trained, text) for text in texts], None
     else:
-        framed = [framed_continuation(trained, *split_tokens(trained, q.context, c)) for q in questions
-                  for c in q.choices]  # fmt: skip
+        framed = [
+            framed_continuation(trained, *split_tokens(trained, q.context, c)) for q in questions for c in q.choices
+        ]
         rows, starts = [ids for ids, _ in framed], [start for _, start in framed]
     bar.start(copy_tokens(trained, rows, starts))
     return text_plls(trained, rows, batch_size, device, bar, scored_from=starts)
@@ -265,8 +266,11 @@ def choice_evidence(questions: list[ChoiceQuestion], scores: list[list[float]]) 
     bootstrap interval and per-question outcomes, and the questions' digest."""
     right, right_norm = choice_outcomes(questions, scores)
     texts = ("\x1f".join([q.context, *q.choices, str(q.label)]) for q in questions)
-    return {**figure_outcomes(ACCURACY, right), **figure_outcomes(ACCURACY_NORM, right_norm),
-            ITEMS_DIGEST: items_digest(texts)}  # fmt: skip
+    return {
+        **figure_outcomes(ACCURACY, right),
+        **figure_outcomes(ACCURACY_NORM, right_norm),
+        ITEMS_DIGEST: items_digest(texts),
+    }
 
 
 def method_of(trained: Trained, choice_pll: str = CHOICE_PLL[0]) -> str:
@@ -300,8 +304,13 @@ def evaluate_choices(
     unit = "tokens" if counts_tokens else "choices"  # what choice_scores counts
     with torch.inference_mode(), WorkBar(f"{task} zero-shot".lstrip(), hidden=hidden, unit=unit) as bar:
         scores = choice_scores(trained, questions, batch_size, device, bar, choice_pll)
-    return {"arch": trained.arch, "objective": trained.objective_name, "method": method_of(trained, choice_pll),
-            **choice_figures(questions, scores), **choice_evidence(questions, scores)}  # fmt: skip
+    return {
+        "arch": trained.arch,
+        "objective": trained.objective_name,
+        "method": method_of(trained, choice_pll),
+        **choice_figures(questions, scores),
+        **choice_evidence(questions, scores),
+    }
 
 
 def _with_interval(result: dict, figure: str) -> str:
