@@ -264,6 +264,9 @@ class DownstreamConfig:
     """Fine-tuning runs per classification task (figures are mean and std over them)."""
     epochs: int = 3
     """Passes over a classification task's training examples per seed."""
+    max_train_examples: int | None = None
+    """At most this many training examples per classification or regression task (a sample drawn from the seed; GLUE's
+    MNLI and QQP hold about 400k); null: every example. The task's record states the cap."""
     batch_size: int = 32
     """Examples per forward pass, fine-tuning and multiple-choice scoring alike."""
     lr: str = "fixed"

@@ -261,6 +261,8 @@ def validate_config(cfg: DictConfig) -> None:
     _choice(cfg.downstream.mode, "downstream.mode", FINETUNE_MODES)
     _choice(cfg.downstream.control, "downstream.control", CONTROLS)
     _positive(cfg.downstream, "downstream", "seeds", "epochs", "batch_size", "curve_items")
+    cap = cfg.downstream.max_train_examples
+    _require(cap is None or cap >= 1, "downstream.max_train_examples", cap, ">= 1 (or null: every example)")
     _validate_curves(cfg.downstream, t.eval_every)
     _validate_weights(cfg.downstream, t)
     _validate_finetune_lr(str(cfg.downstream.lr))

@@ -11,13 +11,27 @@ from pathlib import Path
 from typing import Any
 
 from lmpt.downstream.codec import task_record
-from lmpt.downstream.figures import CHOICE_FIGURES, CLASSIFICATION_FIGURES, CONTROL_FIGURES, metric_key
+from lmpt.downstream.figures import (
+    CHOICE_FIGURES,
+    CLASSIFICATION_FIGURES,
+    CONTROL_FIGURES,
+    REGRESSION_CONTROL_FIGURES,
+    REGRESSION_FIGURES,
+    metric_key,
+)
 from lmpt.report.runs import read_run, read_status
 from lmpt.study.launch import refuse_another_run
 from lmpt.study.plan import StudyPlan, at_budget
 from lmpt.study.pool import Launch
 
-TASK_FIGURES = (*CHOICE_FIGURES, *CLASSIFICATION_FIGURES, *CONTROL_FIGURES, "n")
+TASK_FIGURES = (
+    *CHOICE_FIGURES,
+    *CLASSIFICATION_FIGURES,
+    *CONTROL_FIGURES,
+    *REGRESSION_FIGURES,
+    *REGRESSION_CONTROL_FIGURES,
+    "n",
+)
 """What study.json keeps of each RUN/downstream/TASK.json (its headline figures; the file keeps the rest)."""
 
 

@@ -94,6 +94,7 @@ def test_unknown_option_lists_the_choices() -> None:
         ("downstream.control=untrained", "downstream.control"),
         ("downstream.seeds=0", "downstream.seeds"),
         ("downstream.batch_size=-1", "downstream.batch_size"),
+        ("downstream.max_train_examples=0", "downstream.max_train_examples"),
     ],
 )
 def test_out_of_range_values_name_the_key(override: str, key: str) -> None:
