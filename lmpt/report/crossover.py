@@ -111,7 +111,8 @@ class Crossover:
             )
         elif self.bound.points[-1] is not lowest:
             rest = f"so more compute does not bring it down to {self.exact.objective}'s best"
-            tail = f"; it rises past {lowest.budget}, {rest}"
+            last = self.bound.points[-1]
+            tail = f"; past {lowest.budget} it falls no further ({last.mean:.3f} at {last.budget}), {rest}"
         else:
             tail = "; its trend does not fall"
         return (
