@@ -20,6 +20,7 @@ from lmpt.downstream.zero_shot.multiple_choice import CHOICE_PLL
 from lmpt.errors import LmptError
 from lmpt.inference.evaluate import POSITIONALS, PROG, SUMMARY, EvalOptions, evaluate_text, render
 from lmpt.rundir.trained import load_trained, locate_weights, require_token_head
+from lmpt.train.threads import take_threads
 
 
 def evaluate(argv: list[str]) -> None:
@@ -29,6 +30,7 @@ def evaluate(argv: list[str]) -> None:
     require(o.control in CONTROLS, f"control={o.control} is unknown: use {' or '.join(CONTROLS)}")
     require(o.control == "none" or o.task is not None, f"control={o.control} needs task=: text has no control")
     task = read_zero_shot(o.task) if o.task is not None else None
+    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.threads)
     trained = load_trained(run, o.device)
     require_token_head(trained, PROG)
     if task is not None:

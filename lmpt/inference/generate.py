@@ -18,6 +18,7 @@ from lmpt.inference.prompts import SENTINEL, encode_marked
 from lmpt.model.generate import sample, unmask
 from lmpt.rng import generator
 from lmpt.rundir.trained import RUN_ARGUMENT, Trained, load_trained
+from lmpt.train.threads import take_threads
 
 PROG = "lmpt-generate"
 SUMMARY = (
@@ -159,6 +160,7 @@ def fill_spans(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
 def generate(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, GenerateOptions)
     _check(o)
+    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.threads)
     trained = load_trained(run, o.device)
     diffusion = trained.objective.samples_by_unmasking
     if trained.arch == "encoder" and not diffusion:
