@@ -50,12 +50,19 @@ def sized_run(
 ) -> tuple[Any, Any, RunLength, StepCost, float, str]:
     """What `spec` would train, sized without training anything or allocating the model (built on the meta device):
     the objective, the model, the run's length, the expected cost of a step, the peak (FLOP/s) and what it is."""
+    budget = spec.budget
+    planned = _planned_sources(spec) if budget is not None and budget.unit == "epochs" else (None, False)
+    return _sized(spec, device, dtype, _epoch_tokens(planned))
+
+
+def _sized(
+    spec: RunSpec, device: torch.device, dtype: torch.dtype, train_tokens: int | None
+) -> tuple[Any, Any, RunLength, StepCost, float, str]:
+    """sized_run, given the training text's token count a budget in epochs is measured against (None: unknown)."""
     tokenizer = _planned_tokenizer(spec.tokenizer)
     objective = build_objective(spec.objective, tokenizer, spec.data.seq_len, spec.model.arch)
     with torch.device("meta"):
         model = objective.build_model(spec.model, padded_vocab_size(tokenizer.vocab_size))
-    budget = spec.budget
-    train_tokens = _train_tokens(spec) if budget is not None and budget.unit == "epochs" else None
     length, cost, peak, source = run_length(spec.trainer, model, objective, 1, device, dtype, train_tokens)
     return objective, model, length, cost, peak, source
 
@@ -77,27 +84,36 @@ class RunEstimate:
 
 def estimate_run(spec: RunSpec, device: torch.device, dtype: torch.dtype) -> RunEstimate:
     """The dry-run plan's figures for `spec` on `device`, nothing built but on the meta device."""
-    objective, _, length, cost, _, _ = sized_run(spec, device, dtype)
+    planned = _planned_sources(spec)  # once: a Hub corpus resolves its revision to read its cache
+    budget = spec.budget
+    tokens = _epoch_tokens(planned) if budget is not None and budget.unit == "epochs" else None
+    objective, _, length, cost, _, _ = _sized(spec, device, dtype, tokens)
     steps = length.max_steps
-    sources, _ = _train_sources(spec)
-    epochs, at_least = None, False
-    cap = parse_max_tokens(spec.data.max_tokens)
-    if sources is None and spec.data.unique_tokens:  # the run reads exactly its first N tokens
-        sources = [("", 1.0, spec.data.unique_tokens)]
-    elif sources is None and cap:  # the cap bounds the training text: a floor on the epochs
-        sources, at_least = [("", 1.0, cap)], True
+    sources, at_least = planned
+    epochs = None
     if sources is not None:
         epochs = run_exposure(spec.trainer, spec.data.seq_len, objective, 1, steps, sources).epochs()
     return RunEstimate(steps, cost.tokens * steps, cost.flops * steps, cost.seconds * steps, epochs, at_least)
 
 
-def _train_tokens(spec: RunSpec) -> int | None:
-    """The training text's token count a budget in epochs is measured against: data.unique_tokens, or a warm token
-    cache's count; None while the text is not tokenised."""
-    if spec.data.unique_tokens is not None:
-        return spec.data.unique_tokens
+def _planned_sources(spec: RunSpec) -> tuple[list[tuple[str, float, int]] | None, bool]:
+    """The training text's sources a plan counts against, and whether their tokens are only a ceiling: a warm
+    cache's; else data.unique_tokens (the run reads exactly its first N tokens); else data.max_tokens, which caps
+    the text from above; else None."""
     sources, _ = _train_sources(spec)
-    return None if sources is None else sum(tokens for *_, tokens in sources)
+    if sources is None and spec.data.unique_tokens:
+        return [("", 1.0, spec.data.unique_tokens)], False
+    cap = parse_max_tokens(spec.data.max_tokens)
+    if sources is None and cap:
+        return [("", 1.0, cap)], True
+    return sources, False
+
+
+def _epoch_tokens(planned: tuple[list[tuple[str, float, int]] | None, bool]) -> int | None:
+    """The token count a budget in epochs is measured against: the planned sources' total, None while it is unknown
+    or only a ceiling (data.max_tokens before the text is tokenised)."""
+    sources, ceiling = planned
+    return None if sources is None or ceiling else sum(tokens for *_, tokens in sources)
 
 
 def _train_sources(spec: RunSpec) -> tuple[list[tuple[str, float, int]] | None, str]:
