@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # lmpt from this checkout, as the studies run it
 from lmpt.report.crossover import crossover_lines, find_crossovers, plot_crossover  # noqa: E402
 from lmpt.report.runs import RunSummary, find_runs  # noqa: E402
+from lmpt.study.tables import markdown_table  # noqa: E402
 
 DOC = REPO / "docs" / "data_constrained_study.md"
 PLOT = DOC.with_suffix(".png")
@@ -158,7 +159,7 @@ def bits_table(runs: list[RunSummary]) -> list[str]:
             cells.append(f"{p.mean:.3f}{best}" + (f" [{span[0]:.3f}, {span[1]:.3f}]" if span else ""))
         kind = "bound" if line.bound else "exact"
         rows.append([str(line.model), f"{line.unique_tokens:,}", f"{line.objective} ({kind})", *cells])
-    return _markdown(header, rows)
+    return markdown_table(header, rows)
 
 
 def summary_table(runs: list[RunSummary]) -> list[str]:
@@ -195,11 +196,7 @@ def summary_table(runs: list[RunSummary]) -> list[str]:
         "clm: largest budget - best",
         "mdlm: largest budget - best",
     ]
-    return _markdown(header, rows)
-
-
-def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+    return markdown_table(header, rows)
 
 
 def blimp_table(root: Path, runs: list[RunSummary]) -> list[str]:
@@ -222,7 +219,7 @@ def blimp_table(root: Path, runs: list[RunSummary]) -> list[str]:
         "gain [95%]",
         "gain on equal-length pairs [95%]",
     ]
-    return _markdown(header, rows)
+    return markdown_table(header, rows)
 
 
 def verdict(crossings: list) -> list[str]:

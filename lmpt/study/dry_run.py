@@ -14,6 +14,7 @@ from rich.table import Table
 from lmpt.console import console
 from lmpt.study.plan import StudyPlan, at_budget, override_key
 from lmpt.study.slots import Slot
+from lmpt.train.display import format_duration
 from lmpt.train.efficiency import ASSUMED_MFU
 
 
@@ -71,14 +72,6 @@ def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
     return runs
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
     """Print the plan; returns the study's estimated hours of wall time over its slots."""
     device, name = plan_device(slots)
@@ -90,7 +83,13 @@ def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
         what = f"{run.count} trial{'s' * (run.count != 1)}" if run.kind == "search" else f"{run.count} seed(s)"
         epochs = f"{'≥' * run.at_least}{run.epochs:.2f}" if run.epochs is not None else "unknown"
         table.add_row(
-            what, run.objective, run.budget, f"{run.steps:,}", f"{run.tokens:,.0f}", epochs, _duration(run.seconds)
+            what,
+            run.objective,
+            run.budget,
+            f"{run.steps:,}",
+            f"{run.tokens:,.0f}",
+            epochs,
+            format_duration(run.seconds),
         )
     console.print(table)
     if any(run.at_least for run in runs):
@@ -107,9 +106,9 @@ def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
     total = sum(run.seconds * run.count for run in runs)
     wall = total / max(1, len(slots))
     console.print(
-        f"{sum(r.count for r in runs)} runs, {_duration(total)} of training at {ASSUMED_MFU:.0%} of the peak of "
+        f"{sum(r.count for r in runs)} runs, {format_duration(total)} of training at {ASSUMED_MFU:.0%} of the peak of "
         f"{name}; over {len(slots)} slot{'s' * (len(slots) != 1)}: about "
-        f"{_duration(wall)}, before downstream scoring. The runs would go to {plan.directory}.",
+        f"{format_duration(wall)}, before downstream scoring. The runs would go to {plan.directory}.",
         markup=False,
     )
     return wall / 3600
