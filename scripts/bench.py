@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import AdamWConfig, DataConfig, ModelConfig, TokenizerConfig
 from lmpt.data.cache import prepare_corpora
-from lmpt.data.sampler import WindowSampler
+from lmpt.data.sampler import StepLayout, WindowSampler
 from lmpt.model import LanguageModel, build_model
 from lmpt.objectives.base import Objective
 from lmpt.objectives.clm import ClmConfig
@@ -343,7 +343,7 @@ def bench_objective(name: str, args, shape: dict, data, device: torch.device, co
     batch_size = args.batch or shape["batch"]
     vocab = max(shape["vocab"], data.tokenizer.vocab_size)
     objective = build_objective(OBJECTIVE_CONFIGS[name](), data.tokenizer, seq_len, "auto")
-    sampler = WindowSampler(data.train, objective.window_length, batch_size, seed=0)
+    sampler = WindowSampler(data.train, objective.window_length, StepLayout(batch_size), seed=0)
     batches = [b.to(device) for b in make_batches(objective, sampler, max(4, args.warmup + args.steps))]
     pad = objective.special.pad
     counts = [count_tokens(b, pad) for b in batches]

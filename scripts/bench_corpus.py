@@ -31,7 +31,7 @@ from lmpt.config.schema import DataConfig, TokenizerConfig
 from lmpt.data.cache import prepare_corpora
 from lmpt.data.fingerprint import corpus_fingerprint
 from lmpt.data.mixture import resolve_sources
-from lmpt.data.sampler import WindowSampler
+from lmpt.data.sampler import StepLayout, WindowSampler
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = [
@@ -145,9 +145,9 @@ def launch(data_args: list[str], tokenizer: Path, cache: Path, run_dir: Path) ->
 def sampler_memory(corpus, window: int) -> dict:
     """Bytes the sampler allocates to seek to far steps (after one warm-up call: numpy's first-call
     allocations are not the sampler's), against the int64 permutation of every window it replaced."""
-    WindowSampler(corpus, window, 8, seed=1).starts(0)
+    WindowSampler(corpus, window, StepLayout(8), seed=1).starts(0)
     tracemalloc.start()
-    sampler = WindowSampler(corpus, window, 8, seed=1)
+    sampler = WindowSampler(corpus, window, StepLayout(8), seed=1)
     for step in (10**3, 10**6, 10**9):
         sampler.starts(step)
     _, peak = tracemalloc.get_traced_memory()

@@ -18,7 +18,7 @@ import numpy as np
 from lmpt.config.schema import DataConfig
 from lmpt.data.corpus import TokenCorpus
 from lmpt.data.permutation import FeistelPermutation
-from lmpt.data.sampler import Span, StepSamples, WindowSampler
+from lmpt.data.sampler import Span, StepLayout, StepSamples, WindowSampler
 from lmpt.data.sources import resolve_paths
 from lmpt.errors import LmptError
 from lmpt.rng import derive_seed
@@ -111,21 +111,19 @@ class MixtureSampler(StepSamples):
         weights: list[float],
         names: list[str],
         window_length: int,
-        batch_size: int,
+        layout: StepLayout,
         seed: int,
-        rank: int = 0,
-        world_size: int = 1,
-        grad_accum: int = 1,
     ) -> None:
-        super().__init__(batch_size, seed, rank, world_size, grad_accum)
+        super().__init__(layout, seed)
         self.corpus = corpus
         self.window_length = window_length
         self.names = names
+        single = StepLayout(layout.batch_size)  # a source's sampler only maps its own sample indices to windows
         self.parts = [
             WindowSampler(
                 corpus,
                 window_length,
-                batch_size,
+                single,
                 derive_seed(seed, "source", name),
                 span=span,
                 what=f"training text of source '{name}'",

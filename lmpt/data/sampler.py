@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -39,20 +41,32 @@ def gather_windows(corpus: TokenCorpus, starts: np.ndarray, window_length: int) 
     )
 
 
+@dataclass(frozen=True)
+class StepLayout:
+    """How a run's samples are dealt out: `batch_size` windows a micro-batch, `grad_accum` micro-batches an
+    optimizer step on each of `world_size` ranks, this process being `rank`."""
+
+    batch_size: int
+    rank: int = 0
+    world_size: int = 1
+    grad_accum: int = 1
+
+    def sample_index(self, step: int, micro_step: int) -> int:
+        """Global index of the first sample of this rank's micro-batch."""
+        return ((step * self.grad_accum + micro_step) * self.world_size + self.rank) * self.batch_size
+
+
 class StepSamples:
-    """Sample g of the run is ((step*grad_accum + micro_step)*world_size + rank)*batch_size + i; a sampler
-    turns sample indices into window starts (`starts_of`)."""
+    """Sample g of the run is ((step*grad_accum + micro_step)*world_size + rank)*batch_size + i (`layout`); a
+    sampler turns sample indices into window starts (`starts_of`), ordered by `seed`."""
 
     corpus: TokenCorpus
     window_length: int
     n_windows: int
 
-    def __init__(self, batch_size: int, seed: int, rank: int, world_size: int, grad_accum: int) -> None:
-        self.batch_size = batch_size
+    def __init__(self, layout: StepLayout, seed: int) -> None:
+        self.layout = layout
         self.seed = seed
-        self.rank = rank
-        self.world_size = world_size
-        self.grad_accum = grad_accum
 
     def starts_of(self, samples: np.ndarray) -> np.ndarray:
         """Corpus offsets of the windows of these sample indices."""
@@ -60,7 +74,7 @@ class StepSamples:
 
     def sample_index(self, step: int, micro_step: int) -> int:
         """Global index of the first sample of this rank's micro-batch."""
-        return ((step * self.grad_accum + micro_step) * self.world_size + self.rank) * self.batch_size
+        return self.layout.sample_index(step, micro_step)
 
     def epoch_of(self, step: int) -> float:
         """How many passes over the training windows have been made by the start of `step`."""
@@ -68,7 +82,7 @@ class StepSamples:
 
     def starts(self, step: int, micro_step: int = 0) -> np.ndarray:
         """Corpus offsets of the windows of (step, micro_step) for this rank."""
-        return self.starts_of(self.sample_index(step, micro_step) + np.arange(self.batch_size, dtype=np.int64))
+        return self.starts_of(self.sample_index(step, micro_step) + np.arange(self.layout.batch_size, dtype=np.int64))
 
     def windows(self, step: int, micro_step: int = 0) -> Windows:
         """The [batch_size, window_length] token windows of (step, micro_step) for this rank."""
@@ -84,15 +98,12 @@ class WindowSampler(StepSamples):
         self,
         corpus: TokenCorpus,
         window_length: int,
-        batch_size: int,
+        layout: StepLayout,
         seed: int,
-        rank: int = 0,
-        world_size: int = 1,
-        grad_accum: int = 1,
         span: Span | None = None,
         what: str = "training",
     ) -> None:
-        super().__init__(batch_size, seed, rank, world_size, grad_accum)
+        super().__init__(layout, seed)
         self.first, end = _span_of(corpus, span)
         n, w = end - self.first, window_length
         _check_fits(n, w, what)

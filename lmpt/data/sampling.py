@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from lmpt.data.cache import PreparedData
 from lmpt.data.mixture import MixtureSampler
-from lmpt.data.sampler import StepSamples, ValidationWindows, WindowSampler
+from lmpt.data.sampler import StepLayout, StepSamples, ValidationWindows, WindowSampler
 from lmpt.errors import LmptError
 
 
@@ -33,31 +33,18 @@ def hold_unique_tokens(data: PreparedData, unique_tokens: int | None) -> Prepare
     return replace(data, sources=[replace(source, train=(first, first + unique_tokens))])
 
 
-def training_sampler(
-    data: PreparedData,
-    window_length: int,
-    batch_size: int,
-    seed: int,
-    rank: int = 0,
-    world_size: int = 1,
-    grad_accum: int = 1,
-) -> StepSamples:
+def training_sampler(data: PreparedData, window_length: int, layout: StepLayout, seed: int) -> StepSamples:
     """The windows of every (step, micro_step, rank): a pure function of them, in O(1) memory."""
     if len(data.sources) == 1:
-        return WindowSampler(
-            data.train, window_length, batch_size, seed, rank, world_size, grad_accum, span=data.sources[0].train
-        )
+        return WindowSampler(data.train, window_length, layout, seed, span=data.sources[0].train)
     return MixtureSampler(
         data.train,
         [s.train for s in data.sources],
         [s.weight for s in data.sources],
         [s.name for s in data.sources],
         window_length,
-        batch_size,
+        layout,
         seed,
-        rank,
-        world_size,
-        grad_accum,
     )
 
 

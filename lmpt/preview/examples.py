@@ -17,7 +17,7 @@ from lmpt.batch import IGNORE, Batch
 from lmpt.config.validate import validate_config
 from lmpt.data.cache import default_cache_root, prepare_corpora
 from lmpt.data.corpus import TokenCorpus
-from lmpt.data.sampler import gather_windows
+from lmpt.data.sampler import StepLayout, gather_windows
 from lmpt.data.sampling import training_sampler
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
@@ -96,7 +96,8 @@ def build_preview(cfg: DictConfig) -> Preview:
     corpus = data.val if options.split == "val" else data.train
     objective.check_corpus(corpus, split_text(data_cfg, options.split))
     if options.split == "train":  # the windows training step `step` draws (batch size n), mixture included
-        windows = training_sampler(data, objective.window_length, options.examples, seed).windows(options.step)
+        sampler = training_sampler(data, objective.window_length, StepLayout(options.examples), seed)
+        windows = sampler.windows(options.step)
     else:
         windows = preview_windows(corpus, objective.window_length, options.examples)
     objective.plan_run(int(cfg.trainer.max_steps))  # schedules and switches shown as a run of max_steps has them

@@ -17,20 +17,11 @@ from lmpt.train.preemption import SIGNALS
 
 
 class StepBatches(Dataset):
-    """Item i = the micro-batches of optimizer step `start_step + i`."""
+    """Item i = the micro-batches of optimizer step `start_step + i`. The objective's draws are keyed by the
+    sampler's seed and layout (rank, grad_accum), so windows and their corruption cannot disagree."""
 
-    def __init__(
-        self,
-        sampler: StepSamples,
-        objective: Objective,
-        seed: int,
-        rank: int,
-        grad_accum: int,
-        start_step: int,
-        max_steps: int,
-    ) -> None:
+    def __init__(self, sampler: StepSamples, objective: Objective, start_step: int, max_steps: int) -> None:
         self.sampler, self.objective = sampler, objective
-        self.seed, self.rank, self.grad_accum = seed, rank, grad_accum
         self.start_step, self.max_steps = start_step, max_steps
 
     def __len__(self) -> int:
@@ -38,11 +29,11 @@ class StepBatches(Dataset):
 
     def __getitem__(self, i: int) -> list[Batch]:
         step = self.start_step + i
-        return [self.micro_batch(step, m) for m in range(self.grad_accum)]
+        return [self.micro_batch(step, m) for m in range(self.sampler.layout.grad_accum)]
 
     def micro_batch(self, step: int, micro_step: int) -> Batch:
         windows = self.sampler.windows(step, micro_step)
-        draws = generator(self.seed, "objective", step, micro_step, self.rank)
+        draws = generator(self.sampler.seed, "objective", step, micro_step, self.sampler.layout.rank)
         batch = self.objective.batch_at(windows, draws, step)  # a function of the step (and the run's planned length)
         return note_padding(batch, self.objective.special.pad)
 

@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 from lmpt.data.cache import PreparedData, default_cache_root, prepare_corpora
-from lmpt.data.sampler import StepSamples, ValidationWindows
+from lmpt.data.sampler import StepLayout, StepSamples, ValidationWindows
 from lmpt.data.sampling import hold_unique_tokens, training_sampler, validation_sets
 from lmpt.errors import LmptError
 from lmpt.model.build import padded_vocab_size
@@ -78,9 +78,8 @@ class RunWindows:
 
 
 def sample_windows(data: PreparedData, objective: Objective, trainer: Any, ctx: Distributed) -> RunWindows:
-    train = training_sampler(
-        data, objective.window_length, trainer.batch_size, trainer.seed, ctx.rank, ctx.world_size, trainer.grad_accum
-    )
+    layout = StepLayout(trainer.batch_size, ctx.rank, ctx.world_size, trainer.grad_accum)
+    train = training_sampler(data, objective.window_length, layout, trainer.seed)
     n_val = trainer.eval_batches * ctx.world_size
     return RunWindows(train, validation_sets(data, objective.window_length, trainer.batch_size, n_val), n_val)
 

@@ -163,9 +163,7 @@ def run_training(
         info(f"budget: {length.budget.describe()}, about {length.max_steps:,} steps")
 
     objective.plan_run(length.max_steps)  # before the loader's workers copy it: schedules read step / max_steps
-    steps = stream.StepBatches(
-        windows.train, objective, t.seed, ctx.rank, t.grad_accum, loop.state.step, length.loader_steps
-    )
+    steps = stream.StepBatches(windows.train, objective, loop.state.step, length.loader_steps)
     with rundir.failure_recorded(run.path if ctx.is_main else None, lambda: loop.state.step):
         status = loop.run(
             stream.step_loader(steps, spec.data.num_workers, device),

@@ -14,6 +14,7 @@ from lmpt.config.schema import DataConfig, SourceConfig
 from lmpt.config.validate import _validate_sources
 from lmpt.data.corpus import TokenCorpus
 from lmpt.data.mixture import BLOCK, MixtureSampler, resolve_sources
+from lmpt.data.sampler import StepLayout
 from lmpt.errors import LmptError
 
 WEIGHTS = [0.55, 0.3, 0.1, 0.05]
@@ -26,7 +27,7 @@ def _sampler(weights: list[float] = WEIGHTS, seed: int = 3, batch_size: int = 32
     offsets = np.array([0, SPANS[-1][1]], dtype=np.int64)
     corpus = TokenCorpus(tokens, offsets, offsets, np.array([0, 1], dtype=np.int64))
     names = [f"s{i}" for i in range(len(weights))]
-    return MixtureSampler(corpus, SPANS[: len(weights)], weights, names, W, batch_size, seed)
+    return MixtureSampler(corpus, SPANS[: len(weights)], weights, names, W, StepLayout(batch_size), seed)
 
 
 def test_shares_match_the_weights_within_5_sigma_over_1e5_windows() -> None:

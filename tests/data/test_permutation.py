@@ -9,7 +9,7 @@ import pytest
 
 from lmpt.data.corpus import TokenCorpus
 from lmpt.data.permutation import FeistelPermutation
-from lmpt.data.sampler import WindowSampler
+from lmpt.data.sampler import StepLayout, WindowSampler
 
 
 def test_every_size_is_a_bijection_exhaustively() -> None:
@@ -39,7 +39,10 @@ def _corpus(n_tokens: int) -> TokenCorpus:
 
 @pytest.mark.parametrize("n_tokens,window,batch,world", [(1000, 7, 5, 1), (4096, 16, 3, 2), (777, 10, 8, 3)])
 def test_every_window_once_per_epoch_for_every_rank_together(n_tokens: int, window: int, batch: int, world: int):
-    ranks = [WindowSampler(_corpus(n_tokens), window, batch, seed=5, rank=r, world_size=world) for r in range(world)]
+    ranks = [
+        WindowSampler(_corpus(n_tokens), window, StepLayout(batch, rank=r, world_size=world), seed=5)
+        for r in range(world)
+    ]
     n = ranks[0].n_windows
     per_step = batch * world
     steps = 3 * n // per_step + 2
@@ -57,7 +60,7 @@ def test_sampler_memory_is_flat_in_corpus_size() -> None:
     seeks anywhere in well under a megabyte."""
     corpus = _corpus(10**12)
     tracemalloc.start()
-    sampler = WindowSampler(corpus, 64, batch_size=16, seed=1, rank=3, world_size=8, grad_accum=4)
+    sampler = WindowSampler(corpus, 64, StepLayout(16, rank=3, world_size=8, grad_accum=4), seed=1)
     starts = sampler.starts(10**8, 2)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

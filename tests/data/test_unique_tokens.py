@@ -11,6 +11,7 @@ import pytest
 from runner import SMALL, lmpt_command, lmpt_env
 
 from lmpt.data.cache import PreparedData
+from lmpt.data.sampler import StepLayout
 from lmpt.data.sampling import hold_unique_tokens, training_sampler
 from lmpt.errors import LmptError
 
@@ -27,7 +28,7 @@ def test_one_source_spans_the_whole_training_text(shakespeare: PreparedData) -> 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_every_window_lies_in_the_first_n_tokens(shakespeare: PreparedData, window_length: int, seed: int) -> None:
     held = hold_unique_tokens(shakespeare, N)
-    sampler = training_sampler(held, window_length, batch_size=16, seed=seed)
+    sampler = training_sampler(held, window_length, StepLayout(16), seed=seed)
     starts = [int(s) for step in range(0, 40) for s in sampler.starts(step)]
     assert min(starts) >= 0 and max(starts) + window_length <= N
     assert held.sources[0].train == (0, N) and held.train is shakespeare.train  # validation untouched
@@ -35,7 +36,7 @@ def test_every_window_lies_in_the_first_n_tokens(shakespeare: PreparedData, wind
 
 
 def test_the_passes_cover_the_n_tokens(shakespeare: PreparedData) -> None:
-    sampler = training_sampler(hold_unique_tokens(shakespeare, N), 65, batch_size=16, seed=3)
+    sampler = training_sampler(hold_unique_tokens(shakespeare, N), 65, StepLayout(16), seed=3)
     assert sampler.n_windows == (N - 64) // 65  # one epoch visits every window of the N tokens once
 
 

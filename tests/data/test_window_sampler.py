@@ -8,7 +8,7 @@ import torch
 
 from lmpt.data.cache import PreparedData
 from lmpt.data.corpus import TokenCorpus
-from lmpt.data.sampler import ValidationWindows, WindowSampler
+from lmpt.data.sampler import StepLayout, ValidationWindows, WindowSampler
 from lmpt.errors import LmptError
 
 W = 64
@@ -26,32 +26,32 @@ def _tiny_corpus(n_tokens: int) -> TokenCorpus:
 
 
 def test_same_coordinates_same_windows(shakespeare: PreparedData) -> None:
-    a = WindowSampler(shakespeare.train, W, batch_size=8, seed=7, rank=1, world_size=2, grad_accum=2)
-    b = WindowSampler(shakespeare.train, W, batch_size=8, seed=7, rank=1, world_size=2, grad_accum=2)
+    a = WindowSampler(shakespeare.train, W, StepLayout(8, rank=1, world_size=2, grad_accum=2), seed=7)
+    b = WindowSampler(shakespeare.train, W, StepLayout(8, rank=1, world_size=2, grad_accum=2), seed=7)
     wa, wb = a.windows(5, 1), b.windows(5, 1)
     assert torch.equal(wa.tokens, wb.tokens) and torch.equal(wa.starts, wb.starts)
     assert wa.tokens.shape == (8, W) and wa.tokens.dtype == torch.int64 and wa.starts.dtype == torch.int64
     assert wa.corpus is shakespeare.train
     for row, start in zip(wa.tokens, wa.starts, strict=True):
         assert torch.equal(row, torch.from_numpy(shakespeare.train.window(int(start), W)))
-    other_seed = WindowSampler(shakespeare.train, W, batch_size=8, seed=8, rank=1, world_size=2, grad_accum=2)
+    other_seed = WindowSampler(shakespeare.train, W, StepLayout(8, rank=1, world_size=2, grad_accum=2), seed=8)
     assert not torch.equal(other_seed.windows(5, 1).starts, wa.starts)
 
 
 def test_ranks_and_micro_steps_partition_the_sample_stream(shakespeare: PreparedData) -> None:
-    single = WindowSampler(shakespeare.train, W, batch_size=4, seed=1)
-    ranks = [WindowSampler(shakespeare.train, W, batch_size=4, seed=1, rank=r, world_size=2) for r in (0, 1)]
+    single = WindowSampler(shakespeare.train, W, StepLayout(4), seed=1)
+    ranks = [WindowSampler(shakespeare.train, W, StepLayout(4, rank=r, world_size=2), seed=1) for r in (0, 1)]
     assert not torch.equal(ranks[0].windows(3).starts, ranks[1].windows(3).starts)
     # world_size 2 at step 3 sees what one process sees at steps 6 and 7
     assert torch.equal(ranks[0].windows(3).starts, single.windows(6).starts)
     assert torch.equal(ranks[1].windows(3).starts, single.windows(7).starts)
-    accum = WindowSampler(shakespeare.train, W, batch_size=4, seed=1, grad_accum=3)
+    accum = WindowSampler(shakespeare.train, W, StepLayout(4, grad_accum=3), seed=1)
     assert torch.equal(accum.windows(2, 1).starts, single.windows(7).starts)
 
 
 def test_seek_does_not_depend_on_history(shakespeare: PreparedData) -> None:
-    fresh = WindowSampler(shakespeare.train, W, batch_size=16, seed=3)
-    replayed = WindowSampler(shakespeare.train, W, batch_size=16, seed=3)
+    fresh = WindowSampler(shakespeare.train, W, StepLayout(16), seed=3)
+    replayed = WindowSampler(shakespeare.train, W, StepLayout(16), seed=3)
     late = 2 * fresh.n_windows // 16 + 5  # well into the third epoch
     for step in range(0, late, 37):
         replayed.windows(step)
@@ -60,7 +60,7 @@ def test_seek_does_not_depend_on_history(shakespeare: PreparedData) -> None:
 
 
 def test_an_epoch_visits_each_window_once(shakespeare: PreparedData) -> None:
-    sampler = WindowSampler(shakespeare.train, W, batch_size=32, seed=11)
+    sampler = WindowSampler(shakespeare.train, W, StepLayout(32), seed=11)
     n = sampler.n_windows
     assert n == (shakespeare.train.n_tokens - (W - 1)) // W
     steps = -(-n // 32) + 1
@@ -75,12 +75,12 @@ def test_an_epoch_visits_each_window_once(shakespeare: PreparedData) -> None:
 
 def test_too_small_corpus_is_refused() -> None:
     with pytest.raises(LmptError, match="the training text has 10 tokens, fewer than one window of 16: .*data.seq_len"):
-        WindowSampler(_tiny_corpus(10), 16, batch_size=2, seed=0)
+        WindowSampler(_tiny_corpus(10), 16, StepLayout(2), seed=0)
     with pytest.raises(LmptError, match="the validation text has 10 tokens, fewer than one window of 16"):
         ValidationWindows(_tiny_corpus(10), 16, batch_size=2, n_batches=2)
-    exact = WindowSampler(_tiny_corpus(16), 16, batch_size=3, seed=0)
+    exact = WindowSampler(_tiny_corpus(16), 16, StepLayout(3), seed=0)
     assert exact.starts(0).tolist() == [0, 0, 0] and exact.starts(9).tolist() == [0, 0, 0]
-    one_spare = WindowSampler(_tiny_corpus(17), 16, batch_size=64, seed=0)
+    one_spare = WindowSampler(_tiny_corpus(17), 16, StepLayout(64), seed=0)
     assert set(one_spare.starts(0).tolist()) <= {0, 1}
 
 

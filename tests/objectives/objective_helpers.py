@@ -10,7 +10,7 @@ import torch
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.data.corpus import TokenCorpus
-from lmpt.data.sampler import WindowSampler
+from lmpt.data.sampler import StepLayout, WindowSampler
 from lmpt.data.windows import Windows
 from lmpt.rng import generator
 from lmpt.tokenizer.special import SpecialTokens
@@ -51,12 +51,12 @@ def fake_corpus(docs: list[list[list[int]]], eos: int = 3) -> TokenCorpus:
 
 def windows(corpus: TokenCorpus, window_length: int, batch_size: int, step: int, seed: int = 0) -> Windows:
     """The sampler's windows of `step`."""
-    return WindowSampler(corpus, window_length, batch_size, seed).windows(step)
+    return WindowSampler(corpus, window_length, StepLayout(batch_size), seed).windows(step)
 
 
 def batches(objective, corpus: TokenCorpus, batch_size: int, n_steps: int, seed: int = 0):
     """(windows, batch) of steps 0..n_steps-1, each corrupted with generator(seed, step)."""
-    sampler = WindowSampler(corpus, objective.window_length, batch_size, seed)
+    sampler = WindowSampler(corpus, objective.window_length, StepLayout(batch_size), seed)
     for step in range(n_steps):
         w = sampler.windows(step)
         yield w, objective.make_batch(w, generator(seed, "objective", step))

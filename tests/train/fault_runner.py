@@ -185,8 +185,8 @@ def _drop_state(piece: str) -> None:
     if piece == "data_position":
 
         class FromTheStart(StepBatches):
-            def __init__(self, sampler, objective, seed, rank, grad_accum, start_step, max_steps):
-                super().__init__(sampler, objective, seed, rank, grad_accum, 0, max_steps - start_step)
+            def __init__(self, sampler, objective, start_step, max_steps):
+                super().__init__(sampler, objective, 0, max_steps - start_step)
 
         batches_module.StepBatches = FromTheStart  # what lmpt.train.run builds its step loader from
         return

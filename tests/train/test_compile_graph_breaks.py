@@ -13,6 +13,7 @@ import torch._dynamo
 from omegaconf import OmegaConf
 
 from lmpt.config.schema import ModelConfig
+from lmpt.data.sampler import StepLayout
 from lmpt.data.sampling import training_sampler
 from lmpt.model.build import padded_vocab_size
 from lmpt.model.head import rows_loss
@@ -29,8 +30,8 @@ def compiled_calls(objective_name: str, data, input_padded_known: bool = True) -
     objective = build_objective(CONFIGS[objective_name](), data.tokenizer, SEQ_LEN, "auto")
     torch.manual_seed(0)
     model = objective.build_model(TINY, padded_vocab_size(data.tokenizer.vocab_size)).train()
-    sampler = training_sampler(data, objective.window_length, 4, seed=0)
-    batch = StepBatches(sampler, objective, seed=0, rank=0, grad_accum=1, start_step=0, max_steps=1)[0][0]
+    sampler = training_sampler(data, objective.window_length, StepLayout(4), seed=0)
+    batch = StepBatches(sampler, objective, start_step=0, max_steps=1)[0][0]
     if not input_padded_known:
         batch = replace(batch, input_padded=None, decoder_padded=None)
     body_calls, head_calls = [], []

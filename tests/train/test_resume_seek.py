@@ -12,7 +12,7 @@ import torch
 import lmpt.data.sampler as sampler_module
 import lmpt.train.batches as batches_module
 from lmpt.data.permutation import FeistelPermutation
-from lmpt.data.sampler import WindowSampler
+from lmpt.data.sampler import StepLayout, WindowSampler
 from lmpt.objectives.clm import ClmConfig
 from lmpt.objectives.registry import build_objective
 from lmpt.objectives.span import SpanConfig
@@ -33,7 +33,7 @@ def draws(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
 
 
 def test_sampler_seeks_to_a_far_step_computing_only_its_own_windows(shakespeare, draws, monkeypatch) -> None:
-    sampler = WindowSampler(shakespeare.train, SEQ_LEN + 1, BATCH, seed=1337, grad_accum=ACCUM)
+    sampler = WindowSampler(shakespeare.train, SEQ_LEN + 1, StepLayout(BATCH, grad_accum=ACCUM), seed=1337)
     permuted = Counter()
     real_permute = FeistelPermutation.__call__
     monkeypatch.setattr(FeistelPermutation, "__call__", lambda p, i: permuted.update([len(i)]) or real_permute(p, i))
@@ -49,20 +49,20 @@ def test_sampler_seeks_to_a_far_step_computing_only_its_own_windows(shakespeare,
 
     # the same work as for step 10: the cost does not grow with the step
     draws.clear()
-    WindowSampler(shakespeare.train, SEQ_LEN + 1, BATCH, seed=1337, grad_accum=ACCUM).windows(10, 2)
+    WindowSampler(shakespeare.train, SEQ_LEN + 1, StepLayout(BATCH, grad_accum=ACCUM), seed=1337).windows(10, 2)
     assert len(draws) <= 2 * 2 and len(draws) >= 2
 
 
 def test_step_batches_from_a_far_step_never_touch_an_earlier_one(shakespeare, draws, monkeypatch) -> None:
     objective = build_objective(SpanConfig(), shakespeare.tokenizer, SEQ_LEN, "auto")
-    sampler = WindowSampler(shakespeare.train, objective.window_length, BATCH, seed=1337, grad_accum=ACCUM)
+    sampler = WindowSampler(shakespeare.train, objective.window_length, StepLayout(BATCH, grad_accum=ACCUM), seed=1337)
     asked = []
     real_windows = WindowSampler.windows
     monkeypatch.setattr(
         WindowSampler, "windows", lambda s, step, m=0: asked.append((step, m)) or real_windows(s, step, m)
     )
 
-    batches = StepBatches(sampler, objective, 1337, 0, ACCUM, start_step=FAR, max_steps=FAR + 5)
+    batches = StepBatches(sampler, objective, start_step=FAR, max_steps=FAR + 5)
     assert len(batches) == 5
     first = next(iter(step_loader(batches, 0, torch.device("cpu"))))
     assert len(first) == ACCUM
@@ -71,15 +71,15 @@ def test_step_batches_from_a_far_step_never_touch_an_earlier_one(shakespeare, dr
     assert objective_draws == [(1337, "objective", FAR, m, 0) for m in range(ACCUM)]
 
     # bit for bit what a run that had got there step by step would see for that step
-    again = StepBatches(sampler, objective, 1337, 0, ACCUM, start_step=FAR - 7, max_steps=FAR + 5)[7]
+    again = StepBatches(sampler, objective, start_step=FAR - 7, max_steps=FAR + 5)[7]
     for a, b in zip(first, again, strict=True):
         assert torch.equal(a.input_ids, b.input_ids) and torch.equal(a.labels, b.labels)
 
 
 def test_clm_batches_depend_on_the_step_not_on_the_history(shakespeare) -> None:
     objective = build_objective(ClmConfig(), shakespeare.tokenizer, SEQ_LEN, "auto")
-    fresh = WindowSampler(shakespeare.train, objective.window_length, BATCH, seed=1337)
-    used = WindowSampler(shakespeare.train, objective.window_length, BATCH, seed=1337)
+    fresh = WindowSampler(shakespeare.train, objective.window_length, StepLayout(BATCH), seed=1337)
+    used = WindowSampler(shakespeare.train, objective.window_length, StepLayout(BATCH), seed=1337)
     for step in range(40):  # a sampler that has served earlier steps (its epoch cache warm)...
         used.windows(step)
     for step in (40, 41, 5000, FAR):  # ...and a fresh one agree on every later step
