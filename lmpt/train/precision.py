@@ -39,13 +39,22 @@ CPUINFO = Path("/proc/cpuinfo")
 
 
 def cpu_flags(cpuinfo: Path = CPUINFO) -> frozenset[str] | None:
-    """The CPU's feature flags from /proc/cpuinfo (x86 Linux), or None where there are none to read."""
+    """The CPU's feature flags from /proc/cpuinfo (x86 Linux), or None where there are none to read. From this
+    machine's own /proc/cpuinfo, the bf16 flags count only where oneDNN, which runs PyTorch's bf16 matmuls on a CPU,
+    may use them: `ONEDNN_MAX_CPU_ISA=AVX2` holds it below them, and this process then computes bf16 as an AVX2-only
+    CPU does (emulated)."""
     try:
         text = cpuinfo.read_text()
     except OSError:
         return None
     flags = frozenset(word for line in text.splitlines() if line.startswith("flags") for word in line.split()[2:])
+    if flags and cpuinfo == CPUINFO and not _onednn_bf16():
+        flags -= frozenset(NATIVE_CPU_FLAGS["bf16"])
     return flags or None
+
+
+def _onednn_bf16() -> bool:
+    return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 
 def native_on_cpu(name: str, flags: frozenset[str] | None) -> bool:
@@ -58,6 +67,12 @@ def native_on_cpu(name: str, flags: frozenset[str] | None) -> bool:
     if name == "bf16":
         return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
     return torch.cpu._is_amx_fp16_supported()
+
+
+def emulates_bf16(device: torch.device, flags: frozenset[str] | None = None) -> bool:
+    """Whether bf16 arithmetic on `device` is emulated (a CPU without native bf16, `native_on_cpu`): slow.
+    `flags`: the CPU's feature flags (default: read from /proc/cpuinfo)."""
+    return device.type == "cpu" and not native_on_cpu("bf16", cpu_flags() if flags is None else flags)
 
 
 @dataclass(frozen=True)

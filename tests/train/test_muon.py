@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.optim._muon as torch_muon
 from composed import composed
 from golden import BASE, assert_same, describe, golden_run, interrupted_run, records, run, start_golden
 from omegaconf import OmegaConf
@@ -19,7 +20,7 @@ from lmpt.config.schema import ModelConfig, SchedulerConfig
 from lmpt.config.validate import validate_config
 from lmpt.errors import LmptError
 from lmpt.model.build import build_model
-from lmpt.train.muon import MuonWithAdamW
+from lmpt.train.muon import MuonWithAdamW, newton_schulz_dtype, newton_schulz_float32
 from lmpt.train.optim import build_optimizer, build_scheduler
 
 CPU = torch.device("cpu")
@@ -100,6 +101,50 @@ def test_both_states_round_trip_through_a_weights_only_file() -> None:
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), copy.state_dict().values(), strict=True))
     assert isinstance(restored, MuonWithAdamW)
     assert restored.param_groups[0] is restored.parts["muon"].param_groups[0]  # the scheduler still reaches both
+
+
+AVX2_ONLY = frozenset({"fpu", "avx", "avx2", "fma"})
+NATIVE_BF16 = AVX2_ONLY | {"avx512f", "avx512bw", "avx512_bf16"}
+
+
+def test_newton_schulz_runs_in_float32_only_where_bf16_would_be_emulated() -> None:
+    """An AVX2-only CPU computes bf16 by emulation (20 times the float32 cost of Muon's iteration, two thirds of the
+    default run's step there): Muon orthogonalises in float32 on it, in PyTorch's bf16 wherever bf16 is native."""
+    assert newton_schulz_dtype(CPU, AVX2_ONLY) == torch.float32
+    assert newton_schulz_dtype(CPU, NATIVE_BF16) == torch.bfloat16
+    assert newton_schulz_dtype(torch.device("cuda"), AVX2_ONLY) == torch.bfloat16
+
+
+@pytest.mark.parametrize("shape", [(24, 40), (40, 24), (32, 32)], ids=["wide", "tall", "square"])
+def test_the_float32_iteration_is_torchs_iteration(shape: tuple[int, int]) -> None:
+    """Same quintic, coefficients, steps and orientation as torch.optim.Muon's bf16 one: the two agree to bf16's
+    precision, and the float32 result is nearer the exact orthogonalisation's singular values (about 1)."""
+    grad = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    args = ((torch_muon.DEFAULT_A, torch_muon.DEFAULT_B, torch_muon.DEFAULT_C), torch_muon.DEFAULT_NS_STEPS, 1e-7)
+    ours, torchs = newton_schulz_float32(grad, *args), torch_muon._zeropower_via_newtonschulz(grad, *args)
+    assert ours.dtype == torch.float32 and ours.shape == grad.shape
+    assert (ours - torchs.float()).abs().max() < 0.05
+    singular = torch.linalg.svdvals(ours)
+    assert singular.min() > 0.5 and singular.max() < 1.5  # the iteration's US'V^T, S' in about (0.5, 1.5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bf16"])
+def test_a_muon_step_orthogonalises_in_its_dtype_and_leaves_torch_as_it_was(dtype: torch.dtype) -> None:
+    """One step with no momentum and no decay moves a square matrix by exactly -lr x NS(grad) in the chosen
+    dtype's iteration; PyTorch's own iteration is back in place after the step."""
+    weight = torch.nn.Parameter(torch.randn(16, 16, generator=torch.Generator().manual_seed(1)))
+    grad = torch.randn(16, 16, generator=torch.Generator().manual_seed(2))
+    start = weight.detach().clone()
+    muon = torch.optim.Muon([weight], lr=0.1, weight_decay=0.0, momentum=0.0, nesterov=False)
+    bias = torch.nn.Parameter(torch.zeros(3))
+    optimizer = MuonWithAdamW(muon, torch.optim.AdamW([bias]), newton_schulz=dtype)
+    weight.grad, bias.grad = grad.clone(), torch.zeros(3)
+    iteration = newton_schulz_float32 if dtype == torch.float32 else torch_muon._zeropower_via_newtonschulz
+    ns = (muon.defaults["ns_coefficients"], muon.defaults["ns_steps"], muon.defaults["eps"])
+    expected = start.add(iteration(grad, *ns), alpha=-0.1)
+    optimizer.step()
+    assert torch.equal(weight.detach(), expected)
+    assert torch_muon._zeropower_via_newtonschulz is not newton_schulz_float32
 
 
 def test_fsdp_is_refused_in_one_line() -> None:

@@ -6,6 +6,9 @@ runner); this machine's own flags are read from /proc/cpuinfo."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -69,6 +72,19 @@ def test_this_machine_is_judged_by_its_own_flags() -> None:
         native = bool(flags & {"avx512_bf16", "amx_bf16"})
         assert precision.name == ("bf16" if native else "fp32")
     assert not precision.emulated and not pick_precision(trainer(), CPU).emulated
+
+
+def test_onednn_held_to_avx2_makes_this_machine_an_avx2_cpu() -> None:
+    """`ONEDNN_MAX_CPU_ISA=AVX2` sends PyTorch's bf16 matmuls down the emulated path even on a CPU with avx512_bf16
+    (how an AVX2-only CPU is reproduced on a newer one): lmpt then judges bf16 emulated too, so amp stays fp32 and
+    Muon orthogonalises in float32, as they would on that CPU."""
+    probe = (
+        "import torch; from lmpt.train.precision import cpu_flags, emulates_bf16;"
+        "flags = cpu_flags(); print(flags is None or 'avx512_bf16' not in flags, emulates_bf16(torch.device('cpu')))"
+    )
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "True"], out
 
 
 def test_fp32_and_no_amp_never_warn(capsys) -> None:
