@@ -35,7 +35,7 @@ SUBPACKAGE = "downstream"
 """The package whose own floors are measured apart (`package_figures`)."""
 SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("figures", ("figures", "intervals", "significance", "gain", "record")),  # names and statistics, torch-free
-    ("tasks", ("tasks",)),  # reading tasks
+    ("tasks", ("tasks", "glue_score")),  # reading tasks, and GLUE's official figures (fine-tuning scores by them)
     ("control", ("control",)),  # the untrained control, shared by both ways of scoring
     ("zero_shot", ("zero_shot",)),  # zero-shot scoring
     ("finetuning", ("finetuning",)),  # fine-tuning
@@ -50,7 +50,6 @@ SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "after_training",
             "eval_cli",
             "finetune_cli",
-            "glue_score",
             "glue_cli",
         ),
     ),

@@ -28,6 +28,10 @@ MSE = "mse"
 """Regression: mean squared error of the predicted scores (lower is better)."""
 MEAN_BASELINE_MSE = "mean_baseline_mse"
 """Regression: dev mean squared error of always predicting the training split's mean score."""
+F1 = "f1"
+"""GLUE's MRPC and QQP: F1 of the positive class (1)."""
+GLUE_SCORE = "glue_score"
+"""A GLUE task fine-tuned: the task's score, the mean of its official figures (lmpt.downstream.glue_score)."""
 
 
 def mean_of(figure: str) -> str:
@@ -42,9 +46,9 @@ def std_of(figure: str) -> str:
 
 ACCURACY_MEAN, ACCURACY_STD, MACRO_F1_MEAN = mean_of(ACCURACY), std_of(ACCURACY), mean_of(MACRO_F1)
 
-SEED_FIGURES = (ACCURACY, MACRO_F1, MCC, PEARSON, SPEARMAN, MSE)
+SEED_FIGURES = (ACCURACY, MACRO_F1, MCC, PEARSON, SPEARMAN, MSE, F1, GLUE_SCORE)
 """What each fine-tuning seed reports, in table order: a classification the first three (mcc only for two-class
-tasks), a regression the last three."""
+tasks), a regression the next three, and a GLUE task its official figures (f1, matched_accuracy ...) and its score."""
 CHOICE_FIGURES = (ACCURACY, ACCURACY_NORM, CHANCE)
 """The zero-shot multiple-choice figures logged after training."""
 SCRATCH = "scratch"
@@ -69,6 +73,10 @@ REGRESSION_FIGURES = (PEARSON_MEAN, std_of(PEARSON), SPEARMAN_MEAN, MSE_MEAN, ME
 """The regression figures logged after training."""
 MSE_GAIN = f"{MSE}_{GAIN}"
 """Regression with a scratch control: the control's dev MSE less the model's (positive: the model predicts better)."""
+GLUE_SCORE_MEAN = mean_of(GLUE_SCORE)
+"""A GLUE task's official score, mean over seeds: what a table of runs with a GLUE task ranks by."""
+GLUE_METRICS = "glue_metrics"
+"""A GLUE task's fine-tuning record: the names of its official figures (each seed's, their `_mean` over seeds)."""
 REGRESSION_CONTROL_FIGURES = (f"{SCRATCH}_{PEARSON_MEAN}", MSE_GAIN, f"bow_{PEARSON}")
 """Logged after training beside REGRESSION_FIGURES when the fine-tuning had a scratch control."""
 CONTROL_FIGURES = (SCRATCH_ACCURACY_MEAN, ACCURACY_GAIN, BOW_ACCURACY)

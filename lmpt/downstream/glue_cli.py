@@ -1,17 +1,16 @@
 """`lmpt-finetune RUN task=glue data.dir=DIR` (or `task=glue:rte,mrpc,sts-b`): GLUE's tasks read as they ship
 (lmpt.downstream.tasks.glue), every file read and checked before any model is loaded, then each task fine-tuned as
 lmpt-finetune fine-tunes one (recipe searched per task, the scratch control and the bag-of-words floor beside it; STS-B
-with a regression head and a ridge floor). The official figures of every model (lmpt.downstream.glue_score) come from
-the dev predictions, which are kept beside the record (RUN/downstream/hand/glue-TIME/dev/TASK.json) so that anyone can
-compute them again; the test predictions of the first seed go into the files the GLUE server takes
-(RUN/downstream/hand/glue-TIME/test/CoLA.tsv ...). MNLI's mismatched dev set is scored as its fine-tuning's second
-split (test_* in its result)."""
+with a regression head and a ridge floor). The official figures of every model (lmpt.downstream.glue_score), which each
+fine-tuning computes per seed from its dev predictions, are kept in the record, and those predictions beside it
+(RUN/downstream/hand/glue-TIME/dev/TASK.json) so that anyone can compute them again; the test predictions of the
+first seed go into the files the GLUE server takes (RUN/downstream/hand/glue-TIME/test/CoLA.tsv ...). MNLI's
+mismatched dev set is scored as its fine-tuning's second split (test_* in its result)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,11 +19,11 @@ from rich.table import Table
 from lmpt.config.command_options import require
 from lmpt.console import console
 from lmpt.downstream.codec import write_record
-from lmpt.downstream.figures import BAG_OF_WORDS, SCRATCH
+from lmpt.downstream.figures import BAG_OF_WORDS, GLUE_SCORE, SCRATCH, mean_of
 from lmpt.downstream.finetuning.finetune import check_settings, check_task, finetune
 from lmpt.downstream.finetuning.targets import Target
 from lmpt.downstream.finetuning.training import UNLABELLED
-from lmpt.downstream.glue_score import glue_score, task_metrics, task_score, write_server_file
+from lmpt.downstream.glue_score import SPLIT_PREFIXES, as_written, glue_score, write_server_file
 from lmpt.downstream.kinds.classification import Classification
 from lmpt.downstream.kinds.regression import Regression
 from lmpt.downstream.record import hand_record_path
@@ -40,8 +39,6 @@ GLUE = "glue"
 PRETRAINED = "pretrained"
 MODELS = (PRETRAINED, SCRATCH, BAG_OF_WORDS)
 """The models of the table: the run's, its untrained control, the bag-of-words floor."""
-SPLIT_PREFIXES = ("", "test_")
-"""The fine-tuning's prefixes of a task's first and second dev file (MNLI's matched and mismatched)."""
 
 
 def is_glue(task: str | None) -> bool:
@@ -105,10 +102,8 @@ def glue_run(run: str | Path, o: FinetuneOptions) -> dict:
         predicted = _predictions(job, kept[job.task.hf])
         gold = {name: [e.label for e in job.splits.labelled[name]] for name in job.task.dev_files}
         _write_json(folder / "dev" / f"{job.task.name}.json", {"task": job.task.name, "gold": gold, **predicted})
-        for model, runs in predicted.items():
-            per_seed = [task_metrics(job.task, gold, seed) for seed in runs]
-            figures = {k: statistics.fmean(s[k] for s in per_seed) for k in per_seed[0]}
-            models[model][job.task.hf] = {"figures": figures, "score": task_score(figures)}
+        for model, figures in _official(job.task, results[job.task.hf]).items():
+            models[model][job.task.hf] = figures
         _write_test_files(folder / "test", job, kept[job.task.hf])
     record = {
         "task": GLUE,
@@ -134,10 +129,16 @@ def glue_run(run: str | Path, o: FinetuneOptions) -> dict:
     return record
 
 
-def _as_written(job: GlueJob, values: list) -> list:
-    """Predictions as GLUE's files write labels (class names; STS-B's scores as numbers)."""
-    classes = job.labelled.classes
-    return [float(v) for v in values] if not classes else [classes[int(v)] for v in values]
+def _official(task: GlueTask, result: dict) -> dict[str, dict]:
+    """Each model's official figures and task score as its fine-tuning recorded them (lmpt.downstream.glue_score
+    .official_figures, per seed): the means over seeds of the run's model and its control, the floor's one fit."""
+    sections = {PRETRAINED: (result, mean_of), SCRATCH: (result.get(SCRATCH), mean_of)}
+    sections[BAG_OF_WORDS] = (result.get(BAG_OF_WORDS), lambda figure: figure)
+    return {
+        model: {"figures": {m: section[key(m)] for m in task.metrics}, "score": section[key(GLUE_SCORE)]}
+        for model, (section, key) in sections.items()
+        if section
+    }
 
 
 def _predictions(job: GlueJob, kept: dict) -> dict[str, list[dict[str, list]]]:
@@ -149,10 +150,12 @@ def _predictions(job: GlueJob, kept: dict) -> dict[str, list[dict[str, list]]]:
         if not found:
             continue
         if model == BAG_OF_WORDS:  # one fit: its predictions are lists, not [seeds, items] tensors
-            out[model] = [{names[p]: _as_written(job, found[p]) for p in names}]
+            out[model] = [{names[p]: as_written(found[p], job.labelled.classes) for p in names}]
         else:
             seeds = found[""].shape[0]
-            out[model] = [{names[p]: _as_written(job, found[p][s].tolist()) for p in names} for s in range(seeds)]
+            out[model] = [
+                {names[p]: as_written(found[p][s].tolist(), job.labelled.classes) for p in names} for s in range(seeds)
+            ]
     return out
 
 
@@ -165,7 +168,7 @@ def _write_test_files(folder: Path, job: GlueJob, kept: dict) -> None:
     """The first seed's predictions of each test file, as the GLUE server takes them."""
     if not job.splits.tests:
         return
-    predicted = _as_written(job, kept[PRETRAINED][UNLABELLED][0].tolist())
+    predicted = as_written(kept[PRETRAINED][UNLABELLED][0].tolist(), job.labelled.classes)
     start = 0
     for test, (indices, examples) in job.splits.tests.items():
         values = predicted[start : start + len(examples)]

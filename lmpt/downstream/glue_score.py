@@ -3,7 +3,9 @@ record, so anyone can compute them again): CoLA Matthews correlation; SST-2, QNL
 F1 of the positive class and accuracy; STS-B Pearson and Spearman correlation; MNLI accuracy on the matched and the
 mismatched dev sets (scikit-learn and scipy). A task's score is the mean of its figures; the GLUE score is the mean
 of the task scores, WNLI left out unless asked for (as BERT reported it: every model then scored at most its majority
-class). The test predictions are written as the GLUE server takes them: NAME.tsv, `index<TAB>prediction`."""
+class). The test predictions are written as the GLUE server takes them: NAME.tsv, `index<TAB>prediction`.
+`official_figures` gives one fine-tuning seed's figures and score from its predictions, so a GLUE task fine-tuned in a
+run (downstream.classification_tasks=[glue:NAME@DIR]) records and ranks by them as `task=glue` does."""
 
 from __future__ import annotations
 
@@ -12,10 +14,22 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from lmpt.downstream.tasks.glue import ACCURACY, F1, MCC, PEARSON, SPEARMAN, GlueTask
+from lmpt.downstream.figures import ACCURACY, F1, GLUE_SCORE, MCC, PEARSON, SPEARMAN
+from lmpt.downstream.tasks.glue import GlueTask
+from lmpt.downstream.tasks.task_files import Example
 from lmpt.safe_files import write_atomically
 
 WNLI = "wnli"
+SPLIT_PREFIXES = ("", "test_")
+"""A fine-tuning's figure prefixes of a task's first and second dev file (MNLI's matched and mismatched)."""
+SCORED_SPLITS = ("dev", "test")
+"""A fine-tuning's split names of a task's first and second dev file (lmpt.downstream.tasks.glue.GlueSplits)."""
+
+
+def as_written(values: Sequence[float], classes: Sequence[str]) -> list:
+    """Predictions as GLUE's files write labels: class names (class ids given), or STS-B's scores as numbers (no
+    classes)."""
+    return [float(v) for v in values] if not classes else [classes[int(v)] for v in values]
 
 
 def task_metrics(task: GlueTask, gold: dict[str, Sequence], predicted: dict[str, Sequence]) -> dict[str, float]:
@@ -43,6 +57,20 @@ def task_metrics(task: GlueTask, gold: dict[str, Sequence], predicted: dict[str,
                 name = task.dev_files[task.metrics.index(metric)]
                 figures[metric] = float(accuracy_score(list(gold[name]), list(predicted[name])))
     return figures
+
+
+def official_figures(
+    task: GlueTask, examples: dict[str, list[Example]], predicted: dict[str, Sequence[float]], classes: Sequence[str]
+) -> dict[str, float]:
+    """One model's official figures of `task` (`task_metrics`) and the task's score (GLUE_SCORE), from its predictions
+    by figure prefix ("" the first dev file, "test_" MNLI's mismatched one: as a fine-tuning scores them) against the
+    gold labels of `examples` (by split: "dev", "test"); `classes`: the class of each class id (none for STS-B)."""
+    files = dict(zip(SPLIT_PREFIXES, task.dev_files, strict=False))
+    splits = dict(zip(SPLIT_PREFIXES, SCORED_SPLITS, strict=True))
+    gold = {name: [e.label for e in examples[splits[prefix]]] for prefix, name in files.items()}
+    written = {name: as_written(predicted[prefix], classes) for prefix, name in files.items()}
+    figures = task_metrics(task, gold, written)
+    return {**figures, GLUE_SCORE: task_score(figures)}
 
 
 def task_score(figures: dict[str, float]) -> float:

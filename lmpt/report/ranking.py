@@ -15,14 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lmpt.downstream.figures import ACCURACY, ACCURACY_MEAN, ACCURACY_NORM, PEARSON_MEAN
+from lmpt.downstream.figures import ACCURACY, ACCURACY_MEAN, ACCURACY_NORM, GLUE_SCORE_MEAN, PEARSON_MEAN
 from lmpt.report.runs import RunSummary
 
 BITS_PER_TOKEN = "val_bits_per_token"  # lmpt.objectives.yardstick.BITS_PER_TOKEN: the report imports no torch
 
-DOWNSTREAM_PREFERENCE = (ACCURACY_MEAN, ACCURACY, ACCURACY_NORM, PEARSON_MEAN)
-"""Downstream figures a table may rank by, first found first; a regression's dev Pearson (STS-B) last, its seeds
-tested by Welch's t as any fine-tuned figure's."""
+DOWNSTREAM_PREFERENCE = (GLUE_SCORE_MEAN, ACCURACY_MEAN, ACCURACY, ACCURACY_NORM, PEARSON_MEAN)
+"""Downstream figures a table may rank by, first found first: a GLUE task's official score (its official figures'
+mean: MRPC's F1 and accuracy, STS-B's Pearson and Spearman ...), then a fine-tuned accuracy, a zero-shot one, and a
+regression's dev Pearson last; a fine-tuned figure's seeds tested by Welch's t."""
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,9 @@ def bits_ranking(evaluated: list[RunSummary]) -> Ranking | None:
 
 
 def downstream_figure(runs: list[RunSummary]) -> str | None:
-    """The downstream figure every completed run has: a fine-tuned accuracy (accuracy_mean) before a zero-shot one
-    (accuracy, then accuracy_norm), then a regression's Pearson (pearson_mean), tasks in name order; None when there
-    is none."""
+    """The downstream figure every completed run has: a GLUE task's official score (glue_score_mean), a fine-tuned
+    accuracy (accuracy_mean) before a zero-shot one (accuracy, then accuracy_norm), then a regression's Pearson
+    (pearson_mean), tasks in name order; None when there is none."""
     completed = [r for r in runs if r.status == "completed"]
     if not completed:
         return None

@@ -15,9 +15,12 @@ from lmpt.downstream.figures import (
     CHOICE_FIGURES,
     CLASSIFICATION_FIGURES,
     CONTROL_FIGURES,
+    GLUE_SCORE,
+    GLUE_SCORE_MEAN,
     REGRESSION_CONTROL_FIGURES,
     REGRESSION_FIGURES,
     metric_key,
+    std_of,
 )
 from lmpt.report.runs import read_run, read_status
 from lmpt.study.launch import refuse_another_run
@@ -30,6 +33,8 @@ TASK_FIGURES = (
     *CONTROL_FIGURES,
     *REGRESSION_FIGURES,
     *REGRESSION_CONTROL_FIGURES,
+    GLUE_SCORE_MEAN,
+    std_of(GLUE_SCORE),
     "n",
 )
 """What study.json keeps of each RUN/downstream/TASK.json (its headline figures; the file keeps the rest)."""

@@ -15,13 +15,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lmpt.downstream.figures import ACCURACY, ACCURACY_MEAN, EQUAL_LENGTH_ACCURACY, metric_key, task_figure
+from lmpt.downstream.figures import (
+    ACCURACY,
+    ACCURACY_MEAN,
+    EQUAL_LENGTH_ACCURACY,
+    GLUE_SCORE_MEAN,
+    PEARSON_MEAN,
+    metric_key,
+    task_figure,
+)
 from lmpt.report.ranking import Ranking
 from lmpt.report.runs import RunSummary
 from lmpt.report.significance import Significance, with_interval
 from lmpt.study.finals import FinalRun
 from lmpt.study.gains import GainTable, PooledGain, task_figures
 
+HEADLINES = (ACCURACY, GLUE_SCORE_MEAN, ACCURACY_MEAN, PEARSON_MEAN)
+"""A task's headline figure, first found first: zero-shot accuracy, a GLUE task's official score, a fine-tuned
+accuracy, a regression's Pearson."""
 SHORT_FIGURES = {ACCURACY: "", EQUAL_LENGTH_ACCURACY: ", equal-length pairs"}
 """A gain column's header after the task's name, by figure."""
 
@@ -156,11 +167,10 @@ def gains_table(gains: GainTable, rule: RankRule, budgets: Sequence[str]) -> lis
 
 
 def headline_keys(rows: Sequence[dict[str, Any]], first: str | None = None) -> list[str]:
-    """Per task the objectives' rows hold (`first` first, the rest by name), its headline figure: zero-shot accuracy,
-    else the fine-tuned mean."""
+    """Per task the objectives' rows hold (`first` first, the rest by name), its headline figure (HEADLINES)."""
     keys = {k for row in rows for k in row["downstream"]}
     tasks = sorted({task_figure(k).rsplit("/", 1)[0] for k in keys}, key=lambda task: (task != first, task))
-    found = [[metric_key(t, f) for f in (ACCURACY, ACCURACY_MEAN) if metric_key(t, f) in keys] for t in tasks]
+    found = [[metric_key(t, f) for f in HEADLINES if metric_key(t, f) in keys] for t in tasks]
     return [k[0] for k in found if k]
 
 

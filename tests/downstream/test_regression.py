@@ -183,3 +183,39 @@ def test_runs_with_only_a_regression_figure_rank_by_its_pearson(tmp_path: Path) 
     significance = neighbour_significance([runs[1], runs[0]], ranking)
     gap = welch_t(seeds["b"], seeds["a"])  # the gap of a regression figure: Welch's t over the seeds' Pearson
     assert significance is not None and significance.gaps[id(runs[1])].p == pytest.approx(gap)
+
+
+def test_a_regressions_control_is_fine_tuned_once_and_shared(run, folder, capsys, monkeypatch) -> None:
+    """As a classification's: the second fine-tuning with the same control reads it back (its per-item squared errors
+    kept as numbers), the same figures and gain bit for bit; an entry whose outcomes were cut short is named in one
+    line and fine-tuned again."""
+    from lmpt.downstream.finetuning import finetune as finetune_module
+    from lmpt.downstream.finetuning import shared_control
+    from lmpt.downstream.finetuning.control_entry import content_digest
+
+    monkeypatch.setenv("LMPT_CACHE_DIR", str(folder / "cache"))
+    argv = [str(run), "regression=true", *(f"data.{s}={folder / f'{s}.jsonl'}" for s in ("train", "dev", "test"))]
+    argv += ["seeds=2", "max_steps=2", "batch_size=16", "seq_len=32", "lr=null", "json=true"]
+
+    def fine_tuned() -> dict:
+        finetune_command(argv)
+        return json.loads(capsys.readouterr().out)
+
+    first = fine_tuned()
+    bodies: list = []
+    real_tune = finetune_module.tune
+    monkeypatch.setattr(finetune_module, "tune", lambda body, *a, **k: bodies.append(body) or real_tune(body, *a, **k))
+    second = fine_tuned()
+    assert len(bodies) == 1 and (first["scratch"]["shared"], second["scratch"]["shared"]) == (False, True)
+    assert {**first["scratch"], "shared": True} == second["scratch"] and first["gain"] == second["gain"]
+    entry = shared_control.controls_dir() / f"{first['scratch']['key']}.json"
+    stored = json.loads(entry.read_text())
+    assert all(isinstance(v, float) for row in stored["control"]["runs"]["correct"][""] for v in row)
+    stored["control"]["runs"]["correct"][""] = [row[:-1] for row in stored["control"]["runs"]["correct"][""]]
+    stored["digest"] = content_digest(stored["control"])
+    entry.write_text(json.dumps(stored))
+    finetune_command(argv)
+    shown = capsys.readouterr()
+    (line,) = shown.err.splitlines()
+    assert "has per-item outcomes [15, 15] for dev, where 2 list(s) of 16 numbers were stored" in line
+    assert json.loads(shown.out)["gain"] == first["gain"] and len(bodies) == 3

@@ -1,7 +1,9 @@
 """The codec of a shared control's cache entry (lmpt.downstream.finetuning.shared_control): a fine-tuned scratch control
 as JSON, with a digest of its own content. Reading one back checks the digest and every field's type and shape against
 the task it is read for, so an entry changed after it was stored, or one malformed (outcome strings of another length,
-a figure stored as a string), is refused with the reason instead of trusted or crashing the run."""
+a figure stored as a string), is refused with the reason instead of trusted or crashing the run. Per-item outcomes are
+kept as the target scores them: right/wrong as one '0'/'1' string a seed (classes), or one list of numbers a seed (a
+regression's negated squared errors), so a regression's control is shared as a classification's is."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import math
 import numpy as np
 import torch
 
-from lmpt.downstream.figures import ACCURACY
+from lmpt.downstream.finetuning.targets import CLASSES, Target
 from lmpt.downstream.finetuning.training import SeedRuns
 from lmpt.downstream.finetuning.tuning import Tuned
 from lmpt.downstream.significance import decode_outcomes, encode_outcomes
@@ -37,7 +39,7 @@ def content_digest(control: dict) -> str:
 def encode_entry(tuned: Tuned) -> dict:
     """`tuned` as an entry: {"digest": ..., "control": ...}."""
     runs = tuned.runs
-    correct = {split: [encode_outcomes(row) for row in rows.numpy()] for split, rows in runs.correct.items()}
+    correct = {split: [_encode_row(row) for row in rows.numpy()] for split, rows in runs.correct.items()}
     control = {
         "lr": tuned.lr,
         "pooling": tuned.pooling,
@@ -46,6 +48,11 @@ def encode_entry(tuned: Tuned) -> dict:
         "runs": {"per_seed": runs.per_seed, "correct": correct, "examples": runs.examples, "seconds": runs.seconds},
     }
     return {DIGEST: content_digest(control), CONTROL: control}
+
+
+def _encode_row(row: np.ndarray) -> str | list[float]:
+    """One seed's per-item outcomes: right/wrong as a '0'/'1' string, numbers (a regression's) as a list."""
+    return encode_outcomes(row) if row.dtype == np.bool_ else [float(v) for v in row]
 
 
 def _number(value: object, what: str) -> float:
@@ -66,7 +73,7 @@ def _typed(value: object, kind: type, what: str) -> object:
     return value
 
 
-def _per_seed(rows: object, shape: Shape) -> list[dict]:
+def _per_seed(rows: object, shape: Shape, headline: str) -> list[dict]:
     seeds = {n for n, _ in shape.values()}
     _typed(rows, list, "runs.per_seed")
     assert isinstance(rows, list)
@@ -75,7 +82,7 @@ def _per_seed(rows: object, shape: Shape) -> list[dict]:
     for i, row in enumerate(rows):
         _count(row.get("seed"), f"runs.per_seed[{i}].seed")
         for prefix in shape:
-            _number(row.get(prefix + ACCURACY), f"runs.per_seed[{i}].{prefix}{ACCURACY}")
+            _number(row.get(prefix + headline), f"runs.per_seed[{i}].{prefix}{headline}")
         for name, value in row.items():
             if value is not None:
                 _number(value, f"runs.per_seed[{i}].{name}")
@@ -84,7 +91,7 @@ def _per_seed(rows: object, shape: Shape) -> list[dict]:
     return rows
 
 
-def _search(search: object) -> dict | None:
+def _search(search: object, headline: str) -> dict | None:
     """A search record as the console describes it (lmpt-finetune's describe_search), or None (a fixed recipe)."""
     if search is None:
         return None
@@ -98,11 +105,23 @@ def _search(search: object) -> dict | None:
         _typed(candidate, dict, f"search.candidates[{i}]")
         _number(candidate.get("lr"), f"search.candidates[{i}].lr")
         _typed(candidate.get("pooling"), str, f"search.candidates[{i}].pooling")
-        _number(candidate.get(ACCURACY), f"search.candidates[{i}].{ACCURACY}")
+        _number(candidate.get(headline), f"search.candidates[{i}].{headline}")
     return search
 
 
-def _outcomes(correct: object, shape: Shape) -> dict[str, torch.Tensor]:
+def _number_rows(rows: list, seeds: int, items: int, split: str) -> torch.Tensor:
+    """A regression's outcomes: `seeds` lists of `items` finite numbers."""
+    if len(rows) != seeds or any(not isinstance(r, list) or len(r) != items for r in rows):
+        lengths = [len(r) if isinstance(r, list) else type(r).__name__ for r in rows]
+        raise EntryProblem(
+            f"has per-item outcomes {lengths} for {split or 'dev'}, where {seeds} list(s) of {items} numbers "
+            "were stored"
+        )
+    values = [[_number(v, f"runs.correct[{split!r}][{s}][{i}]") for i, v in enumerate(r)] for s, r in enumerate(rows)]
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def _outcomes(correct: object, shape: Shape, numbers: bool) -> dict[str, torch.Tensor]:
     _typed(correct, dict, "runs.correct")
     assert isinstance(correct, dict)
     if set(correct) != set(shape):
@@ -111,6 +130,9 @@ def _outcomes(correct: object, shape: Shape) -> dict[str, torch.Tensor]:
     for split, (seeds, items) in shape.items():
         rows = _typed(correct[split], list, f"runs.correct[{split!r}]")
         assert isinstance(rows, list)
+        if numbers:
+            decoded[split] = _number_rows(rows, seeds, items, split)
+            continue
         outcomes = [decode_outcomes(row) for row in rows]
         if len(rows) != seeds or any(o is None or o.size != items for o in outcomes):
             lengths = [len(r) if isinstance(r, str) else type(r).__name__ for r in rows]
@@ -122,9 +144,10 @@ def _outcomes(correct: object, shape: Shape) -> dict[str, torch.Tensor]:
     return decoded
 
 
-def decode_entry(entry: object, shape: Shape) -> tuple[Tuned, str]:
+def decode_entry(entry: object, shape: Shape, target: Target = CLASSES) -> tuple[Tuned, str]:
     """The control `entry` holds, and its digest; EntryProblem when its digest does not match its content or any
-    field has the wrong type or shape for a task of `shape`."""
+    field has the wrong type or shape for a task of `shape` predicting `target` (its headline figure in every seed
+    and search candidate; numbers as outcomes where its labels are numbers)."""
     _typed(entry, dict, "its content")
     assert isinstance(entry, dict)
     control, digest = entry.get(CONTROL), entry.get(DIGEST)
@@ -140,7 +163,10 @@ def decode_entry(entry: object, shape: Shape) -> tuple[Tuned, str]:
     assert isinstance(runs, dict)
     examples, seconds = _count(runs.get("examples"), "runs.examples"), _number(runs.get("seconds"), "runs.seconds")
     seed_runs = SeedRuns(
-        _per_seed(runs.get("per_seed"), shape), _outcomes(runs.get("correct"), shape), examples, seconds
+        _per_seed(runs.get("per_seed"), shape, target.headline),
+        _outcomes(runs.get("correct"), shape, target.numeric_labels),  # a target of numbers scores items by numbers
+        examples,
+        seconds,
     )
     pooling = _typed(control.get("pooling"), str, "pooling")
     tuned = Tuned(
@@ -148,6 +174,6 @@ def decode_entry(entry: object, shape: Shape) -> tuple[Tuned, str]:
         str(pooling),
         _count(control.get("steps"), "steps"),
         seed_runs,
-        _search(control.get("search")),
+        _search(control.get("search"), target.headline),
     )
     return tuned, digest

@@ -3,7 +3,9 @@ each run on dev (and test): accuracy, macro-F1 and, for two classes, Matthews co
 standard deviation over seeds with the per-seed figures. The recipe is searched on a slice of the training split
 (lr=search, lmpt.downstream.finetuning.recipe_search) unless fixed. With control=scratch the same architecture freshly
 initialised (lmpt.downstream.control) goes through the same search, seeds and data, a bag-of-words floor is fit, and
-the gain over the control carries a 95% interval paired over (seed, item) (lmpt.downstream.gain). Every input is
+the gain over the control carries a 95% interval paired over (seed, item) (lmpt.downstream.gain). A GLUE task (read
+from data.dir) adds its official figures and score to every seed's and the floor's (lmpt.downstream.glue_score), so a
+run's GLUE entry records and ranks by them as `task=glue` does. Every input is
 read and checked before any training, so a bad task file costs nothing and writes nothing. mode=probe computes the
 frozen body's pooled features once, standardises them with the training split's mean and std, and trains the head
 on them. `lmpt-finetune` keeps the result as a hand run's record (lmpt.downstream.finetune_cli)."""
@@ -22,6 +24,7 @@ from lmpt.downstream.figures import (
     ACCURACY,
     BAG_OF_WORDS,
     GAIN,
+    GLUE_METRICS,
     SCRATCH,
     mean_of,
 )
@@ -38,6 +41,8 @@ from lmpt.downstream.finetuning.shared_control import control_key, read_control,
 from lmpt.downstream.finetuning.targets import CLASSES, Target
 from lmpt.downstream.finetuning.tuning import Tuned, tune, tuning_work
 from lmpt.downstream.gain import paired_gain
+from lmpt.downstream.glue_score import SPLIT_PREFIXES, official_figures
+from lmpt.downstream.tasks.glue import GlueTask, glue_task
 from lmpt.downstream.tasks.labelled_task import LabelledTask, capped, read_labelled
 from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.downstream.tasks.task_files import Example
@@ -112,13 +117,16 @@ def finetune(
     device = trained.model.head_weight.device
     precision = pick_precision(OmegaConf.create({"precision": o.precision, "amp": o.amp}), device)
     bodies = {"pretrained": trained.model if o.mode == "probe" else copy.deepcopy(trained.model)}  # probe only reads
+    glue = glue_task(o.task or "", "task") if o.data.dir is not None else None  # a GLUE task: its official figures
     floor, key, shared = None, None, None
     if o.control == SCRATCH:
         scratch = scratch_model(trained)
-        key = control_key(scratch, task, o, space, precision.name, trained.tokenizer.special, trained.arch)
+        key = control_key(
+            scratch, task, o, space, precision.name, trained.tokenizer.special, trained.arch, glue is not None
+        )
         shape = {p: (o.seeds, len(s)) for p, s in (("", task.dev), ("test_", task.test)) if s is not None}
         # the same control fine-tuned for another run (objective, budget); its entry keeps no predictions
-        shared = read_control(key, shape, o.json) if target.shares_control and keep is None else None
+        shared = read_control(key, shape, target, o.json) if keep is None else None
         if shared is None:
             bodies[SCRATCH] = scratch
         floor_predictions: dict[str, list] = {}
@@ -131,20 +139,35 @@ def finetune(
             name: tune(body, task, o, space, precision, trained.tokenizer.special, trained.arch, bar, labels[name])
             for name, body in bodies.items()
         }
+    if glue is not None:  # before a control is stored: one read back carries them too
+        for t in tuned.values():
+            _add_official(glue, task, t)
+        if floor is not None:
+            floor |= official_figures(glue, task.examples, floor_predictions, task.classes)
     if keep is not None:
         keep.append({name: t.runs.predictions for name, t in tuned.items()})
         if floor is not None:
             keep[-1][BAG_OF_WORDS] = floor_predictions
     result = _figures(trained, o, task, seq_len, precision.name, tuned["pretrained"])
+    if glue is not None:
+        result[GLUE_METRICS] = list(glue.metrics)
     if floor is not None and key is not None:
         if shared is None:  # fine-tuned here: kept for the next run with the same control, where the cache may
-            stored = store_control(key, tuned[SCRATCH]) if target.shares_control else None
+            stored = store_control(key, tuned[SCRATCH])
         control, entry = shared or (tuned[SCRATCH], stored)
         result |= _control_figures(
             tuned["pretrained"], control, floor, int(trained.config.trainer.seed), target.gain_figure
         )
         result[SCRATCH] |= {"key": key, "shared": shared is not None, "entry_digest": entry}
     return result
+
+
+def _add_official(glue: GlueTask, task: Task, tuned: Tuned) -> None:
+    """Each seed's official figures of the GLUE task and its score, from the seed's predictions, into its figures."""
+    predictions = tuned.runs.predictions or {}
+    for i, row in enumerate(tuned.runs.per_seed):
+        predicted = {p: predictions[p][i].tolist() for p in SPLIT_PREFIXES if p in predictions}
+        row |= official_figures(glue, task.examples, predicted, task.classes)
 
 
 def _figures(trained: Trained, o: FinetuneOptions, task: Task, seq_len: int, precision: str, tuned: Tuned) -> dict:

@@ -24,6 +24,7 @@ from lmpt.console import warn
 from lmpt.downstream.finetuning.control_entry import DIGEST, EntryProblem, Shape, decode_entry, encode_entry
 from lmpt.downstream.finetuning.encoded_task import Task
 from lmpt.downstream.finetuning.recipe_search import RecipeSpace
+from lmpt.downstream.finetuning.targets import Target
 from lmpt.downstream.finetuning.tuning import Tuned
 from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.errors import LmptError
@@ -59,9 +60,11 @@ def control_key(
     precision: str,
     special: SpecialTokens,
     arch: str,
+    official: bool = False,
 ) -> str:
     """The digest of everything the control's fine-tuning reads: its weights, the task's token rows and labels, the
-    recipe (options and search space), the precision, the architecture, the special tokens, torch and lmpt's code."""
+    recipe (options and search space), the precision, the architecture, the special tokens, torch and lmpt's code;
+    `official`: its seeds carry a GLUE task's official figures (a control without them never stands in)."""
     digest = hashlib.sha256()
     for name, tensor in sorted(body.state_dict().items()):
         digest.update(name.encode() + str(tensor.dtype).encode() + str(tuple(tensor.shape)).encode())
@@ -84,6 +87,7 @@ def control_key(
         "special": dataclasses.asdict(special),
         "torch": torch.__version__,
         "code": code_digest(),
+        "official": official,
     }
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:32]
@@ -95,9 +99,10 @@ def controls_dir() -> Path:
     return default_cache_root(None) / CONTROLS_DIR
 
 
-def read_control(key: str, shape: Shape, hidden: bool = False) -> tuple[Tuned, str] | None:
+def read_control(key: str, shape: Shape, target: Target, hidden: bool = False) -> tuple[Tuned, str] | None:
     """The control stored under `key` and its content digest, or None: none stored, or an entry that cannot be
-    trusted (its content changed since it was stored, or malformed for a task of `shape`), which one line names
+    trusted (its content changed since it was stored, or malformed for a task of `shape` predicting `target`
+    (control_entry.decode_entry)), which one line names
     before the control is fine-tuned again (and the entry replaced): a console warning, or with `hidden` (json=true:
     stdout holds the JSON alone) a line on stderr."""
     path = controls_dir() / f"{key}.json"
@@ -106,7 +111,7 @@ def read_control(key: str, shape: Shape, hidden: bool = False) -> tuple[Tuned, s
     except OSError:
         return None  # none stored (or unreadable as a file): the control is fine-tuned, nothing more to say
     try:
-        return decode_entry(json.loads(text), shape)
+        return decode_entry(json.loads(text), shape, target)
     except (ValueError, RecursionError) as exc:  # EntryProblem is a ValueError, as is JSON that does not parse
         reason = str(exc) if isinstance(exc, EntryProblem) else "is not JSON"
         said = f"the shared control {path} {reason}: fine-tuning the control again in its place"

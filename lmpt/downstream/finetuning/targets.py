@@ -27,9 +27,6 @@ class Target:
     """The figure the recipe search picks by (higher is better) and the table leads with."""
     gain_figure: ClassVar[str] = ACCURACY
     """The figure the gain over the untrained control is of (`gain.FIGURE`, lmpt.downstream.gain)."""
-    shares_control: ClassVar[bool] = True
-    """Whether a scratch control may be read back from the shared cache (lmpt.downstream.finetuning.shared_control),
-    whose entry keeps right/wrong outcomes only."""
     floor_method: ClassVar[str] = "tf-idf + logistic regression"
 
     def outputs(self, classes: list[str]) -> int:

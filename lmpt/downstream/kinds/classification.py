@@ -66,4 +66,4 @@ class Classification(FineTunedKind):
             figures[SCRATCH_ACCURACY_MEAN] = result[SCRATCH][mean_of(ACCURACY)]
             figures[ACCURACY_GAIN] = result[GAIN][ACCURACY]["gain"]
             figures[BOW_ACCURACY] = result[BAG_OF_WORDS][ACCURACY]
-        return figures
+        return figures | cls.official_logged(result)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lmpt.data.readers.jsonl import jsonl_records
+from lmpt.downstream.figures import BAG_OF_WORDS, GLUE_METRICS, GLUE_SCORE, GLUE_SCORE_MEAN, SCRATCH, mean_of, std_of
 from lmpt.downstream.kinds.base import TaskKind
 from lmpt.downstream.tasks.glue import glue_examples, is_entry, parse_entry
 from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
@@ -105,6 +106,21 @@ class FineTunedKind(TaskKind):
     def logged(cls, result: dict) -> dict[str, float]:
         """What a fine-tuning logs to metrics.jsonl after training."""
         raise NotImplementedError
+
+    @classmethod
+    def official_logged(cls, result: dict) -> dict[str, float]:
+        """A GLUE task's official figures (means over seeds: f1_mean, mcc_mean, matched_accuracy_mean ...), its
+        score's mean and std (glue_score_mean ranks runs) and, with a scratch control, the control's and the floor's
+        score; nothing for a task that is not GLUE's."""
+        metrics = result.get(GLUE_METRICS) or []
+        if not metrics:
+            return {}
+        figures = {mean_of(m): result.get(mean_of(m)) for m in (*metrics, GLUE_SCORE)}
+        figures[std_of(GLUE_SCORE)] = result.get(std_of(GLUE_SCORE))
+        if result.get("control") == SCRATCH:
+            figures[f"{SCRATCH}_{GLUE_SCORE_MEAN}"] = result[SCRATCH].get(GLUE_SCORE_MEAN)
+            figures[f"bow_{GLUE_SCORE}"] = result[BAG_OF_WORDS].get(GLUE_SCORE)
+        return {k: v for k, v in figures.items() if v is not None}  # a std over one seed is not logged
 
 
 def _record_texts(path: Path) -> Iterator[str]:

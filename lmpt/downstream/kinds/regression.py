@@ -107,7 +107,6 @@ def _number_target() -> Target:
         numeric_labels: ClassVar[bool] = True
         headline: ClassVar[str] = PEARSON
         gain_figure: ClassVar[str] = MSE
-        shares_control: ClassVar[bool] = False  # the shared cache keeps right/wrong outcomes only
 
         def outputs(self, classes: list[str]) -> int:
             return 1
@@ -177,4 +176,4 @@ class Regression(FineTunedKind):
             figures[f"{SCRATCH}_{PEARSON_MEAN}"] = result[SCRATCH][mean_of(PEARSON)]
             figures[MSE_GAIN] = result[GAIN][MSE]["gain"]
             figures[f"bow_{PEARSON}"] = result[BAG_OF_WORDS][PEARSON]
-        return figures
+        return figures | cls.official_logged(result)

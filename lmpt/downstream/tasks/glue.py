@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmpt.downstream.figures import ACCURACY, F1, MCC, PEARSON, SPEARMAN
 from lmpt.downstream.tasks.task_files import MAX_ROW_CHARS, Example, number_label
 from lmpt.errors import LmptError
 
@@ -60,7 +61,6 @@ class GlueTask:
         return tuple(c for c in (self.text, self.pair, self.label) if c is not None)
 
 
-MCC, ACCURACY, F1, PEARSON, SPEARMAN = "mcc", "accuracy", "f1", "pearson", "spearman"
 MATCHED, MISMATCHED = "matched_accuracy", "mismatched_accuracy"
 _BINARY, _NLI2 = ("0", "1"), ("entailment", "not_entailment")
 _PAIR_TEST = ("index", "sentence1", "sentence2")
