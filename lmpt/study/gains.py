@@ -5,7 +5,8 @@
   [seeds, items] and the gain's 95% interval drawn by the two-way bootstrap over (seed, item) of
   lmpt.downstream.gain; on minimal pairs also on the pairs of equal token length.
 - Fine-tuned (no per-item outcomes kept across fine-tuning seeds): the mean of the runs' gains with Student's t
-  interval over the pre-training seeds (one seed: that run's own paired interval).
+  interval over the pre-training seeds (one seed: that run's own paired interval); the gain of accuracy, or of a
+  regression's the drop in squared error (`mse`).
 
 `verdict` then says, per task, at which budget the best objective's gain is told apart from 0, or, when it is at
 none of the budgets measured, the budget at which it would be: the gain's straight line in log budget through the
@@ -23,10 +24,11 @@ from lmpt.config.budget import parse_budget
 from lmpt.downstream.codec import TaskRecord, task_record
 from lmpt.downstream.figures import (
     ACCURACY,
-    ACCURACY_GAIN,
-    ACCURACY_MEAN,
     EQUAL_LENGTH_ACCURACY,
+    GAIN,
+    MSE,
     SCRATCH_ACCURACY,
+    mean_of,
     metric_key,
 )
 from lmpt.downstream.gain import paired_gain
@@ -47,7 +49,11 @@ class GainTable(dict[str, dict[str, dict[str, dict[str, "PooledGain"]]]]):
         self.flagged: list[str] = []
 
 
-FIGURE_WORDS = {ACCURACY: "accuracy", EQUAL_LENGTH_ACCURACY: "pairs of equal token length"}
+FIGURE_WORDS = {
+    ACCURACY: "accuracy",
+    EQUAL_LENGTH_ACCURACY: "pairs of equal token length",
+    MSE: "drop in squared error",
+}
 
 
 @dataclass(frozen=True)
@@ -106,17 +112,23 @@ def _zero_shot_record(record: TaskRecord) -> bool:
     return items_key(ACCURACY) in record.given
 
 
+def gain_figure(record: TaskRecord) -> str:
+    """The figure whose gain over the control a record keeps: a regression's squared error, else accuracy."""
+    return MSE if record.gain(ACCURACY) is None and record.gain(MSE) is not None else ACCURACY
+
+
 def _mismatch(run: FinalRun, task: str, record: TaskRecord) -> str:
     """What in `record` differs from the figures `run` logged for `task` (each compared where both hold it), or "".
     The figures pooled are the record's per-item outcomes (zero-shot) or gains (fine-tuned): they must be the ones
     the run's own scoring logged."""
-    gain = record.gain(ACCURACY)
-    held = {ACCURACY_GAIN: gain.gain if gain is not None else None}
+    figure = gain_figure(record)
+    gain = record.gain(figure)
+    held = {f"{figure}_{GAIN}": gain.gain if gain is not None else None}
     if _zero_shot_record(record):
         held[ACCURACY] = _mean(record.items(ACCURACY))
         held[SCRATCH_ACCURACY] = _mean(record.control.items(ACCURACY) if record.control is not None else None)
     else:
-        held[ACCURACY_MEAN] = record.figure(ACCURACY_MEAN)
+        held[mean_of(figure)] = record.figure(mean_of(figure))
     for figure, value in held.items():
         logged = run.downstream.get(metric_key(task, figure))
         if logged is not None and (value is None or not math.isclose(value, logged, abs_tol=1e-9)):
@@ -150,9 +162,10 @@ def _zero_shot(records: list[TaskRecord], figure: str) -> PooledGain | None:
     return PooledGain(result["gain"], low, high, len(rows), "two-way bootstrap over (seed, item)")
 
 
-def _fine_tuned(records: list[TaskRecord]) -> PooledGain | None:
-    """The runs' fine-tuned gains: their mean, t interval over the pre-training seeds (one seed: its own)."""
-    entries = [r.gain(ACCURACY) for r in records]
+def _fine_tuned(records: list[TaskRecord], figure: str = ACCURACY) -> PooledGain | None:
+    """The runs' fine-tuned gains of `figure`: their mean, t interval over the pre-training seeds (one seed: its
+    own)."""
+    entries = [r.gain(figure) for r in records]
     if not all(e is not None and e.gain is not None for e in entries):
         return None
     gains = [float(e.gain) for e in entries]  # type: ignore[union-attr,arg-type]
@@ -176,7 +189,8 @@ def pooled_gains(runs: list[FinalRun], task: str, flagged: list[str] | None = No
     if all(_zero_shot_record(r) for r in found):  # zero-shot: per-item outcomes kept
         gains = {figure: _zero_shot(found, figure) for figure in FIGURES}
     else:
-        gains = {ACCURACY: _fine_tuned(found)}
+        figure = gain_figure(found[0])
+        gains = {figure: _fine_tuned(found, figure)}
     return {figure: g for figure, g in gains.items() if g is not None}
 
 

@@ -5,6 +5,7 @@ the best objective's gain is significant, or where a line in log budget says it 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +58,22 @@ def test_fine_tuned_gains_are_a_t_interval_over_the_pre_training_seeds(tmp_path:
     assert gain.gain == pytest.approx(0.04) and gain.method == "t over pre-training seeds"
     assert gain.low == pytest.approx(0.04 - 4.303 * 0.02 / 3**0.5, abs=1e-3) and not gain.significant
     assert pooled_gains(runs[:1], "pairs")["accuracy"].low == pytest.approx(0.01)  # one seed: its own interval
+
+
+def test_a_regressions_gain_is_the_drop_in_squared_error_pooled_over_seeds(tmp_path: Path) -> None:
+    """STS-B's record keeps the gain of its squared error (gain.mse), not of accuracy: pooled as any fine-tuned gain,
+    each record checked against the mse_gain its run logged."""
+    runs = []
+    for s, g in enumerate([0.2, 0.4, 0.6]):
+        record = {"mse_mean": 1.0 - g, "gain": {"mse": {"gain": g, "interval": [g - 0.05, g + 0.05]}}}
+        run = _run(tmp_path, "mlm", s, "1e12flops", record)
+        runs.append(replace(run, downstream={"downstream/pairs/mse_gain": g}))
+    gains = pooled_gains(runs, "pairs")
+    assert set(gains) == {"mse"} and gains["mse"].gain == pytest.approx(0.4) and gains["mse"].seeds == 3
+    assert "drop in squared error" in verdict({"1e12flops": {"mlm": {"pairs": gains}}}, "pairs", "mse")
+    flagged: list[str] = []
+    wrong = replace(runs[0], downstream={"downstream/pairs/mse_gain": 0.9})
+    assert pooled_gains([wrong, *runs[1:]], "pairs", flagged) == {} and "mse_gain 0.2000" in flagged[0]
 
 
 def test_a_run_without_a_control_gives_no_pooled_gain(tmp_path: Path) -> None:
