@@ -9,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 from composed import composed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,3 +60,53 @@ def test_a_recipe_is_trained_and_scored_on_every_held_out_byte(tmp_path: Path) -
     assert math.isclose(run["bpb"], run["heldout_loss"] * run["scored_tokens"] / math.log(2) / held_bytes, rel_tol=1e-6)
     assert 2 < run["bpb"] < 8 and run["last_loss"] < run["first_loss"]
     assert "reaches first's bpb" in result.stdout and "short" in result.stdout
+
+
+def test_nanogpts_files_hold_the_same_cut(tmp_path: Path) -> None:
+    """nanoGPT trains on lmpt's training text and is scored on its held-out text: the same cut, one id a character."""
+    train, held = time_to_quality.split_corpus(tmp_path)
+    time_to_quality.nanogpt_data(train, held, tmp_path / "data")
+    chars = sorted(set(train.read_text() + held.read_text()))
+    for name, source in (("train.bin", train), ("val.bin", held)):
+        ids = np.fromfile(tmp_path / "data" / name, dtype=np.uint16)
+        assert "".join(chars[i] for i in ids) == source.read_text()
+
+
+FAKE_NANOGPT_MODEL = """
+from dataclasses import dataclass
+import torch
+
+@dataclass
+class GPTConfig:
+    block_size: int = 16
+    vocab_size: int = 7
+
+class GPT(torch.nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config, self.bias = config, torch.nn.Parameter(torch.zeros(config.vocab_size))
+    def forward(self, idx, targets=None):
+        assert idx.shape[1] <= self.config.block_size
+        return self.bias.expand(*idx.shape, self.config.vocab_size), None
+"""
+
+
+@pytest.mark.parametrize("length", [10, 17, 150, 161])
+def test_nanogpts_checkpoint_scores_every_held_out_character_once(tmp_path: Path, length: int) -> None:
+    """A stand-in nanoGPT model with uniform logits over 7 ids: the total is exactly (characters - 1) x ln 7 for
+    any length, so no character is scored twice or skipped, and no window exceeds the block size."""
+    (tmp_path / "model.py").write_text(FAKE_NANOGPT_MODEL)
+    (tmp_path / "out-shakespeare-char").mkdir()
+    model_args = {"block_size": 16, "vocab_size": 7}
+    state = {"_orig_mod.bias": torch.zeros(7)}  # as a compiled nanoGPT saves it
+    torch.save({"model_args": model_args, "model": state}, tmp_path / "out-shakespeare-char" / "ckpt.pt")
+    ids = [i % 7 for i in range(length)]
+    nats = time_to_quality.nanogpt_heldout_nats(tmp_path, ids)
+    assert math.isclose(nats, (length - 1) * math.log(7), rel_tol=1e-6)
+
+
+def test_a_folder_that_is_not_a_nanogpt_checkout_is_refused(tmp_path: Path) -> None:
+    command = [sys.executable, str(REPO / "scripts" / "time_to_quality.py"), "--nanogpt", str(tmp_path)]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "is not a nanoGPT checkout" in lines[0], result.stderr
