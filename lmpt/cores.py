@@ -16,6 +16,22 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def core_groups(cores: list[int], n: int) -> list[list[int]]:
+    """`cores` split into `n` contiguous groups as even as they can be (the first groups one larger)."""
+    size, extra = divmod(len(cores), n)
+    groups, start = [], 0
+    for i in range(n):
+        end = start + size + (i < extra)
+        groups.append(cores[start:end])
+        start = end
+    return groups
+
+
+def describe_cores(cores: list[int]) -> str:
+    """A contiguous group of cores in words: "core 3", "cores 0-3"."""
+    return f"core {cores[0]}" if len(cores) == 1 else f"cores {cores[0]}-{cores[-1]}"
+
+
 def _cpu_jiffies(cpus: set[int]) -> tuple[int, int]:
     """(busy, total) clock ticks of `cpus` since boot, summed, from /proc/stat."""
     busy = total = 0

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmpt.cores import usable_cores
+from lmpt.cores import core_groups, describe_cores, usable_cores
 from lmpt.errors import LmptError
 from lmpt.train.threads import FORCE_VAR
 
@@ -53,21 +53,6 @@ def visible_gpus(env: Mapping[str, str] | None = None) -> list[str]:
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     names = [n.strip() for n in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if n.strip()]
     return names[:count] if names else [str(i) for i in range(count)]
-
-
-def core_groups(cores: list[int], n: int) -> list[list[int]]:
-    """`cores` split into `n` contiguous groups as even as they can be (the first groups one larger)."""
-    size, extra = divmod(len(cores), n)
-    groups, start = [], 0
-    for i in range(n):
-        end = start + size + (i < extra)
-        groups.append(cores[start:end])
-        start = end
-    return groups
-
-
-def _span(cores: list[int]) -> str:
-    return f"core {cores[0]}" if len(cores) == 1 else f"cores {cores[0]}-{cores[-1]}"
 
 
 def _count(value: Any, most: int, what: str) -> int:
@@ -113,7 +98,7 @@ def plan_slots(study: Any, cores: Callable[[], list[int]] | None = None) -> list
     n = _count(study.slots, len(mine), f"the {len(mine)} core(s) this process may run on")
     if n == 1:  # the serial study: each run takes its threads as lmpt alone does
         return [Slot("serial")]
-    return [Slot(_span(g), {FORCE_VAR: str(len(g))}, frozenset(g)) for g in core_groups(mine, n)]
+    return [Slot(describe_cores(g), {FORCE_VAR: str(len(g))}, frozenset(g)) for g in core_groups(mine, n)]
 
 
 def _affinity() -> list[int]:

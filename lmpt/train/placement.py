@@ -1,8 +1,10 @@
 """Where a job trains: its device and precision, its CPU threads (lmpt.train.threads: its slot's, or the cores free
-of other work), and which GPU a sweep job runs on when several jobs share one machine (hydra/launcher=parallel)."""
+of other work), and which GPU, or which group of cores, a sweep job runs on when several jobs share one machine
+(hydra/launcher=parallel)."""
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import os
 import tempfile
@@ -13,6 +15,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 from lmpt.config.schema import TrainerConfig
+from lmpt.cores import core_groups, describe_cores
 from lmpt.train.distributed import Distributed, rank_device
 from lmpt.train.precision import Precision, pick_device, pick_precision
 from lmpt.train.threads import Threads, take_threads
@@ -22,40 +25,71 @@ CUBLAS_WORKSPACE = ":4096:8"
 matmul without it (or ":16:8")."""
 
 _held: list[IO] = []  # open lock files: the claim lasts as long as the job's process holds them
+_sweep_cores: list[int] = []  # the cores a sweep's worker process started with, before any job pinned it
+
+
+def _claim(name: str) -> bool:
+    """Lock `name` for this process unless another process on the machine holds it."""
+    lock = open(os.path.join(tempfile.gettempdir(), f"lmpt-{name}.lock"), "w")  # noqa: SIM115
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return False
+    _held.append(lock)
+    return True
 
 
 def claim_free_gpu() -> int | None:
     """The first GPU no other job on this machine holds, locked for the rest of this process; None if all are
     taken or there is none. Locks are released by the OS when the process ends, however it ends."""
-    for index in range(torch.cuda.device_count()):
-        lock = open(os.path.join(tempfile.gettempdir(), f"lmpt-gpu-{index}.lock"), "w")  # noqa: SIM115
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.close()
-            continue
-        _held.append(lock)
-        return index
+    return next((index for index in range(torch.cuda.device_count()) if _claim(f"gpu-{index}")), None)
+
+
+def claim_free_cores(jobs: int) -> list[int] | None:
+    """A group of cores no other job of a parallel sweep holds (the worker's cores split into `jobs` groups), this
+    process pinned to it so that its threads are the group's; None if every group is held (the job then runs where
+    it is, its threads the cores free of other work)."""
+    if not _sweep_cores:
+        _sweep_cores.extend(sorted(os.sched_getaffinity(0)))
+    for group in core_groups(_sweep_cores, min(jobs, len(_sweep_cores))):
+        if _claim(f"cores-{group[0]}-{group[-1]}"):
+            os.sched_setaffinity(0, group)
+            return group
     return None
 
 
-def release_gpus() -> None:
+def release_claims() -> None:
+    """Give back the GPU or the cores this job claimed, and the worker's own cores, for the next job it runs."""
     while _held:
         _held.pop().close()
+    if _sweep_cores:
+        os.sched_setaffinity(0, _sweep_cores)
 
 
-def sweeping_in_parallel() -> bool:
+def parallel_sweep_jobs() -> int:
+    """How many jobs of this sweep run at once on this machine (hydra/launcher=parallel's n_jobs); 1 otherwise."""
+    if not HydraConfig.initialized():  # called outside a Hydra app (a test, a notebook): no sweep
+        return 1
     hydra = HydraConfig.get()
-    return hydra.mode == RunMode.MULTIRUN and "Joblib" in str(hydra.launcher.get("_target_", ""))
+    if hydra.mode != RunMode.MULTIRUN or "Joblib" not in str(hydra.launcher.get("_target_", "")):
+        return 1
+    jobs = int(hydra.launcher.get("n_jobs") or 1)
+    return jobs if jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + jobs)  # joblib's -1: every core
 
 
 def place_job(trainer: TrainerConfig, ctx: Distributed) -> tuple[torch.device, Precision, Threads]:
-    """The device this rank trains on (`trainer.device`; a GPU of its own for each job of a parallel sweep), the
-    precision there, the intra-op threads it took (set before anything is measured or built), and PyTorch's
-    deterministic mode as `trainer.deterministic` asks."""
-    threads = take_threads()  # first: the matmul peak and every kernel after it run with the slot's threads
+    """The device this rank trains on (`trainer.device`; a GPU of its own for each job of a parallel sweep, or on a
+    CPU a group of cores of its own when the sweep runs several jobs at once), the precision there, the intra-op
+    threads it took (set before anything is measured or built), and PyTorch's deterministic mode as
+    `trainer.deterministic` asks."""
     device = rank_device(pick_device(trainer.device), ctx)
-    if device.type == "cuda" and not ctx.enabled and sweeping_in_parallel():
+    jobs = parallel_sweep_jobs() if not ctx.enabled else 1
+    cores = claim_free_cores(jobs) if device.type == "cpu" and jobs > 1 else None  # before the threads: the group's
+    threads = take_threads()  # before the matmul peak and every kernel after it: they run with the slot's threads
+    if cores is not None:
+        threads = dataclasses.replace(threads, why=f"{describe_cores(cores)}, one of {jobs} parallel sweep jobs")
+    if device.type == "cuda" and jobs > 1:
         index = claim_free_gpu()  # jobs running side by side each take a GPU of their own
         if index is not None:
             device = torch.device("cuda", index)

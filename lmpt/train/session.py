@@ -17,7 +17,7 @@ from lmpt.rundir.directory import discard_if_fresh
 from lmpt.rundir.lock import release_run_dirs
 from lmpt.rundir.log import close_run_log
 from lmpt.train.distributed import Distributed, init_distributed
-from lmpt.train.placement import release_gpus
+from lmpt.train.placement import release_claims
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,6 @@ def training_session(strategy: str) -> Iterator[Session]:
         raise
     finally:
         close_run_log()
-        release_gpus()
+        release_claims()
         release_run_dirs()
     ctx.close()

@@ -21,10 +21,11 @@ from runner import lmpt_env
 from safetensors.torch import load_file
 from test_study import STUDY, run_study
 
+from lmpt.cores import core_groups
 from lmpt.errors import LmptError
 from lmpt.study.launch import left_runs, write_running
 from lmpt.study.pool import Launch, LocalPool
-from lmpt.study.slots import GPUS_VAR, core_groups, plan_slots
+from lmpt.study.slots import GPUS_VAR, plan_slots
 
 _TRAIN = Path(__file__).resolve().parents[1] / "train"
 if str(_TRAIN) not in sys.path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -40,9 +41,9 @@ def test_each_job_claims_a_gpu_no_other_job_holds(monkeypatch, tmp_path: Path) -
         assert placement.claim_free_gpu() == 1  # free again: that process ended, releasing its lock
         assert placement.claim_free_gpu() is None  # both held here
     finally:
-        placement.release_gpus()
+        placement.release_claims()
     assert placement.claim_free_gpu() == 0
-    placement.release_gpus()
+    placement.release_claims()
 
 
 def test_parallel_launcher_falls_back_to_one_job_at_a_time_on_cpu(tmp_path: Path) -> None:
@@ -62,6 +63,33 @@ def test_parallel_launcher_falls_back_to_one_job_at_a_time_on_cpu(tmp_path: Path
     recorded = (sweep / "multirun.yaml").read_text()
     assert "JoblibLauncher" in recorded and "n_jobs: ${lmpt.gpu_count:}" in recorded
     assert gpu_count() == 1  # no GPU here: one job at a time
+
+
+def test_parallel_jobs_on_a_cpu_each_take_a_group_of_cores_of_their_own(tmp_path: Path) -> None:
+    """hydra.launcher.n_jobs=2 on a CPU: the two jobs run at once, each pinned to a group of cores no other job
+    holds and taking its threads from it (the start line names the group), as the study's slots do."""
+    result = run_lmpt(
+        "-m",
+        "hydra/launcher=parallel",
+        "hydra.launcher.n_jobs=2",
+        *SMALL,
+        "trainer.max_steps=2",
+        "trainer.sample_tokens=0",
+        "optimizer.lr=1e-3,3e-4",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    (sweep,) = (tmp_path / "multirun").glob("*/*")
+    starts = [
+        next(
+            line
+            for line in (sweep / j / "lmpt.log").read_text().splitlines()
+            if " threads" in line or " thread " in line
+        )
+        for j in "01"
+    ]
+    groups = sorted(re.search(r"\((cores? [0-9-]+), one of 2 parallel sweep jobs\)", line).group(1) for line in starts)
+    assert len(set(groups)) == 2, groups  # held at once, so each job had a group the other did not
 
 
 def test_slurm_launcher_composes(tmp_path: Path) -> None:
