@@ -7,7 +7,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -37,34 +37,52 @@ from lmpt.train.state import LoopState
 from lmpt.train.work import Work, add_step
 
 
+@dataclass(frozen=True)
+class StepParts:
+    """What each optimizer step uses: the model and its objective, optimizer, schedule and precision."""
+
+    model: LanguageModel
+    objective: Objective
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    precision: Precision
+    forward: Callable[[Batch], ModelOutput] | None = None
+    """The DDP/FSDP wrapper when distributed (None: `model` itself); state dicts always come from `model`."""
+
+
+@dataclass(frozen=True)
+class Recorders:
+    """Where the loop writes what it did: checkpoints, metrics.jsonl, the console, and optionally RUN/best and
+    downstream curve points."""
+
+    store: CheckpointStore
+    metrics: MetricsLog
+    display: Display
+    best: BestKeeper | None = None
+    """None: no RUN/best (the run never evaluates before its end, or trainer.keep_best=false)."""
+    curves: CurveScorer | None = None
+    """None: no curve points (downstream.score_every=0)."""
+
+
 class TrainLoop:
     def __init__(
         self,
         trainer: TrainerConfig,
         record: dict,
-        model: LanguageModel,
-        objective: Objective,
-        optimizer: torch.optim.Optimizer,
-        scheduler: torch.optim.lr_scheduler.LRScheduler,
-        precision: Precision,
-        store: CheckpointStore,
-        metrics: MetricsLog,
-        display: Display,
-        forward: Callable[[Batch], ModelOutput] | None = None,
+        parts: StepParts,
+        recorders: Recorders,
         ctx: Distributed | None = None,
         length: RunLength | None = None,
-        best: BestKeeper | None = None,
-        curves: CurveScorer | None = None,
     ) -> None:
         self.t = trainer
         self.record = record  # the run's whole config as plain data: each checkpoint carries it
+        model, objective, precision = parts.model, parts.objective, parts.precision
         self.model, self.objective = model, objective
-        # the DDP/FSDP wrapper when distributed; state dicts always come from `model` (no `module.` prefix)
-        self.forward = model if forward is None else forward
-        self.optimizer, self.scheduler = optimizer, scheduler
+        self.forward = model if parts.forward is None else parts.forward
+        self.optimizer, self.scheduler = parts.optimizer, parts.scheduler
         self.precision, self.device = precision, precision.device
         self.scaler = precision.grad_scaler()
-        self.store, self.metrics, self.display = store, metrics, display
+        self.store, self.metrics, self.display = recorders.store, recorders.metrics, recorders.display
         self.ctx = ctx or Distributed()
         self.length = length or RunLength(self.t.max_steps)
         self.work = self.length.work  # restored in place on resume
@@ -74,8 +92,7 @@ class TrainLoop:
         self.peak_flops, self.peak_source = peak_flops(self.device, precision.dtype or torch.float32)
         say_if_busy(self.device, precision.dtype or torch.float32)  # a run that trains says it; planning does not
         self.evaluate = Evaluator(model, self.forward, objective, precision, self.ctx)
-        self.best = best  # None: no RUN/best (the run never evaluates before its end, or trainer.keep_best=false)
-        self.curves = curves  # None: no curve points (downstream.score_every=0)
+        self.best, self.curves = recorders.best, recorders.curves
 
     # -- state ------------------------------------------------------------------------------------
     def _rank_state(self) -> dict:

@@ -21,7 +21,7 @@ from lmpt.train.distributed import agree_on_run_dir, full_model_state, paralleli
 from lmpt.train.epochs import report_exposure, run_exposure
 from lmpt.train.init_from import check_tokenizer, load_origin, stage_record
 from lmpt.train.inputs import InputsCheck, fresh_model, prepare_inputs, sample_windows
-from lmpt.train.loop import CurveScorer, TrainLoop
+from lmpt.train.loop import CurveScorer, Recorders, StepParts, TrainLoop
 from lmpt.train.metrics import MetricsLog
 from lmpt.train.optim import build_optimizer, build_scheduler
 from lmpt.train.placement import place_job
@@ -119,23 +119,15 @@ def run_training(
     scheduler = build_scheduler(spec.scheduler, optimizer, length.max_steps, length.position)
     keeps_best = t.keep_best and t.eval_every > 0  # with eval_every=0 the one evaluation is the last step's
     best = BestKeeper(run.path, model, t.strategy, objective.arch, model_vocab, ctx) if keeps_best else None
-    loop = TrainLoop(
-        t,
-        spec.record,
-        model,
-        objective,
-        optimizer,
-        scheduler,
-        precision,
+    recorders = Recorders(
         run.checkpoint_store(t.keep_last),
         MetricsLog(run.path / rundir.METRICS_FILE),
         make_display(t.progress, length.max_steps, length),
-        forward=forward,
-        ctx=ctx,
-        length=length,
-        best=best,
-        curves=curves,
+        best,
+        curves,
     )
+    parts = StepParts(model, objective, optimizer, scheduler, precision, forward)
+    loop = TrainLoop(t, spec.record, parts, recorders, ctx, length)
     if ctx.is_main:
         loop.store.remove_leftovers()
     if run.resume_from is not None:
