@@ -108,3 +108,14 @@ def test_a_run_without_its_record_is_refused(script, tmp_path: Path) -> None:
     _record(runs / "clm", "20260101-000000", rte=0.55, scratch=0.5)
     with pytest.raises(SystemExit, match="no GLUE record of mlm"):
         script.generated(_args(runs), ["clm", "mlm"])
+
+
+def test_a_regression_gain_is_its_pearson_not_the_squared_error(script) -> None:
+    """STS-B's record holds its paired interval on the squared error: the table shows the Pearson difference."""
+    result = {
+        "pearson_mean": 0.07,
+        "scratch": {"pearson_mean": 0.14},
+        "gain": {"mse": {"gain": -2.27, "interval": [-2.44, -2.09], "significant": True}},
+    }
+    assert script._gain_cells(result) == ("Pearson", "-7.0 (no interval)")
+    assert script._gain_cells({"gain": {}}) == ("—", "—")
