@@ -114,9 +114,8 @@ def main() -> None:
     result = profile_run(args.keys, args.first, args.steps)
     threads = int(result["threads"]["intra-op"])
     limits = ", ".join(f"{k}={os.environ[k]}" for k in AVX2 if k in os.environ) or "none"
-    print(
-        f"\nms per step, steps {args.first}-{args.first + args.steps - 1}, {threads} threads, kernel limits: {limits}"
-    )
+    window = f"steps {args.first}-{args.first + args.steps - 1}"
+    print(f"\nms of profiled work per step ({window}, {threads} threads; kernel limits: {limits})")
     print(table(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
