@@ -10,6 +10,8 @@ from pathlib import Path
 
 from runner import lmpt_env
 
+from lmpt.cores import usable_cores
+
 TINY = [
     "model.d_model=32",
     "model.n_layers=1",
@@ -50,7 +52,8 @@ def test_the_dry_run_lists_every_run_with_its_size_and_writes_nothing(tmp_path: 
         ["2 seed(s)", "mdlm", "2epochs", "77", "39,424", "2.00"],
         ["2 seed(s)", "mdlm", "8epochs", "308", "157,696", "8.01"],
     ]
-    assert "14 runs" in out and "over 1 slot" in out
+    slots = usable_cores()  # the default, study.slots=auto: a run per core
+    assert "14 runs" in out and f"over {slots} slot{'s' * (slots != 1)}" in out
     assert list(tmp_path.iterdir()) == []  # no study directory, no outputs/
 
 
