@@ -124,10 +124,10 @@ def run_recipe(overrides: list[str], data: list[str], held: Path, run_dir: Path,
     }
 
 
-def nanogpt_data(train: Path, held: Path, data_dir: Path) -> None:
+def nanogpt_data(train: Path, held: Path, data_dir: Path) -> list[int]:
     """nanoGPT's shakespeare_char files, as its prepare.py writes them (one id per character of the whole text,
     uint16, and meta.pkl with the vocabulary), but cut where lmpt's runs are cut: train.bin is the training text and
-    val.bin the held-out text."""
+    val.bin the held-out text. Returns the held-out text's ids, which the checkpoint is scored on."""
     import pickle
 
     import numpy as np
@@ -136,10 +136,12 @@ def nanogpt_data(train: Path, held: Path, data_dir: Path) -> None:
     chars = sorted(set(text))
     stoi = {c: i for i, c in enumerate(chars)}
     data_dir.mkdir(parents=True)
-    for name, source in (("train.bin", train), ("val.bin", held)):
-        np.array([stoi[c] for c in source.read_text()], dtype=np.uint16).tofile(data_dir / name)
+    ids = {name: [stoi[c] for c in source.read_text()] for name, source in (("train", train), ("val", held))}
+    for name, split in ids.items():
+        np.array(split, dtype=np.uint16).tofile(data_dir / f"{name}.bin")
     with open(data_dir / "meta.pkl", "wb") as meta:  # nanoGPT's own format: written here, read only by nanoGPT
         pickle.dump({"vocab_size": len(chars), "itos": dict(enumerate(chars)), "stoi": stoi}, meta)
+    return ids["val"]
 
 
 def nanogpt_heldout_nats(workdir: Path, held_ids: list[int]) -> float:
@@ -179,7 +181,7 @@ def run_nanogpt(checkout: Path, train: Path, held: Path, workdir: Path, cpu: str
     for name in NANOGPT_FILES:
         copy = shutil.copytree if (checkout / name).is_dir() else shutil.copy2
         copy(checkout / name, workdir / name)
-    nanogpt_data(train, held, workdir / "data" / "shakespeare_char")
+    held_ids = nanogpt_data(train, held, workdir / "data" / "shakespeare_char")
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **CPUS[cpu]}
     started, cpu_before = time.perf_counter(), child_cpu_seconds()
     result = subprocess.run(
@@ -191,9 +193,7 @@ def run_nanogpt(checkout: Path, train: Path, held: Path, workdir: Path, cpu: str
     losses = [
         float(line.split("loss ")[1].split(",")[0]) for line in result.stdout.splitlines() if line.startswith("iter ")
     ]
-    text = held.read_text()
-    chars = sorted(set(train.read_text() + text))
-    nats = nanogpt_heldout_nats(workdir, [chars.index(c) for c in text])
+    nats = nanogpt_heldout_nats(workdir, held_ids)
     return {
         "wall_s": wall,
         "cpu_s": cpu_s,
@@ -201,9 +201,9 @@ def run_nanogpt(checkout: Path, train: Path, held: Path, workdir: Path, cpu: str
         "steps": len(losses) - 1,
         "first_loss": losses[0],
         "last_loss": losses[-1],
-        "heldout_tokens": len(text),
-        "scored_tokens": len(text) - 1,
-        "heldout_loss": nats / (len(text) - 1),
+        "heldout_tokens": len(held_ids),
+        "scored_tokens": len(held_ids) - 1,
+        "heldout_loss": nats / (len(held_ids) - 1),
         "bpb": bits_per_byte(nats, held.stat().st_size),
         "bpb_sentences": bits_per_byte(nats, held.stat().st_size),
     }

@@ -65,11 +65,12 @@ def test_a_recipe_is_trained_and_scored_on_every_held_out_byte(tmp_path: Path) -
 def test_nanogpts_files_hold_the_same_cut(tmp_path: Path) -> None:
     """nanoGPT trains on lmpt's training text and is scored on its held-out text: the same cut, one id a character."""
     train, held = time_to_quality.split_corpus(tmp_path)
-    time_to_quality.nanogpt_data(train, held, tmp_path / "data")
+    held_ids = time_to_quality.nanogpt_data(train, held, tmp_path / "data")
     chars = sorted(set(train.read_text() + held.read_text()))
     for name, source in (("train.bin", train), ("val.bin", held)):
         ids = np.fromfile(tmp_path / "data" / name, dtype=np.uint16)
         assert "".join(chars[i] for i in ids) == source.read_text()
+    assert held_ids == np.fromfile(tmp_path / "data" / "val.bin", dtype=np.uint16).tolist()  # what is scored
 
 
 FAKE_NANOGPT_MODEL = """
