@@ -18,6 +18,18 @@ SMALL = [
     "trainer.sample_tokens=8",
     "scheduler.warmup_steps=5",
 ]
+TINY_MODEL = ["model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.ffn_dim=64"]
+"""A one-block model of width 32: the smallest that trains every objective."""
+TINY_RUN = [
+    "tokenizer.vocab_size=1024",
+    "data.seq_len=64",
+    "trainer.batch_size=8",
+    "trainer.sample_tokens=0",
+    "trainer.progress=plain",
+    "trainer.eval_batches=1",
+    *TINY_MODEL,
+]
+"""A run of the tiny model with no sample and one evaluation batch: the downstream and study tests' base."""
 
 
 def lmpt_env() -> dict[str, str]:

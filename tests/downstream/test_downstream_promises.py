@@ -7,22 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner import run_lmpt
+from runner import TINY_RUN, run_lmpt
 
 from lmpt.downstream.tasks.choice_tasks import tasks_dir
 
 TINY = [
-    "tokenizer.vocab_size=1024",
-    "data.seq_len=64",
-    "trainer.batch_size=8",
+    *TINY_RUN,
     "trainer.max_steps=3",
-    "trainer.sample_tokens=0",
-    "trainer.progress=plain",
-    "trainer.eval_batches=1",
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
 ]
 
 

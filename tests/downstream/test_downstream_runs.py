@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from runner import TINY_RUN
 
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.tasks.choice_tasks import read_choice_task, tasks_dir
@@ -25,17 +26,8 @@ from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
-    "tokenizer.vocab_size=1024",
-    "data.seq_len=64",
-    "trainer.batch_size=8",
+    *TINY_RUN,
     "trainer.max_steps=4",
-    "trainer.sample_tokens=0",
-    "trainer.progress=plain",
-    "trainer.eval_batches=1",
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
 ]
 OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from omegaconf import OmegaConf
-from runner import run_lmpt
+from runner import TINY_RUN, run_lmpt
 
 from lmpt.config.schema import ModelConfig
 from lmpt.downstream.after_training import check_downstream_fits
@@ -25,17 +25,8 @@ from lmpt.objectives.registry import build_objective, objective_class
 from lmpt.rundir.trained import Trained
 
 TINY = [
-    "tokenizer.vocab_size=1024",
-    "data.seq_len=64",
-    "trainer.batch_size=8",
+    *TINY_RUN,
     "trainer.max_steps=3",
-    "trainer.sample_tokens=0",
-    "trainer.progress=plain",
-    "trainer.eval_batches=1",
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
 ]
 LONG_CHOICE = " ".join(["thou art a villain"] * 60)  # about 300 tokens or more: far past max_seq_len=64
 

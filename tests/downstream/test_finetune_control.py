@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from finetune_commands import pretrained, refused
+from runner import TINY_RUN
 
 from lmpt.downstream.control import scratch_model
 from lmpt.downstream.finetune_cli import finetune_command, render
@@ -28,17 +29,8 @@ from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
-    "tokenizer.vocab_size=1024",
-    "data.seq_len=64",
-    "trainer.batch_size=8",
+    *TINY_RUN,
     "trainer.max_steps=2",
-    "trainer.sample_tokens=0",
-    "trainer.progress=plain",
-    "trainer.eval_batches=1",
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
     "objective=mlm",
 ]
 FAST = ["seeds=2", "max_steps=2", "batch_size=16", "seq_len=24", "lr_grid=[1e-4,1e-3]"]

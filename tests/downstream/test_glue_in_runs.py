@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from glue_files import write_glue
-from runner import run_lmpt
+from runner import TINY_RUN, run_lmpt
 from sklearn.metrics import accuracy_score, f1_score
 
 from lmpt.downstream.after_training import score_downstream
@@ -30,17 +30,8 @@ from lmpt.report.significance import WELCH, neighbour_significance
 from lmpt.study.tables import headline_keys
 
 TINY = [
-    "tokenizer.vocab_size=1024",
-    "data.seq_len=64",
-    "trainer.batch_size=8",
+    *TINY_RUN,
     "trainer.max_steps=2",
-    "trainer.sample_tokens=0",
-    "trainer.progress=plain",
-    "trainer.eval_batches=1",
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
 ]
 SCORING = ["downstream.seeds=2", "downstream.epochs=1", "downstream.batch_size=16"]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from finetune_commands import pretrained
+from runner import TINY_MODEL
 
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.finetune_cli import finetune_command
@@ -25,10 +26,7 @@ TINY = [
     "trainer.sample_tokens=0",
     "trainer.progress=plain",
     "trainer.eval_batches=1",
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
+    *TINY_MODEL,
     "objective=clm",
 ]
 FAST = ["seeds=1", "max_steps=2", "batch_size=16", "seq_len=24", "lr=1e-3", "control=none"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from omegaconf import OmegaConf
-from runner import SMALL, lmpt_command, lmpt_env
+from runner import SMALL, TINY_RUN, lmpt_command, lmpt_env
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
@@ -31,17 +31,8 @@ TOK = FakeTokenizer(vocab_size=200)
 MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, ffn_dim=32, max_seq_len=16)
 TINY = [
     "objective=mdlm",
-    "tokenizer.vocab_size=1024",
-    "data.seq_len=64",
-    "trainer.batch_size=8",
+    *TINY_RUN,
     "trainer.max_steps=2",
-    "trainer.sample_tokens=0",
-    "trainer.progress=plain",
-    "trainer.eval_batches=1",
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
     "objective.eval_draws=2",
     "objective.score_draws=4",
 ]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from runner import TINY_RUN
 
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.tasks.choice_tasks import tasks_dir
@@ -17,17 +18,8 @@ from lmpt.downstream.tasks.choice_tasks import tasks_dir
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
     "objective=mlm",
-    "tokenizer.vocab_size=1024",
-    "data.seq_len=64",
-    "trainer.batch_size=8",
+    *TINY_RUN,
     "trainer.max_steps=2",
-    "trainer.sample_tokens=0",
-    "trainer.progress=plain",
-    "trainer.eval_batches=1",
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
 ]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from runner import SMALL, lmpt_command, lmpt_env, records, run_lmpt
+from runner import SMALL, TINY_MODEL, lmpt_command, lmpt_env, records, run_lmpt
 
 from lmpt.downstream import after_training
 from lmpt.downstream.preemption import LEDGER, SCORING, ScoringProgress, recorded_before, stoppable_scoring
@@ -27,10 +27,7 @@ TINY = [
     "trainer.max_steps=4",
     "trainer.sample_tokens=0",
     "trainer.eval_batches=1",
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
+    *TINY_MODEL,
 ]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from runner import TINY_RUN
 
 from lmpt.hf.export import export
 from lmpt.inference.generate import generate
@@ -25,17 +26,8 @@ transformers = pytest.importorskip("transformers")
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
     "objective=clm",
-    "tokenizer.vocab_size=1024",
-    "data.seq_len=64",
-    "trainer.batch_size=8",
+    *TINY_RUN,
     "trainer.max_steps=30",
-    "trainer.sample_tokens=0",
-    "trainer.progress=plain",
-    "trainer.eval_batches=1",
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
 ]
 PROMPTS = ["ROMEO:", "First Citizen:\nBefore we proceed", "What, art thou"]
 NEW = 24

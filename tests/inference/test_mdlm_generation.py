@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from runner import TINY_MODEL
 
 from lmpt.config.schema import ModelConfig
 from lmpt.errors import LmptError
@@ -28,10 +29,7 @@ TINY = [
     "trainer.progress=plain",
     "trainer.eval_batches=1",
     "objective.eval_draws=2",
-    "model.n_layers=1",
-    "model.d_model=32",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
+    *TINY_MODEL,
 ]
 
 

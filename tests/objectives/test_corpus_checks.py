@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from runner import SMALL, run_lmpt
+from runner import SMALL, TINY_MODEL, run_lmpt
 
 from lmpt.config.schema import DataConfig
 from lmpt.data.cache import PreparedData
@@ -21,10 +21,7 @@ TINY = [
     "trainer.eval_every=1",
     "trainer.eval_batches=1",
     "trainer.device=cpu",
-    "model.n_layers=1",
-    "model.d_model=32",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
+    *TINY_MODEL,
 ]
 WORDS = ["the", "of", "and", "to", "in", "a", "is", "was"]
 

@@ -11,19 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from runner import lmpt_env
+from runner import TINY_RUN, lmpt_env
 
 TINY = [
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
-    "data.seq_len=64",
-    "tokenizer.vocab_size=1024",
-    "trainer.batch_size=8",
-    "trainer.progress=plain",
-    "trainer.sample_tokens=0",
-    "trainer.eval_batches=1",
+    *TINY_RUN,
     "trainer.log_every=5",
     "scheduler.warmup_steps=2",
     "study.run_keys=[]",

@@ -8,15 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner import lmpt_env
+from runner import TINY_MODEL, lmpt_env
 
 from lmpt.cores import usable_cores
 
 TINY = [
-    "model.d_model=32",
-    "model.n_layers=1",
-    "model.n_heads=2",
-    "model.ffn_dim=64",
+    *TINY_MODEL,
     "data.seq_len=64",
     "tokenizer.vocab_size=1024",
     "trainer.batch_size=8",
