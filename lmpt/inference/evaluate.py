@@ -18,7 +18,9 @@ from lmpt.data.sources import iter_documents, resolve_paths
 from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
-from lmpt.inference.scoring import Text, score_decoder, score_encoder, score_encoder_decoder
+from lmpt.inference.scoring import Text
+from lmpt.objectives.measure import TextOptions
+from lmpt.objectives.registry import build_objective
 from lmpt.rundir.trained import RUN_ARGUMENT, Trained
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.metrics import bits_per_byte
@@ -89,7 +91,8 @@ def read_text(patterns: list[str], documents: str, text_field: str, tokenizer: T
 
 
 def evaluate_text(trained: Trained, o: EvalOptions) -> dict:
-    """The numbers lmpt-eval prints, as a dict."""
+    """The numbers lmpt-eval prints, as a dict: the text scored as the run's objective measures held-out text
+    (Objective.measure: sliding windows for a decoder's likelihood, the diffusion bound for mdlm, ...)."""
     cfg = trained.config
     seq_len = o.seq_len if o.seq_len is not None else int(cfg.data.seq_len)
     require(2 <= seq_len <= trained.model.max_seq_len, f"seq_len={seq_len} must be in [2, {trained.model.max_seq_len}]")
@@ -97,29 +100,32 @@ def evaluate_text(trained: Trained, o: EvalOptions) -> dict:
     require(1 <= stride <= seq_len, f"stride={stride} must be in [1, seq_len={seq_len}]")
     require(o.batch_size >= 1, f"batch_size={o.batch_size} must be at least 1")
     require(o.method in ("auto", "pll"), f"method={o.method} is unknown: use auto or pll")
+    objective = build_objective(cfg.objective, trained.tokenizer, seq_len, trained.arch)
+    measure = objective.measure
     require(
-        o.method != "pll" or trained.arch == "encoder",
-        f"method=pll scores encoders (mlm, nsp) and this model is {'an' if trained.arch[0] == 'e' else 'a'} "
-        f"{trained.arch}: leave method=auto",
+        o.method != "pll" or measure.pseudo_likelihood,
+        f"method=pll scores encoders trained to fill masks (mlm, nsp, clm-then-mlm) and {objective.name} is measured "
+        f"otherwise ({measure.kind}): leave method=auto",
+    )
+    require(
+        objective.target_length <= trained.model.max_seq_len,
+        f"seq_len={seq_len} makes targets of {objective.target_length} tokens, beyond the model's max_seq_len",
     )
     documents = o.documents or str(cfg.data.documents)
     text_field = o.text_field or str(cfg.data.text_field)
     text = read_text(o.data or [], documents, text_field, trained.tokenizer)
     device = trained.model.head_weight.device
+    options = TextOptions(seq_len, stride, o.batch_size, o.seed, device)
     with torch.inference_mode(), WorkBar("scoring windows", hidden=o.json) as bar:
         if o.method == "pll":
             score = score_pll(trained, text, seq_len, o.batch_size, device, bar)
             method = f"pseudo-log-likelihood (each token masked alone), seq_len {seq_len}"
-        elif trained.arch == "decoder":
-            score = score_decoder(trained, text, seq_len, stride, o.batch_size, device, bar)
-            method = f"sliding window: seq_len {seq_len}, stride {stride}"
-        elif trained.arch == "encoder":
-            score = score_encoder(trained, text, seq_len, o.batch_size, o.seed, device, bar)
-            method = f"masked tokens (mask_prob {float(cfg.objective.mask_prob):g}, seed {o.seed}), seq_len {seq_len}"
         else:
-            score = score_encoder_decoder(trained, text, seq_len, o.batch_size, o.seed, device, bar)
-            method = f"{trained.objective_name} corruption at training settings (seed {o.seed}), seq_len {seq_len}"
+            score = measure.score_text(trained.model, text.tokens, options, bar)
+            method = measure.describe(options)
     loss = score.nats / max(score.tokens, 1)
+    n_bytes = score.bytes or text.bytes  # a measure that scores every token counts the text's own bytes
+    likelihood = measure.likelihood if o.method == "auto" else None
     return {
         "arch": trained.arch,
         "objective": trained.objective_name,
@@ -128,14 +134,19 @@ def evaluate_text(trained: Trained, o: EvalOptions) -> dict:
         "text_tokens": len(text.tokens),
         "text_bytes": text.bytes,
         "scored_tokens": score.tokens,
-        "scored_bytes": score.bytes,
+        "scored_bytes": n_bytes,
         "windows": score.windows,
         "nats": score.nats,
         "loss": loss,
-        "perplexity": math.exp(loss),
-        "accuracy": score.correct / max(score.tokens, 1),
-        "bits_per_byte": bits_per_byte(score.nats, score.bytes),
+        "perplexity": math.exp(loss) if loss < 700 else math.inf,
+        "accuracy": score.accuracy if score.accuracy is not None else score.correct / max(score.tokens, 1),
+        "bits_per_byte": bits_per_byte(score.nats, n_bytes),
         **({"pseudo_perplexity": math.exp(loss)} if o.method == "pll" else {}),
+        **(
+            {"likelihood": likelihood, "bits_per_token": loss / math.log(2), "bits_per_token_stderr": score.stderr_bits}
+            if likelihood
+            else {}
+        ),
     }
 
 
@@ -152,9 +163,16 @@ def render(result: dict) -> None:
         ("scored tokens / their bytes", f"{result['scored_tokens']:,} / {result['scored_bytes']:,}"),
         ("loss (nats/token)", f"{result['loss']:.4f}"),
         ("pseudo-perplexity" if "pseudo_perplexity" in result else "perplexity", f"{result['perplexity']:.2f}"),
+        *([(f"bits per token ({result['likelihood']})", _with_stderr(result))] if "bits_per_token" in result else []),
         ("bits per byte", f"{result['bits_per_byte']:.4f}"),
         ("token accuracy", f"{result['accuracy']:.4f}"),
     ]
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
+
+
+def _with_stderr(result: dict) -> str:
+    """Bits per token, with its standard error where it has one (a bound)."""
+    stderr = result["bits_per_token_stderr"]
+    return f"{result['bits_per_token']:.4f}" + (f" ± {stderr:.4f}" if stderr else "")

@@ -12,7 +12,8 @@ import torch
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.command_options import require
 from lmpt.inference.progress import WorkBar
-from lmpt.inference.scoring import Score, Text, piece_bytes, score_in_batches
+from lmpt.inference.scoring import Text, piece_bytes
+from lmpt.objectives.measure import TextScore, sum_token_losses
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rundir.trained import Trained
 
@@ -42,7 +43,7 @@ def encoder_rows(trained: Trained, text: Text, seq_len: int) -> Iterator[torch.T
 
 def score_pll(
     trained: Trained, text: Text, seq_len: int, batch_size: int, device, bar: WorkBar, sizes: torch.Tensor | None = None
-) -> Score:
+) -> TextScore:
     """Pseudo-log-likelihood of every ordinary token of the text (eos and other reserved ids are not scored: a
     masked LM is never trained to predict them); `bar` counts masked copies. `sizes`: piece_bytes(tokenizer),
     given by a caller that scores many short texts (zero-shot multiple choice), else computed here."""
@@ -64,6 +65,6 @@ def score_pll(
                 )
 
     sizes = piece_bytes(trained.tokenizer) if sizes is None else sizes
-    score = score_in_batches(trained, batches(), batch_size, sizes, Score(0.0, 0, 0, 0, 0), device, bar)
+    score = sum_token_losses(trained.model, batches(), batch_size, sizes, device, bar)
     score.windows = len(rows)  # windows of text, not masked copies
     return score

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
@@ -13,6 +14,7 @@ from lmpt.batch import IGNORE, Batch
 from lmpt.data.windows import Windows
 from lmpt.model.build import build_model
 from lmpt.model.output import ModelOutput
+from lmpt.objectives.measure import Measure
 from lmpt.objectives.schema import ObjectiveConfig
 
 if TYPE_CHECKING:
@@ -103,14 +105,20 @@ class Objective(ABC):
     and -eval refuse to predict tokens with it."""
     export_refusal: ClassVar[str] = ""
     """Why a run of it has no transformers counterpart ("" when its architecture decides): lmpt-export refuses it."""
+    measure_class: ClassVar[type[Measure]] = Measure
+    """How its held-out text is measured (lmpt.objectives.measure): validation's yardstick, lmpt-eval's score of a
+    text. Training, lmpt-eval and the reports ask `measure`, never the architecture or the objective's name."""
     likelihood: ClassVar[str | None] = None
-    """What its validation loss is of the held-out text, for the yardstick in bits per token that ranks likelihood
-    models together: "exact" (clm: the negative log-likelihood), "bound" (mdlm: an upper bound on it, estimated
-    with fixed draws); None: no likelihood (masked objectives have their own yardstick, val_fixed_loss)."""
+    """Its measure's `likelihood` (set from measure_class, never by hand): "exact", "bound" or None, what its
+    yardstick in bits per token is of the held-out text (lmpt.report ranks likelihood models on one axis)."""
     samples_by_unmasking: ClassVar[bool] = False
     """lmpt-generate samples it by iterative unmasking from an all-[MASK] sequence (masked diffusion)."""
     preview_targets_caption: ClassVar[str] = ""
     """lmpt-preview: the words before a decoder's targets."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.likelihood = cls.measure_class.likelihood
 
     def __init__(self, cfg: Any, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         self.cfg = cfg
@@ -120,6 +128,15 @@ class Objective(ABC):
         self.seq_len = seq_len
         self.arch = arch
         self.max_steps: int | None = None  # the run's length in optimizer steps, once plan_run has told it
+
+    @functools.cached_property
+    def measure(self) -> Measure:
+        """How this objective's held-out text is measured (its measure_class, over this objective)."""
+        return self.measure_class(self)
+
+    def inference_predictor(self, model: LanguageModel) -> LanguageModel:
+        """The model lmpt-eval loads, predicting as it did in training (mdlm: never [MASK]); by default as it is."""
+        return model
 
     @property
     @abstractmethod

@@ -10,6 +10,7 @@ import torch
 from lmpt.batch import IGNORE, Batch
 from lmpt.data.windows import Windows
 from lmpt.objectives.base import Objective
+from lmpt.objectives.measure import Measure, NextTokenLikelihood
 from lmpt.objectives.schema import ObjectiveConfig
 
 
@@ -34,11 +35,11 @@ class CausalLM(Objective):
     config_class: ClassVar[type] = ClmConfig
     natural_arch: ClassVar[str] = "decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("decoder",)
+    measure_class: ClassVar[type[Measure]] = NextTokenLikelihood
 
     listing_order: ClassVar[int] = 0
     reference_order: ClassVar[int] = 0
     loss_family: ClassVar[str | None] = "next-token"
-    likelihood: ClassVar[str | None] = "exact"
     preview_targets_caption: ClassVar[str] = "next token at every position: "
 
     def preview_legend(self) -> list[tuple[str, str]]:

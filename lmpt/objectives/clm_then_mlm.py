@@ -15,6 +15,7 @@ from lmpt.data.windows import Windows
 from lmpt.model.build import build_model
 from lmpt.objectives.base import Objective
 from lmpt.objectives.checks import require_fraction
+from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
 from lmpt.objectives.mlm import BertMasking, check_masking, mask_tokens
 
 
@@ -47,6 +48,7 @@ class ClmThenMlm(Objective):
     config_class: ClassVar[type] = ClmThenMlmConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
+    measure_class: ClassVar[type[Measure]] = FixedRateMaskedLoss
 
     listing_order: ClassVar[int] = 9
     reference_order: ClassVar[int] = 9

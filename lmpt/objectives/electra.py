@@ -19,6 +19,7 @@ from lmpt.model.build import check_model_config
 from lmpt.model.electra import ElectraModel, ElectraOutput, discriminator_state
 from lmpt.objectives.base import Objective, Stats
 from lmpt.objectives.checks import require_at_least, require_fraction, require_open_unit
+from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
 from lmpt.objectives.mlm import mask_tokens
 from lmpt.objectives.schema import ObjectiveConfig
 
@@ -63,6 +64,7 @@ class ReplacedTokenDetection(Objective):
     config_class: ClassVar[type] = ElectraConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
+    measure_class: ClassVar[type[Measure]] = FixedRateMaskedLoss
     perplexity_of: ClassVar[str] = "gen_loss"
 
     listing_order: ClassVar[int] = 6

@@ -22,11 +22,12 @@ from typing import Any, ClassVar
 
 import torch
 
-from lmpt.batch import Batch
+from lmpt.batch import IGNORE, Batch
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.clm import CausalLM, ClmConfig
+from lmpt.objectives.measure import FimLikelihood, Measure
 from lmpt.tokenizer.base import piece_bytes
 from lmpt.tokenizer.special import sentinel_piece
 
@@ -81,6 +82,7 @@ class FillInTheMiddle(CausalLM):
 
     name: ClassVar[str] = "fim"
     config_class: ClassVar[type] = FimConfig
+    measure_class: ClassVar[type[Measure]] = FimLikelihood
 
     listing_order: ClassVar[int] = 8
     reference_order: ClassVar[int] = 8
@@ -122,22 +124,45 @@ class FillInTheMiddle(CausalLM):
         low, high = torch.searchsorted(ends, characters, right=True).tolist()
         return low, high
 
-    def rearrange_row(self, row: list[int], gen: torch.Generator) -> list[int]:
-        """One window row with each of its documents rearranged with probability fim_rate, cut to its length."""
+    def rearrange_row(
+        self, row: list[int], gen: torch.Generator, probe: bool | None = None
+    ) -> tuple[list[int], list[bool]]:
+        """One window row with each of its documents rearranged with probability fim_rate (in SPM order with
+        probability spm_rate), cut to its length; with `probe` (False: PSM, True: SPM) every document is rearranged in
+        that order. Also which positions hold a middle's tokens or the eos ending one (the FIM loss's targets)."""
         pad, eos = self.special.pad, self.special.eos
         used = len(row)
         while used and row[used - 1] == pad:
             used -= 1
         out: list[int] = []
+        middle: list[bool] = []
         for document, ended in split_documents(row[:used], eos):
-            fim, spm = (torch.rand(2, generator=gen) < torch.tensor([self.fim_rate, self.spm_rate])).tolist()
+            if probe is None:
+                fim, spm = (torch.rand(2, generator=gen) < torch.tensor([self.fim_rate, self.spm_rate])).tolist()
+            else:
+                fim, spm = True, probe
+            in_middle = [False] * len(document)
             if fim and document:
                 low, high = self.split_points(document, gen)
                 document = rearrange(document, low, high, spm, self.sentinels)
+                in_middle = [False] * (len(document) - (high - low)) + [True] * (high - low)
             out += [*document, eos] if ended else document
-        return (out + row[used:])[: len(row)]
+            middle += [*in_middle, any(in_middle)] if ended else in_middle
+        return (out + row[used:])[: len(row)], (middle + [False] * (len(row) - used))[: len(row)]
 
     def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
-        rows = [self.rearrange_row(row, gen) for row in windows.tokens.tolist()]
+        rows = [self.rearrange_row(row, gen)[0] for row in windows.tokens.tolist()]
         tokens = torch.tensor(rows, dtype=windows.tokens.dtype)
         return super().make_batch(replace(windows, tokens=tokens), gen)
+
+    def plain_batch(self, windows: Windows) -> Batch:
+        """The windows as clm reads them, nothing rearranged: the batch of fim's left-to-right yardstick."""
+        return super().make_batch(windows, torch.Generator())
+
+    def probe_batch(self, windows: Windows, gen: torch.Generator, spm: bool) -> Batch:
+        """The FIM loss's batch (Bavarian et al. 2022): every document of the windows rearranged in PSM (or, with
+        `spm`, SPM) order at split points drawn from `gen`, the loss on each middle's tokens and the eos ending it."""
+        rows, middles = zip(*(self.rearrange_row(row, gen, probe=spm) for row in windows.tokens.tolist()), strict=True)
+        batch = super().make_batch(replace(windows, tokens=torch.tensor(rows, dtype=windows.tokens.dtype)), gen)
+        batch.labels[~torch.tensor(middles)[:, 1:]] = IGNORE
+        return batch

@@ -15,6 +15,7 @@ from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import ENCODER_LEGEND, Stats
 from lmpt.objectives.checks import require_fraction
 from lmpt.objectives.clm_then_mlm import causal_batch
+from lmpt.objectives.measure import CausalFixedRate, Measure
 from lmpt.objectives.mlm import MaskedLM, MlmConfig
 
 KINDS = ("clm", "mntp")
@@ -50,6 +51,7 @@ class GptBert(MaskedLM):
     config_class: ClassVar[type] = GptBertConfig
     natural_arch: ClassVar[str] = "decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("decoder",)
+    measure_class: ClassVar[type[Measure]] = CausalFixedRate
 
     listing_order: ClassVar[int] = 10
     reference_order: ClassVar[int] = 10

@@ -28,6 +28,7 @@ from lmpt.model.head import compiled_rows_loss, rows_loss, token_losses
 from lmpt.model.language_model import LanguageModel
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import Objective, Stats
+from lmpt.objectives.measure import DiffusionBound, Measure
 from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.rng import generator
 
@@ -208,10 +209,10 @@ class MaskedDiffusion(Objective):
     config_class: ClassVar[type] = MdlmConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
+    measure_class: ClassVar[type[Measure]] = DiffusionBound
 
     listing_order: ClassVar[int] = 11
     reference_order: ClassVar[int] = 11
-    likelihood: ClassVar[str | None] = "bound"
     export_refusal: ClassVar[str] = (
         "a masked diffusion model samples by iterative unmasking and its likelihood is a bound over masking times: "
         "transformers has no model class for it (a ForMaskedLM class would run but not as it was trained)"
@@ -274,6 +275,13 @@ class MaskedDiffusion(Objective):
             "acc": (out.token_correct.sum(), n_masked),
         }
         return weighted.sum() / n_text.clamp(min=1), stats
+
+    def inference_predictor(self, model: LanguageModel) -> LanguageModel:
+        """The loaded model's head made to exclude what the run's MaskPredictor excluded ([MASK], the padding rows),
+        so lmpt-eval's bound is the run's."""
+        excluded = never_predicted(self.special, model.head_weight.shape[0], self.vocab_size)
+        model.loss_of_rows = partial(rows_loss, excluded=excluded.to(model.head_weight.device))
+        return model
 
     def scored_tokens(self, batch: Batch) -> torch.Tensor:
         """Every token of the text: the bound is per token of the sequence, masked or not."""

@@ -13,6 +13,7 @@ from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.checks import require_fraction, require_open_unit
+from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
 from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.tokenizer.special import SpecialTokens
 
@@ -135,6 +136,7 @@ class MaskedLM(Objective):
     config_class: ClassVar[type] = MlmConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
+    measure_class: ClassVar[type[Measure]] = FixedRateMaskedLoss
 
     listing_order: ClassVar[int] = 1
     reference_order: ClassVar[int] = 1

@@ -15,6 +15,7 @@ from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import Objective, Stats
 from lmpt.objectives.checks import require_at_least, require_fraction
+from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
 from lmpt.objectives.mlm import BertMasking, check_masking, mask_tokens
 from lmpt.objectives.sequences import pad_rows
 from lmpt.tokenizer.special import SpecialTokens
@@ -104,6 +105,7 @@ class NextSentencePrediction(Objective):
     config_class: ClassVar[type] = NspConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
+    measure_class: ClassVar[type[Measure]] = FixedRateMaskedLoss
     perplexity_of: ClassVar[str] = "mlm_loss"
     n_segments: ClassVar[int] = 2
     n_sequence_classes: ClassVar[int] = 2

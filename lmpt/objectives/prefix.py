@@ -13,6 +13,7 @@ from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.checks import require_fraction
+from lmpt.objectives.measure import CausalReading, Measure
 from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.objectives.sequences import prefix_lm_batch
 
@@ -51,6 +52,7 @@ class PrefixLM(Objective):
     config_class: ClassVar[type] = PrefixConfig
     natural_arch: ClassVar[str] = "decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("decoder",)
+    measure_class: ClassVar[type[Measure]] = CausalReading
 
     listing_order: ClassVar[int] = 4
     reference_order: ClassVar[int] = 5

@@ -13,6 +13,7 @@ from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective, ScoringFrame
 from lmpt.objectives.checks import require_at_least, require_open_unit
+from lmpt.objectives.measure import CorruptionLoss, Measure
 from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.objectives.sequences import encoder_decoder_batch, prefix_lm_batch
 from lmpt.tokenizer.special import SpecialTokens
@@ -153,6 +154,7 @@ class SpanCorruption(Objective):
     config_class: ClassVar[type] = SpanConfig
     natural_arch: ClassVar[str] = "encoder-decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder-decoder", "decoder")
+    measure_class: ClassVar[type[Measure]] = CorruptionLoss
 
     listing_order: ClassVar[int] = 3
     reference_order: ClassVar[int] = 4

@@ -14,6 +14,7 @@ from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import Objective, ScoringFrame, Stats
 from lmpt.objectives.checks import require_at_least, require_open_unit
+from lmpt.objectives.measure import CorruptionLoss, Measure
 from lmpt.objectives.prefix import PREFIX_ATTENTION
 from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.objectives.sequences import encoder_decoder_batch, prefix_lm_batch
@@ -150,6 +151,7 @@ class Ul2Mixture(Objective):
     config_class: ClassVar[type] = Ul2Config
     natural_arch: ClassVar[str] = "encoder-decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder-decoder", "decoder")
+    measure_class: ClassVar[type[Measure]] = CorruptionLoss
 
     listing_order: ClassVar[int] = 5
     reference_order: ClassVar[int] = 6

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from omegaconf import OmegaConf
 
-from lmpt.objectives.base import Objective
-from lmpt.objectives.registry import build_objective
 from lmpt.rng import generator
+
+if TYPE_CHECKING:
+    from lmpt.objectives.base import Objective
 
 BITS_PER_TOKEN = "val_bits_per_token"
 """metrics.jsonl key of the likelihood yardstick (bits per held-out token); its standard error is
@@ -44,6 +45,8 @@ def eval_mask_prob(objective_cfg: Any) -> float | None:
 def fixed_rate_objective(objective: Objective) -> Objective | None:
     """`objective` masking at its eval_mask_prob with every selected token replaced by [MASK]; None when it
     has no yardstick."""
+    from lmpt.objectives.registry import build_objective  # the registry imports every objective, which import this
+
     rate = eval_mask_prob(objective.cfg)
     if rate is None:
         return None

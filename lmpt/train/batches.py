@@ -11,7 +11,6 @@ from torch.utils.data import DataLoader, Dataset
 from lmpt.batch import Batch, note_padding
 from lmpt.data.sampler import StepSamples, ValidationWindows
 from lmpt.objectives.base import Objective
-from lmpt.objectives.yardstick import fixed_rate_objective, yardstick_generator
 from lmpt.rng import generator
 from lmpt.train.preemption import SIGNALS
 
@@ -64,12 +63,14 @@ def step_loader(batches: StepBatches, num_workers: int, device: torch.device) ->
 def validation_batches(
     sets: dict[str, ValidationWindows], objective: Objective, seed: int, n_batches: int
 ) -> dict[str, list[Batch]]:
-    """The same held-out batches at every evaluation, by source (corruption seeded by source and batch index)."""
-    pad = objective.special.pad
+    """The same held-out batches at every evaluation, by source (any draws seeded by source and batch index), in the
+    form the objective's measure says val_loss is of (lmpt.objectives.measure: fim's plain text, not rearranged)."""
+    pad, measure = objective.special.pad, objective.measure
     return {
         name: [
             note_padding(
-                objective.make_batch(windows.batch(i), generator(seed, "validation", *([name] if name else []), i)), pad
+                measure.held_out_batch(windows.batch(i), generator(seed, "validation", *([name] if name else []), i)),
+                pad,
             )
             for i in range(n_batches)
         ]
@@ -78,22 +79,7 @@ def validation_batches(
 
 
 def yardstick_batches(sets: dict[str, ValidationWindows], objective: Objective, n_batches: int) -> list[Batch]:
-    """Every source's held-out windows masked at the objective's fixed `eval_mask_prob`, with draws that depend on
-    the source and batch index only (identical in every run); for a bound (mdlm) its `yardstick_draws` passes of
-    its own batches, seeded by source, batch index and pass; empty for objectives without a yardstick."""
-    pad = objective.special.pad
-    if objective.likelihood == "bound":  # its own estimator, over fixed passes of masks (draw 0's batches first)
-        return [
-            note_padding(objective.yardstick_batch(windows.batch(i), yardstick_generator(name, i, draw)), pad)
-            for draw in range(objective.yardstick_draws)
-            for name, windows in sets.items()
-            for i in range(n_batches)
-        ]
-    fixed = fixed_rate_objective(objective)
-    if fixed is None:
-        return []
-    return [
-        note_padding(fixed.make_batch(windows.batch(i), yardstick_generator(name, i)), pad)
-        for name, windows in sets.items()
-        for i in range(n_batches)
-    ]
+    """The fixed batches of the objective's yardstick, with draws that depend on the source and batch index only
+    (identical in every run): masked objectives' shared masking rate, a bound's passes, fim's rearranged text; empty
+    for objectives without one (lmpt.objectives.measure)."""
+    return objective.measure.yardstick_batches(sets, n_batches)

@@ -1,4 +1,4 @@
-"""Validation during training: the held-out batches of every source, and the fixed yardstick of masked runs."""
+"""Validation during training: the held-out batches of every source, and the objective's own yardstick."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import torch
 from lmpt.batch import Batch
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
-from lmpt.objectives.yardstick import bound_bits_per_token, draw_groups, exact_bits_per_token
 from lmpt.train.distributed import Distributed
 from lmpt.train.metrics import RunningStats, perplexity
 from lmpt.train.precision import Precision
@@ -43,9 +42,9 @@ class Evaluator:
 
     def __call__(self, batches: dict[str, list[Batch]], fixed_batches: list[Batch] = ()) -> dict:
         """Validation metrics over every source's held-out batches (val_*), and per source (val_*/NAME) when
-        the run mixes several; with `fixed_batches` (masked objectives) also the fixed yardstick:
-        val_fixed_loss / _acc / _ppl, masked tokens at the shared eval_mask_prob; for a likelihood model the
-        bits per token yardstick: exact for clm, for mdlm the bound over the fixed passes of `fixed_batches`."""
+        the run mixes several; and the objective's yardstick (lmpt.objectives.measure) from `fixed_batches`: bits
+        per token for a likelihood (exact for clm, the bound over mdlm's fixed passes), val_fixed_* at the shared
+        masking rate for masked objectives, fim's val_fim_* on rearranged text."""
         self.model.eval()
         overall, record = RunningStats(), {}
         for name, source_batches in batches.items():
@@ -58,13 +57,5 @@ class Evaluator:
         means = overall.means()
         result = {f"val_{name}": value for name, value in means.items()}
         result["val_ppl"] = perplexity(means[self.objective.perplexity_of])
-        if self.objective.likelihood == "exact":
-            result |= exact_bits_per_token(means["loss"])
-        elif self.objective.likelihood == "bound" and fixed_batches:
-            passes = draw_groups(list(fixed_batches), self.objective.yardstick_draws)
-            result |= bound_bits_per_token([self.stats(group).means()["loss"] for group in passes])
-        elif fixed_batches:
-            fixed = self.stats(list(fixed_batches)).means()
-            loss = fixed[self.objective.perplexity_of]
-            result.update(val_fixed_loss=loss, val_fixed_acc=fixed["acc"], val_fixed_ppl=perplexity(loss))
+        result |= self.objective.measure.figures(means, lambda group: self.stats(group).means(), list(fixed_batches))
         return result | record

@@ -272,7 +272,7 @@ class TrainLoop:
     # -- the loop ---------------------------------------------------------------------------------
     def run(self, loader, val_batches: dict[str, list[Batch]], fixed_batches: list[Batch] = ()) -> str:
         """Train to max_steps or until the budget is spent; returns "completed", or "preempted" after a stop
-        signal (checkpointed). `fixed_batches`: the held-out windows at the fixed yardstick rate (mlm, nsp)."""
+        signal (checkpointed). `fixed_batches`: the objective's yardstick batches (lmpt.objectives.measure)."""
         t = self.t
         if self.ctx.is_main:  # drop lines written after the checkpoint this run starts from (or before any)
             self.metrics.truncate_after(self.state.step)
@@ -302,9 +302,9 @@ class TrainLoop:
                     if (t.eval_every and step % t.eval_every == 0) or last:
                         self.display.evaluating(step)
                         # a bound's yardstick costs eval_draws validations: the last evaluation alone reports it
-                        fixed = fixed_batches if last or self.objective.likelihood != "bound" else ()
+                        fixed = fixed_batches if last or self.objective.measure.every_evaluation else ()
                         self.state.last_val = with_bits_per_byte(
-                            self.evaluate(val_batches, fixed), val_sizes, self.objective.perplexity_of
+                            self.evaluate(val_batches, fixed), val_sizes, self.objective.measure
                         )
                         self.emit({"step": step, **self.work.record(), **self.state.last_val})
                         self.display.evaluation(step, self.state.last_val)

@@ -14,6 +14,7 @@ from lmpt.batch import IGNORE, Batch
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Stats
+from lmpt.objectives.measure import Measure
 
 
 class RunningStats:
@@ -88,14 +89,18 @@ def held_out_sizes(
     return sizes
 
 
-def with_bits_per_byte(record: dict, sizes: dict[str, tuple[int, int]], loss_name: str) -> dict:
-    """An evaluation `record` (lmpt.train.evaluation) with val_bpb, the bits per byte of the held-out windows:
-    val_LOSS (nats per scored token) x their scored tokens / (ln 2 x their bytes), over every source and, when the
-    run mixes several, per source (val_bpb/NAME). `loss_name`: the objective's token loss (perplexity_of)."""
+def with_bits_per_byte(record: dict, sizes: dict[str, tuple[int, int]], measure: Measure) -> dict:
+    """An evaluation `record` (lmpt.train.evaluation) with val_bpb, the bits per byte of the held-out windows: the
+    measure's nats per scored token (Measure.held_out_nats: the objective's token loss, or a bound's yardstick) x
+    their scored tokens / (ln 2 x their bytes), over every source and, when the run mixes several, per source
+    (val_bpb/NAME: the token loss). None where the measure has no figure this evaluation (a bound between its
+    yardsticks)."""
     out = dict(record)
     tokens, n_bytes = (sum(size[i] for size in sizes.values()) for i in (0, 1))
-    if f"val_{loss_name}" in record:
-        out["val_bpb"] = bits_per_byte(record[f"val_{loss_name}"] * tokens, n_bytes)
+    nats = measure.held_out_nats(record)
+    if nats is not None:
+        out["val_bpb"] = bits_per_byte(nats * tokens, n_bytes)
+    loss_name = measure.objective.perplexity_of
     for name, (source_tokens, source_bytes) in sizes.items():
         if name and f"val_{loss_name}/{name}" in record:
             out[f"val_bpb/{name}"] = bits_per_byte(record[f"val_{loss_name}/{name}"] * source_tokens, source_bytes)

@@ -31,9 +31,9 @@ def test_the_script_rebuilds_the_shipped_tasks_byte_for_byte(tmp_path: Path) -> 
     shipped = {
         str(p.relative_to(tasks_dir())): p.read_bytes()
         for p in sorted(tasks_dir().rglob("*.jsonl"))
-        if not p.name.startswith("blimp") and not p.is_relative_to(tasks_dir() / "clinc-domains")
+        if not p.name.startswith(("blimp", "zorro")) and not p.is_relative_to(tasks_dir() / "clinc-domains")
     }
-    # BLiMP's tasks come from scripts/make_blimp.py, clinc-domains from scripts/make_clinc.py
+    # BLiMP's tasks come from scripts/make_blimp.py, Zorro's from make_zorro.py, clinc-domains from make_clinc.py
     assert first == shipped
     splits = (f"shakespeare-order/{split}.jsonl" for split in ("train", "dev", "test"))
     assert set(first) == {"shakespeare-cloze.jsonl", *splits}

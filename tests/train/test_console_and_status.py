@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from runner import records, run_lmpt
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.budget import Budget
+from lmpt.objectives.measure import Measure
 from lmpt.train.budget import RunLength
 from lmpt.train.display import Display, format_record
 from lmpt.train.metrics import bits_per_byte, held_out_sizes, with_bits_per_byte
@@ -76,11 +78,13 @@ def test_bits_per_byte_of_the_held_out_windows_counts_the_bytes_of_the_scored_to
     b = Batch(input_ids=torch.zeros(1, 4, dtype=torch.long), labels=torch.tensor([[0, 3, IGNORE, IGNORE]]))
     held = held_out_sizes({"": [a, b]}, sizes)
     assert held == {"": (5, 10)}  # five scored tokens spelling 1 + 2 + 4 + 0 + 3 bytes
-    record = with_bits_per_byte({"val_loss": 2.0, "val_acc": 0.5}, held, "loss")
+    record = with_bits_per_byte({"val_loss": 2.0, "val_acc": 0.5}, held, Measure(SimpleNamespace(perplexity_of="loss")))
     assert record["val_bpb"] == pytest.approx(2.0 * 5 / (math.log(2) * 10))
     assert bits_per_byte(2.0 * 5, 10) == record["val_bpb"] and math.isnan(bits_per_byte(1.0, 0))
     mixed = with_bits_per_byte(
-        {"val_mlm_loss": 1.0, "val_mlm_loss/a": 1.0, "val_mlm_loss/b": 3.0}, {"a": (4, 8), "b": (2, 2)}, "mlm_loss"
+        {"val_mlm_loss": 1.0, "val_mlm_loss/a": 1.0, "val_mlm_loss/b": 3.0},
+        {"a": (4, 8), "b": (2, 2)},
+        Measure(SimpleNamespace(perplexity_of="mlm_loss")),
     )
     assert mixed["val_bpb/a"] == pytest.approx(4 / (8 * math.log(2)))
     assert mixed["val_bpb/b"] == pytest.approx(6 / (2 * math.log(2)))

@@ -1,7 +1,12 @@
 """Zero-shot minimal pairs (`lmpt-eval RUN task=bundled:blimp-fast`; BLiMP, Warstadt et al. 2020): the model
-scores both sentences of a pair, and the pair is right when the acceptable one scores higher. Each sentence is
-scored as lmpt-eval scores a multiple-choice choice after an empty context (lmpt.downstream.zero_shot.multiple_choice,
-as lm-evaluation-harness scores its blimp tasks):
+scores both sentences of a pair, and the pair is right when the acceptable one scores strictly higher: a tie (both
+sentences scoring the same, as two identical sentences do) is wrong, never a coin flip or half a point, and the
+result counts the ties apart (`ties`, overall, on equal-length pairs, per field and per paradigm): the rule proposed
+for the BabyLM 2025 pipeline (babylm/evaluation-pipeline-2025 issue 34, pull request 35), whose torch.max gave each
+tie to the first, acceptable sentence and inflated accuracies.
+
+Each sentence is scored as lmpt-eval scores a multiple-choice choice after an empty context
+(lmpt.downstream.zero_shot.multiple_choice, as lm-evaluation-harness scores its blimp tasks):
 
 - Decoders: the total log-likelihood of the sentence's tokens after eos (the start of every training document);
   prefix and ul2-mixture runs in their own frames.
@@ -16,7 +21,10 @@ as lm-evaluation-harness scores its blimp tasks):
 The figures: accuracy with a 95% bootstrap interval over pairs (lmpt.downstream.intervals) overall, per field, per
 paradigm (UID), and on the pairs whose two sentences have the same number of tokens, where preferring the shorter
 sentence cannot help; beside them chance (0.5) and the length baseline (pick the sentence of fewer tokens, a tie
-counting half)."""
+counting half: the expected score of a coin flip, the baseline being a rule, not a model).
+
+The scores are float32 log-probabilities (lmpt.model.head computes the cross-entropy in float32 whatever the body's
+dtype) summed per sentence in float64, so rounding makes no tie that float32 would not."""
 
 from __future__ import annotations
 
@@ -39,6 +47,8 @@ from lmpt.rundir.trained import Trained
 
 EQUAL_LENGTH = "equal_length"
 LENGTH_BASELINE = "length_baseline"
+TIES = "ties"
+"""Pairs whose two sentences scored the same: counted wrong, and counted here (records before it hold no count)."""
 PAIR_FIGURES = (ACCURACY, EQUAL_LENGTH_ACCURACY, CHANCE, LENGTH_BASELINE)
 """The minimal-pair figures logged after training (`logged_figures`)."""
 
@@ -70,33 +80,41 @@ def pair_scores(
     return flat[0::2], flat[1::2]
 
 
-def _groups(keys: list[str], correct: np.ndarray) -> dict[str, dict]:
+def _with_ties(correct: np.ndarray, tied: np.ndarray) -> dict:
+    """Accuracy with its interval over the pairs given, and how many of them were ties (each counted wrong)."""
+    return {**accuracy_with_interval(correct), TIES: int(tied.sum())}
+
+
+def _groups(keys: list[str], correct: np.ndarray, tied: np.ndarray) -> dict[str, dict]:
     members: dict[str, list[int]] = defaultdict(list)
     for i, key in enumerate(keys):
         members[key].append(i)
-    return {key: accuracy_with_interval(correct[members[key]]) for key in sorted(members)}
+    return {key: _with_ties(correct[members[key]], tied[members[key]]) for key in sorted(members)}
 
 
 def pair_figures(
     pairs: list[MinimalPair], good: list[float], bad: list[float], good_tokens: list[int], bad_tokens: list[int]
 ) -> dict:
-    """Accuracy (good > bad) with its interval overall, on equal-length pairs, per field and per paradigm; chance
-    and the length baseline. Plain JSON types."""
-    correct = (np.asarray(good) > np.asarray(bad)).astype(np.float64)
+    """Accuracy (good > bad: a tie is wrong) with its interval and the count of ties, overall, on equal-length pairs,
+    per field and per paradigm; chance and the length baseline. Plain JSON types."""
+    good_scores, bad_scores = np.asarray(good, dtype=np.float64), np.asarray(bad, dtype=np.float64)
+    correct = (good_scores > bad_scores).astype(np.float64)
+    tied = good_scores == bad_scores
     g_len, b_len = np.asarray(good_tokens), np.asarray(bad_tokens)
     overall = accuracy_with_interval(correct)
-    equal = accuracy_with_interval(correct[g_len == b_len])
+    equal = _with_ties(correct[g_len == b_len], tied[g_len == b_len])
     by_length = np.where(g_len == b_len, 0.5, (g_len < b_len).astype(np.float64))
     return {
         "n": overall["n"],
         ACCURACY: overall[ACCURACY],
         "interval": overall["interval"],
+        TIES: int(tied.sum()),
         CHANCE: 0.5,
         EQUAL_LENGTH_ACCURACY: equal[ACCURACY],
         EQUAL_LENGTH: equal,
         LENGTH_BASELINE: float(by_length.mean()),
-        "fields": _groups([p.field for p in pairs], correct),
-        "paradigms": _groups([p.paradigm for p in pairs], correct),
+        "fields": _groups([p.field for p in pairs], correct, tied),
+        "paradigms": _groups([p.paradigm for p in pairs], correct, tied),
         "bootstrap": {"level": LEVEL, "resamples": RESAMPLES, "seed": SEED, "over": "pairs"},
         **figure_outcomes(ACCURACY, correct, overall["interval"]),  # per-pair outcomes: lmpt-compare pairs runs
         EQUAL_LENGTH_PAIRS: encode_outcomes(g_len == b_len),
@@ -147,11 +165,18 @@ def logged_figures(result: dict) -> dict[str, float]:
 
 
 def _row(table: Table, name: str, group: dict) -> None:
+    ties = f"{group[TIES]:,}" if TIES in group else "-"  # a record written before ties were counted
     if group["n"] == 0:
-        table.add_row(name, "0", "-", "-")
+        table.add_row(name, "0", "-", "-", ties)
         return
     low, high = group["interval"]
-    table.add_row(name, f"{group['n']:,}", f"{group[ACCURACY]:.4f}", f"{low:.3f}-{high:.3f}")
+    table.add_row(name, f"{group['n']:,}", f"{group[ACCURACY]:.4f}", f"{low:.3f}-{high:.3f}", ties)
+
+
+def _columns(table: Table, first: str, level: str) -> None:
+    for name, justify in ((first, "left"), ("n", "right"), (ACCURACY, "right"), (f"{level} interval", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("ties (wrong)", justify="right")
 
 
 def render_pairs(result: dict) -> None:
@@ -159,19 +184,17 @@ def render_pairs(result: dict) -> None:
     level = f"{result['bootstrap']['level']:.0%}"
     title = f"lmpt-eval task={result.get('task', '?')}: {result['objective']} {result['arch']}"
     summary = Table(title=f"{title} ({result['method']})", title_justify="left")
-    for name, justify in (("pairs", "left"), ("n", "right"), (ACCURACY, "right"), (f"{level} interval", "right")):
-        summary.add_column(name, justify=justify)  # type: ignore[arg-type]
+    _columns(summary, "pairs", level)
     _row(summary, "all", result)
     _row(summary, "equal token length", result[EQUAL_LENGTH])
-    summary.add_row(CHANCE, "", f"{result[CHANCE]:.4f}", "")
-    summary.add_row("length baseline (fewer tokens wins)", "", f"{result[LENGTH_BASELINE]:.4f}", "")
+    summary.add_row(CHANCE, "", f"{result[CHANCE]:.4f}", "", "")
+    summary.add_row("length baseline (fewer tokens wins)", "", f"{result[LENGTH_BASELINE]:.4f}", "", "")
     console.print(summary)
     for key, heading in (("fields", "field"), ("paradigms", "paradigm (UID)")):
         if len(result[key]) < 2:
             continue
         table = Table(title=f"per {heading}", title_justify="left")
-        for name, justify in ((heading, "left"), ("n", "right"), (ACCURACY, "right"), (f"{level} interval", "right")):
-            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        _columns(table, heading, level)
         for name, group in result[key].items():
             _row(table, name, group)
         console.print(table)

@@ -1,0 +1,106 @@
+"""lmpt-eval (a text, and bundled:blimp-fast zero-shot) and lmpt-generate on a tiny run of every one of the twelve
+objectives, trained together by one real `lmpt -m` sweep: each command exits 0 or refuses in one line that names why
+(exit 2), and a likelihood is reported as the run's measure says (exact, or mdlm's bound with its standard error)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from runner import TINY_RUN, run_lmpt
+
+from lmpt.config.command_options import run_command
+from lmpt.downstream.eval_cli import evaluate
+from lmpt.inference.generate import generate
+from lmpt.objectives.registry import OBJECTIVES
+
+TEXT = (
+    "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
+    "First Citizen:\nYou are all resolved rather to die than to famish?\n\nAll:\nResolved. resolved.\n\n"
+    "First Citizen:\nFirst, you know Caius Marcius is chief enemy to the people.\n\n"
+) * 3
+REFUSED = {  # objective -> the words of the one-line refusal of (eval text, eval task, generate); absent: exit 0
+    "mlm": {"generate": "lmpt-fill"},
+    "nsp": {"generate": "lmpt-fill"},
+    "clm-then-mlm": {"generate": "lmpt-fill"},
+    "electra": {"data": "no trained token head", "task": "no trained token head", "generate": "lmpt-fill"},
+    "span": {"generate": "no span to fill"},
+    "ul2-mixture": {"generate": "no span to fill"},
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """objective -> its tiny run (3 steps), all twelve from one sweep."""
+    root = tmp_path_factory.mktemp("twelve")
+    names = list(OBJECTIVES)
+    done = run_lmpt(
+        "-m", f"objective={','.join(names)}", *TINY_RUN, "trainer.max_steps=3", f"hydra.sweep.dir={root}", cwd=root
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: root / str(i) for i, name in enumerate(names)}
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("text") / "eval.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    return path
+
+
+def answer(command: Callable[[list[str]], None], argv: list[str], capsys, monkeypatch) -> tuple[int, str]:
+    """(exit code, its JSON answer or its one-line refusal)."""
+    monkeypatch.setattr(sys, "argv", ["lmpt-x", *argv, "json=true"])
+    capsys.readouterr()
+    code = 0
+    try:
+        run_command(command)
+    except SystemExit as stopped:
+        code = int(stopped.code or 0)
+    out, err = capsys.readouterr()
+    if code:
+        assert code == 2 and err.startswith("lmpt: error: ") and err.count("\n") == 1, err
+        return code, err
+    return code, out
+
+
+@pytest.mark.parametrize("objective", list(OBJECTIVES))
+def test_every_objective_answers_lmpt_eval_and_lmpt_generate(objective, runs, text_file, capsys, monkeypatch) -> None:
+    run, refused = str(runs[objective]), REFUSED.get(objective, {})
+    calls = {
+        "data": (evaluate, [run, f"data={text_file}"]),
+        "task": (evaluate, [run, "task=bundled:blimp-fast"]),
+        "generate": (generate, [run, "max_tokens=6"]),
+    }
+    for what, (command, argv) in calls.items():
+        code, said = answer(command, argv, capsys, monkeypatch)
+        if what in refused:
+            assert code == 2 and refused[what] in said, (what, said)
+            continue
+        assert code == 0, (what, said)
+        result = json.loads(said)
+        if what == "data":
+            likelihood = OBJECTIVES[objective].likelihood
+            assert result.get("likelihood") == likelihood and math.isfinite(result["loss"])
+            if likelihood:
+                assert result["bits_per_token"] == pytest.approx(result["loss"] / math.log(2))
+                assert (result["bits_per_token_stderr"] > 0) == (likelihood == "bound")
+        elif what == "task":
+            assert 0 <= result["accuracy"] <= 1
+
+
+def test_mdlm_is_scored_by_its_bound_over_fixed_draws(runs, text_file, capsys, monkeypatch) -> None:
+    run = str(runs["mdlm"])
+    code, first = answer(evaluate, [run, f"data={text_file}", "seed=3"], capsys, monkeypatch)
+    _, again = answer(evaluate, [run, f"data={text_file}", "seed=3", "batch_size=1"], capsys, monkeypatch)
+    first, again = json.loads(first), json.loads(again)
+    assert code == 0 and first["bits_per_token"] == again["bits_per_token"]  # fixed draws, whatever the batch size
+    assert "diffusion bound" in first["method"] and first["scored_tokens"] == first["text_tokens"]
+    # the bound of a nearly untrained model sits near a uniform guess over the vocabulary, never far below it
+    assert 0.5 * math.log2(1024) < first["bits_per_token"] < 1.5 * math.log2(1024)
+    code, said = answer(evaluate, [run, f"data={text_file}", "method=pll"], capsys, monkeypatch)
+    assert code == 2 and "the diffusion bound" in said

@@ -1,0 +1,102 @@
+"""Each objective owns how its held-out text is measured (lmpt.objectives.measure): fim's yardstick is the
+left-to-right likelihood of the plain windows clm reads (the same number with the same weights) with the paper's FIM
+loss beside it; mtp's is its main head's alone; fim at rate 0 is clm batch for batch."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from objective_helpers import batches
+
+from lmpt.batch import IGNORE
+from lmpt.config.schema import ModelConfig
+from lmpt.data.sampling import validation_sets
+from lmpt.objectives.clm import ClmConfig
+from lmpt.objectives.fim import FimConfig, split_documents
+from lmpt.objectives.measure import FimLikelihood, NextTokenLikelihood
+from lmpt.objectives.mtp import MtpConfig
+from lmpt.objectives.registry import OBJECTIVES, build_objective
+from lmpt.objectives.yardstick import yardstick_generator
+from lmpt.train.batches import validation_batches, yardstick_batches
+from lmpt.train.distributed import Distributed
+from lmpt.train.evaluation import Evaluator
+from lmpt.train.precision import Precision
+
+SEQ_LEN = 64
+MODEL = ModelConfig(d_model=32, n_layers=1, n_heads=2, ffn_dim=64, max_seq_len=SEQ_LEN)
+
+
+def evaluate(objective, model, data) -> dict:
+    sets = validation_sets(data, objective.window_length, 8, 2)
+    evaluator = Evaluator(model, model, objective, Precision("fp32", torch.device("cpu")), Distributed())
+    with torch.no_grad():
+        return evaluator(validation_batches(sets, objective, 7, 2), yardstick_batches(sets, objective, 2))
+
+
+def test_every_objective_names_its_measure_and_likelihood_follows_it() -> None:
+    measures = {name: cls.measure_class.__name__ for name, cls in OBJECTIVES.items()}
+    assert measures["fim"] == "FimLikelihood" and measures["mdlm"] == "DiffusionBound"
+    assert {name for name, cls in OBJECTIVES.items() if cls.likelihood == "exact"} == {"clm", "mtp", "fim"}
+    assert [name for name, cls in OBJECTIVES.items() if cls.likelihood == "bound"] == ["mdlm"]
+    assert issubclass(FimLikelihood, NextTokenLikelihood)
+
+
+def test_fims_yardstick_is_clms_on_the_same_weights_and_its_fim_loss_is_reported_beside_it(shakespeare) -> None:
+    clm = build_objective(ClmConfig(), shakespeare.tokenizer, SEQ_LEN, "auto")
+    fim = build_objective(FimConfig(), shakespeare.tokenizer, SEQ_LEN, "auto")
+    torch.manual_seed(0)
+    model = clm.build_model(MODEL, 1024)
+    ours, theirs = evaluate(fim, model, shakespeare), evaluate(clm, model, shakespeare)
+    assert ours["val_bits_per_token"] == theirs["val_bits_per_token"]  # the same windows, tokens and weights
+    assert ours["val_loss"] == theirs["val_loss"] and ours["val_acc"] == theirs["val_acc"]
+    assert ours["val_bits_per_token"] == pytest.approx(ours["val_loss"] / math.log(2))
+    assert {"val_fim_psm_loss", "val_fim_spm_loss", "val_fim_loss"} <= set(ours)
+    assert ours["val_fim_loss"] == pytest.approx((ours["val_fim_psm_loss"] + ours["val_fim_spm_loss"]) / 2)
+    assert not any(key.startswith("val_fim") for key in theirs)
+    # the same held-out windows rearranged the same way whatever the run's rates: fim at rate 0 (clm's control)
+    control = build_objective(FimConfig(fim_rate=0.0), shakespeare.tokenizer, SEQ_LEN, "auto")
+    assert evaluate(control, model, shakespeare) == ours
+
+
+def test_the_fim_loss_is_on_each_middle_split_at_the_same_points_in_psm_and_spm(shakespeare) -> None:
+    fim = build_objective(FimConfig(), shakespeare.tokenizer, SEQ_LEN, "auto")
+    (windows,) = validation_sets(shakespeare, fim.window_length, 8, 1).values()
+    psm = fim.probe_batch(windows.batch(0), yardstick_generator("", 0), spm=False)
+    spm = fim.probe_batch(windows.batch(0), yardstick_generator("", 0), spm=True)
+    pre, suf, mid = fim.sentinels
+    eos = fim.special.eos
+    for batch in (psm, spm):
+        scored = batch.labels != IGNORE
+        assert scored.any() and not torch.isin(batch.labels[scored], torch.tensor([pre, suf, mid])).any()
+    # every complete document: its middle is what follows <MID> in PSM and what ends the document in SPM alike
+    for row_psm, row_spm in zip(psm.input_ids.tolist(), spm.input_ids.tolist(), strict=True):
+        for (a, ended_a), (b, ended_b) in zip(
+            split_documents(row_psm, eos), split_documents(row_spm, eos), strict=False
+        ):
+            if ended_a and ended_b and mid in a:
+                middle = a[a.index(mid) + 1 :]
+                assert b[len(b) - len(middle) :] == middle
+
+
+def test_fim_at_rate_zero_makes_clms_batches(shakespeare) -> None:
+    clm = build_objective(ClmConfig(), shakespeare.tokenizer, SEQ_LEN, "auto")
+    control = build_objective(FimConfig(fim_rate=0.0), shakespeare.tokenizer, SEQ_LEN, "auto")
+    for (_, a), (_, b) in zip(
+        batches(clm, shakespeare.train, 8, 3), batches(control, shakespeare.train, 8, 3), strict=True
+    ):
+        assert torch.equal(a.input_ids, b.input_ids) and torch.equal(a.labels, b.labels)
+
+
+def test_mtps_yardstick_is_its_main_heads_next_token_likelihood_alone(shakespeare) -> None:
+    mtp = build_objective(MtpConfig(mtp_depth=2, mtp_weight=1.0), shakespeare.tokenizer, SEQ_LEN, "auto")
+    clm = build_objective(ClmConfig(), shakespeare.tokenizer, SEQ_LEN, "auto")
+    torch.manual_seed(0)
+    model = mtp.build_model(MODEL, 1024)
+    trunk = clm.build_model(MODEL, 1024)
+    missing, unexpected = trunk.load_state_dict(model.state_dict(), strict=False)
+    assert not missing and unexpected  # the modules alone are left out
+    ours, theirs = evaluate(mtp, model, shakespeare), evaluate(clm, trunk, shakespeare)
+    assert ours["val_bits_per_token"] == pytest.approx(theirs["val_bits_per_token"], abs=1e-6)
+    assert ours["val_mtp_loss_1"] != pytest.approx(ours["val_loss"])  # the modules' losses are reported apart
