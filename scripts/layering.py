@@ -29,7 +29,19 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("inference", ("lmpt.inference",)),
     ("downstream", ("lmpt.downstream",)),
     ("report", ("lmpt.report",)),
-    ("entry", ("lmpt.preview", "lmpt.prepare", "lmpt.app", "lmpt.cli", "lmpt.__main__", "lmpt.commands", "lmpt.study")),
+    (
+        "entry",
+        (
+            "lmpt.preview",
+            "lmpt.prepare",
+            "lmpt.app",
+            "lmpt.cli",
+            "lmpt.__main__",
+            "lmpt.commands",
+            "lmpt.study",
+            "lmpt.reproduce",
+        ),
+    ),
 )
 SUBPACKAGE = "downstream"
 """The package whose own floors are measured apart (`package_figures`)."""

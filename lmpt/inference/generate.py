@@ -16,6 +16,7 @@ from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.prompts import SENTINEL, encode_marked
 from lmpt.model.generate import sample, unmask
+from lmpt.objectives.base import Sampling
 from lmpt.rng import generator
 from lmpt.rundir.trained import RUN_ARGUMENT, Trained, load_trained
 from lmpt.train.threads import take_threads
@@ -162,24 +163,24 @@ def generate(argv: list[str]) -> None:
     _check(o)
     take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.threads)
     trained = load_trained(run, o.device)
-    diffusion = trained.objective.samples_by_unmasking
-    if trained.arch == "encoder" and not diffusion:
+    sampling = trained.objective.sampling(trained.arch)  # the objective says how its runs write
+    if sampling is Sampling.NONE:
         raise LmptError(
             f"{run} is an encoder ({trained.objective_name}), which predicts masked tokens rather than generating: "
             f'use lmpt-fill {run} text="... [MASK] ..."'
         )
     with torch.inference_mode(), WorkBar("generating tokens", hidden=o.json) as bar:
         bar.start(o.max_tokens)  # at most: a decoder may stop earlier at an end of document
-        write = unmask_text if diffusion else continue_text if trained.arch == "decoder" else fill_spans
-        result = write(trained, o, bar)
+        write = {Sampling.UNMASK: unmask_text, Sampling.CONTINUE: continue_text, Sampling.FILL_SPANS: fill_spans}
+        result = write[sampling](trained, o, bar)
     if o.json:
         print(json.dumps(result))
-    elif diffusion or trained.arch == "decoder":
-        console.print(f"[cyan]{escape(result['prompt'])}[/]{escape(result['continuation'])}")
-    else:
-        console.print(escape(result["text"]))
+    elif sampling is not Sampling.FILL_SPANS:
+        console.print(f"[cyan]{escape(result['prompt'])}[/]{escape(result['continuation'])}", emoji=False)
+    else:  # emoji=False: model text such as ":a:" is printed as written, never as an emoji
+        console.print(escape(result["text"]), emoji=False)
         for sentinel, span in result["spans"].items():
-            console.print(f"  [cyan]{escape(sentinel)}[/] -> [bold]{escape(span)}[/]")
+            console.print(f"  [cyan]{escape(sentinel)}[/] -> [bold]{escape(span)}[/]", emoji=False)
 
 
 def main() -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 import torch
+from omegaconf import OmegaConf
 from torch import nn
 
 from lmpt.batch import IGNORE, Batch
@@ -46,6 +48,24 @@ class ScoringFrame(NamedTuple):
     after: list[int]
     target: list[int]
     skip: int = 0
+
+
+class Reading(Enum):
+    """How an objective reads a text it scores zero-shot (a choice after its context, a minimal pair's sentence)."""
+
+    CAUSAL = "log-likelihood after the context, left to right"
+    ENCODER_DECODER = "decoder log-likelihood, the context as the encoder's input"
+    PSEUDO_LIKELIHOOD = "pseudo-log-likelihood, its tokens masked one at a time"
+    OWN = "the objective's own scorer (Objective.choice_scorer)"
+
+
+class Sampling(Enum):
+    """How lmpt-generate writes text with a run of an objective."""
+
+    CONTINUE = "continues the prompt left to right"
+    FILL_SPANS = "fills the prompt's sentinel spans"
+    UNMASK = "unmasks an all-[MASK] sequence over a number of steps"
+    NONE = "predicts masked tokens rather than generating (lmpt-fill)"
 
 
 class ChoiceScorer(Protocol):
@@ -111,8 +131,6 @@ class Objective(ABC):
     likelihood: ClassVar[str | None] = None
     """Its measure's `likelihood` (set from measure_class, never by hand): "exact", "bound" or None, what its
     yardstick in bits per token is of the held-out text (lmpt.report ranks likelihood models on one axis)."""
-    samples_by_unmasking: ClassVar[bool] = False
-    """lmpt-generate samples it by iterative unmasking from an all-[MASK] sequence (masked diffusion)."""
     preview_targets_caption: ClassVar[str] = ""
     """lmpt-preview: the words before a decoder's targets."""
 
@@ -133,6 +151,10 @@ class Objective(ABC):
     def measure(self) -> Measure:
         """How this objective's held-out text is measured (its measure_class, over this objective)."""
         return self.measure_class(self)
+
+    def with_settings(self, settings: dict[str, Any]) -> Objective:
+        """The same objective with some of its settings changed (the fixed-rate yardstick's masking)."""
+        return type(self)(OmegaConf.merge(self.cfg, settings), self.tokenizer, self.seq_len, self.arch)
 
     def inference_predictor(self, model: LanguageModel) -> LanguageModel:
         """The model lmpt-eval loads, predicting as it did in training (mdlm: never [MASK]); by default as it is."""
@@ -233,6 +255,26 @@ class Objective(ABC):
         draws); None (the default): by the architecture, a decoder's or encoder-decoder's log-likelihood, an
         encoder's pseudo-log-likelihood."""
         return None
+
+    @classmethod
+    def reading(cls, arch: str) -> Reading:
+        """How a run of it on `arch` reads zero-shot choices and minimal pairs: by default what the architecture gives
+        (a decoder left to right, an encoder-decoder by its decoder, an encoder by pseudo-log-likelihood); an objective
+        with its own scorer (choice_scorer) says OWN."""
+        return {"decoder": Reading.CAUSAL, "encoder-decoder": Reading.ENCODER_DECODER}.get(
+            arch, Reading.PSEUDO_LIKELIHOOD
+        )
+
+    @classmethod
+    def sampling(cls, arch: str) -> Sampling:
+        """How lmpt-generate writes with a run of it on `arch`: a decoder continues, an encoder-decoder fills spans, an
+        encoder does not generate (lmpt-fill fills its masks); masked diffusion unmasks."""
+        return {"decoder": Sampling.CONTINUE, "encoder-decoder": Sampling.FILL_SPANS}.get(arch, Sampling.NONE)
+
+    @property
+    def continues_text(self) -> bool:
+        """A run of it writes by continuing a prompt (the sample a run prints when it ends)."""
+        return self.sampling(self.arch) is Sampling.CONTINUE
 
     @classmethod
     def span_filling_prefix(cls, special: SpecialTokens) -> list[int]:

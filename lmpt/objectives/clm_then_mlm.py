@@ -15,8 +15,9 @@ from lmpt.data.windows import Windows
 from lmpt.model.build import build_model
 from lmpt.objectives.base import Objective
 from lmpt.objectives.checks import require_fraction
+from lmpt.objectives.masking import mask_tokens
 from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
-from lmpt.objectives.mlm import BertMasking, check_masking, mask_tokens
+from lmpt.objectives.mlm import BertMasking, check_masking
 
 
 def causal_batch(tokens: torch.Tensor, pad: int) -> Batch:

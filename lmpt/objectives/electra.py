@@ -19,8 +19,8 @@ from lmpt.model.build import check_model_config
 from lmpt.model.electra import ElectraModel, ElectraOutput, discriminator_state
 from lmpt.objectives.base import Objective, Stats
 from lmpt.objectives.checks import require_at_least, require_fraction, require_open_unit
+from lmpt.objectives.masking import mask_tokens
 from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
-from lmpt.objectives.mlm import mask_tokens
 from lmpt.objectives.schema import ObjectiveConfig
 
 SEED_BOUND = 1 << 62

@@ -27,7 +27,7 @@ from lmpt.model.build import check_model_config
 from lmpt.model.head import compiled_rows_loss, rows_loss, token_losses
 from lmpt.model.language_model import LanguageModel
 from lmpt.model.output import ModelOutput
-from lmpt.objectives.base import Objective, Stats
+from lmpt.objectives.base import Objective, Reading, Sampling, Stats
 from lmpt.objectives.measure import DiffusionBound, Measure
 from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.rng import generator
@@ -217,7 +217,6 @@ class MaskedDiffusion(Objective):
         "a masked diffusion model samples by iterative unmasking and its likelihood is a bound over masking times: "
         "transformers has no model class for it (a ForMaskedLM class would run but not as it was trained)"
     )
-    samples_by_unmasking: ClassVar[bool] = True
 
     def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
@@ -287,6 +286,14 @@ class MaskedDiffusion(Objective):
         """Every token of the text: the bound is per token of the sequence, masked or not."""
         text = torch.where(batch.labels != IGNORE, batch.labels, batch.input_ids)
         return text[batch.input_ids != self.special.pad]
+
+    @classmethod
+    def reading(cls, arch: str) -> Reading:
+        return Reading.OWN  # by the bound (choice_scorer)
+
+    @classmethod
+    def sampling(cls, arch: str) -> Sampling:
+        return Sampling.UNMASK
 
     @classmethod
     def choice_scorer(cls, cfg: Any, tokenizer: Tokenizer) -> BoundScorer:

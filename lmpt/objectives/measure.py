@@ -26,20 +26,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import torch
 
 from lmpt.batch import IGNORE, Batch, note_padding
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
+from lmpt.objectives.masking import mask_tokens
 from lmpt.objectives.sequences import pad_rows
 from lmpt.objectives.yardstick import (
     BITS_PER_TOKEN,
     bound_bits_per_token,
     draw_groups,
+    eval_mask_prob,
     exact_bits_per_token,
-    fixed_rate_objective,
     yardstick_generator,
 )
 from lmpt.rng import generator
@@ -48,10 +49,52 @@ from lmpt.tokenizer.base import piece_bytes
 if TYPE_CHECKING:
     from lmpt.data.sampler import ValidationWindows
     from lmpt.model.language_model import LanguageModel
-    from lmpt.objectives.base import Objective
+    from lmpt.model.output import ModelOutput
+    from lmpt.tokenizer.base import Tokenizer
+    from lmpt.tokenizer.special import SpecialTokens
 
 StatsOf = Callable[[list[Batch]], dict[str, float]]
 """The means of an objective's stats over some held-out batches (the evaluator's, summed over the ranks)."""
+
+
+class Measured(Protocol):
+    """What a measure asks of the objective it measures (lmpt.objectives.base.Objective meets it)."""
+
+    name: ClassVar[str]
+    perplexity_of: ClassVar[str]
+    n_segments: ClassVar[int]
+    cfg: Any
+    tokenizer: Tokenizer
+    special: SpecialTokens
+
+    @property
+    def window_length(self) -> int: ...
+
+    @property
+    def yardstick_draws(self) -> int: ...
+
+    def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch: ...
+
+    def yardstick_batch(self, windows: Windows, gen: torch.Generator) -> Batch: ...
+
+    def loss(
+        self, out: ModelOutput, batch: Batch
+    ) -> tuple[torch.Tensor, dict[str, tuple[torch.Tensor, torch.Tensor]]]: ...
+
+    def inference_predictor(self, model: LanguageModel) -> LanguageModel: ...
+
+    def with_settings(self, settings: dict[str, Any]) -> Measured: ...
+
+    @classmethod
+    def text_frame(cls, special: SpecialTokens) -> tuple[list[int], list[int]]: ...
+
+
+class Rearranging(Measured, Protocol):
+    """An objective that rearranges its training text (fim): the plain form its yardstick reads, and its probes."""
+
+    def plain_batch(self, windows: Windows) -> Batch: ...
+
+    def probe_batch(self, windows: Windows, gen: torch.Generator, spm: bool) -> Batch: ...
 
 
 class Progress(Protocol):
@@ -104,6 +147,8 @@ class Measure:
     likelihood: ClassVar[str | None] = None
     """"exact" (the negative log-likelihood of the held-out text), "bound" (an upper bound on it) or None: whether
     its yardstick stands on the bits-per-token axis that ranks likelihood models together, and as what."""
+    bound: ClassVar[bool] = False
+    """The yardstick is an upper bound on the negative log-likelihood (estimated), not the exact figure."""
     every_evaluation: ClassVar[bool] = True
     """The yardstick is taken at every evaluation; False: at the last alone (a bound's costs many validations)."""
     pseudo_likelihood: ClassVar[bool] = False
@@ -111,7 +156,7 @@ class Measure:
     kind: ClassVar[str] = "its own loss"
     """What the measure is, in a few words (refusals and documents name it)."""
 
-    def __init__(self, objective: Objective) -> None:
+    def __init__(self, objective: Measured) -> None:
         self.objective = objective
 
     # -- training's validation ------------------------------------------------------------------------------------
@@ -259,6 +304,7 @@ class FimLikelihood(NextTokenLikelihood):
     model must predict from both sides. val_fim_loss is the mean of the two orders."""
 
     kind: ClassVar[str] = "the exact likelihood of the plain text, left to right"
+    objective: Rearranging
 
     def held_out_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
         return self.objective.plain_batch(windows)
@@ -290,9 +336,12 @@ class FixedRateMaskedLoss(Measure):
     pseudo_likelihood: ClassVar[bool] = True
 
     def yardstick_batches(self, sets: dict[str, ValidationWindows], n_batches: int) -> list[Batch]:
-        fixed = fixed_rate_objective(self.objective)
-        if fixed is None:
+        rate = eval_mask_prob(self.objective.cfg)
+        if rate is None:
             return []
+        # the objective at its eval_mask_prob with every selected token replaced by [MASK], token by token
+        settings = {"mask_prob": rate, "mask_token_frac": 1.0, "random_token_frac": 0.0, "whole_word": False}
+        fixed = self.objective.with_settings(settings)
         pad = self.objective.special.pad
         return [
             note_padding(fixed.make_batch(windows.batch(i), yardstick_generator(name, i)), pad)
@@ -315,8 +364,6 @@ class FixedRateMaskedLoss(Measure):
         """Masked-LM loss on consecutive windows (the last may be shorter), each masked by its own seeded draw at the
         run's mask_prob / mask_token_frac / random_token_frac / whole_word; nsp runs see each window as [CLS] window
         [SEP], one segment, and only the masked-token loss is scored (not the pair head)."""
-        from lmpt.objectives.mlm import mask_tokens
-
         objective, cfg = self.objective, self.objective.cfg
         tok, special = objective.tokenizer, objective.special
         before, after = objective.text_frame(special)
@@ -378,6 +425,7 @@ class DiffusionBound(Measure):
     kind: ClassVar[str] = "the diffusion bound"
 
     likelihood: ClassVar[str | None] = "bound"
+    bound: ClassVar[bool] = True
     every_evaluation: ClassVar[bool] = False
 
     def yardstick_batches(self, sets: dict[str, ValidationWindows], n_batches: int) -> list[Batch]:

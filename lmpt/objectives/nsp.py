@@ -15,8 +15,9 @@ from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import Objective, Stats
 from lmpt.objectives.checks import require_at_least, require_fraction
+from lmpt.objectives.masking import mask_tokens
 from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
-from lmpt.objectives.mlm import BertMasking, check_masking, mask_tokens
+from lmpt.objectives.mlm import BertMasking, check_masking
 from lmpt.objectives.sequences import pad_rows
 from lmpt.tokenizer.special import SpecialTokens
 

@@ -16,15 +16,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
-from omegaconf import OmegaConf
 
 from lmpt.rng import generator
-
-if TYPE_CHECKING:
-    from lmpt.objectives.base import Objective
 
 BITS_PER_TOKEN = "val_bits_per_token"
 """metrics.jsonl key of the likelihood yardstick (bits per held-out token); its standard error is
@@ -40,21 +36,6 @@ def eval_mask_prob(objective_cfg: Any) -> float | None:
     """The yardstick's masking rate, or None for objectives without one (clm, span, prefix, ul2-mixture)."""
     rate = getattr(objective_cfg, "eval_mask_prob", None)  # a DictConfig's missing key is an AttributeError too
     return None if rate is None else float(rate)
-
-
-def fixed_rate_objective(objective: Objective) -> Objective | None:
-    """`objective` masking at its eval_mask_prob with every selected token replaced by [MASK]; None when it
-    has no yardstick."""
-    from lmpt.objectives.registry import build_objective  # the registry imports every objective, which import this
-
-    rate = eval_mask_prob(objective.cfg)
-    if rate is None:
-        return None
-    fixed = OmegaConf.merge(
-        objective.cfg,
-        {"mask_prob": rate, "mask_token_frac": 1.0, "random_token_frac": 0.0, "whole_word": False},
-    )
-    return build_objective(fixed, objective.tokenizer, objective.seq_len, objective.arch)
 
 
 def yardstick_generator(source: str, batch_index: int, draw: int = 0) -> torch.Generator:

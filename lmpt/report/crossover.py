@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from lmpt.downstream.intervals import seed_interval
-from lmpt.report.ranking import BITS_PER_TOKEN, likelihood
+from lmpt.report.ranking import BITS_PER_TOKEN, is_bound, on_bits_axis
 from lmpt.report.runs import RunSummary
 
 CROSSOVER_PLOT = "crossover.png"
@@ -137,7 +137,7 @@ def crossover_lines(runs: list[RunSummary]) -> list[Line]:
     )
     for run in runs:
         bits = run.measures.get(BITS_PER_TOKEN)
-        if run.status != "completed" or bits is None or run.flops is None or likelihood(run.objective) is None:
+        if run.status != "completed" or bits is None or run.flops is None or not on_bits_axis(run.objective):
             continue
         groups[(str(run.objective), run.model, run.unique_tokens)][run.budget or str(run.path)].append(run)
     lines = []
@@ -152,7 +152,7 @@ def crossover_lines(runs: list[RunSummary]) -> list[Line]:
             for budget, members in by_budget.items()
         ]
         points.sort(key=lambda p: p.flops)
-        lines.append(Line(objective, model, unique, likelihood(objective) == "bound", tuple(points)))
+        lines.append(Line(objective, model, unique, is_bound(objective), tuple(points)))
     return sorted(lines, key=lambda line: (line.model or "", line.unique_tokens or 0, line.bound, line.objective))
 
 

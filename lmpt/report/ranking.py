@@ -73,12 +73,21 @@ def loss_family(objective: str | None) -> str | None:
     return cls.loss_family if cls is not None else None
 
 
-def likelihood(objective: str | None) -> str | None:
-    """The run's objective's likelihood (Objective.likelihood): "exact" (clm), "bound" (mdlm) or None."""
+def on_bits_axis(objective: str | None) -> bool:
+    """Whether the run's objective's measure puts its yardstick on the bits-per-token axis (an exact likelihood or a
+    bound: Objective.measure_class)."""
     from lmpt.objectives.registry import objective_class
 
     cls = objective_class(str(objective))
-    return cls.likelihood if cls is not None else None
+    return cls is not None and cls.measure_class.likelihood is not None
+
+
+def is_bound(objective: str | None) -> bool:
+    """Whether the run's objective's yardstick is an upper bound on the likelihood (mdlm's), not the exact figure."""
+    from lmpt.objectives.registry import objective_class
+
+    cls = objective_class(str(objective))
+    return cls is not None and cls.measure_class.bound
 
 
 def bits_ranking(evaluated: list[RunSummary]) -> Ranking | None:
@@ -86,7 +95,7 @@ def bits_ranking(evaluated: list[RunSummary]) -> Ranking | None:
     table keeps its usual ranking (val_loss orders it the same)."""
     if not evaluated or any(r.measures.get(BITS_PER_TOKEN) is None for r in evaluated):
         return None
-    bounds = sorted({str(r.objective) for r in evaluated if likelihood(r.objective) == "bound"})
+    bounds = sorted({str(r.objective) for r in evaluated if is_bound(r.objective)})
     if not bounds:
         return None
     return Ranking(

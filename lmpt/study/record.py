@@ -15,7 +15,7 @@ from typing import Any
 from lmpt.errors import LmptError
 from lmpt.report.control_gain import within_noise_sentence
 from lmpt.report.crossover import CROSSOVER_PLOT, report_crossover
-from lmpt.report.ranking import Ranking, likelihood, rank_runs
+from lmpt.report.ranking import Ranking, is_bound, rank_runs
 from lmpt.report.runs import RunSummary, read_run
 from lmpt.report.significance import neighbour_significance
 from lmpt.safe_files import write_atomically
@@ -320,7 +320,7 @@ def study_markdown(
 
 def _bound_note(objectives: list[str]) -> str:
     """What a bound objective's search ranks by, when the study has one."""
-    bounds = [name for name in objectives if likelihood(name) == "bound"]
+    bounds = [name for name in objectives if is_bound(name)]
     return f" ({', '.join(bounds)}: its bound over the yardstick's fixed passes of masks)" if bounds else ""
 
 

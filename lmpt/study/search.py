@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lmpt.errors import LmptError
-from lmpt.report.ranking import BITS_PER_TOKEN, likelihood
+from lmpt.report.ranking import BITS_PER_TOKEN, is_bound
 from lmpt.report.runs import RunSummary, read_run, read_status
 from lmpt.study.launch import refuse_another_run
 from lmpt.study.plan import StudyPlan, search_overrides
@@ -105,7 +105,7 @@ def trial_loss(run: RunSummary) -> float | None:
     """The loss a trial is ranked by: its final val_loss, or for a bound (mdlm) the same bound over the yardstick's
     fixed passes of masks (val_bits_per_token in nats), where val_loss is one pass's noisy draw."""
     bits = run.measures.get(BITS_PER_TOKEN)
-    if likelihood(run.objective) == "bound" and bits is not None:
+    if is_bound(run.objective) and bits is not None:
         return bits * math.log(2)
     return run.val_loss
 

@@ -139,10 +139,12 @@ class RichDisplay(Display):
         super().__init__(max_steps, length)
         self.progress = Progress(
             TextColumn("{task.description}", table_column=Column(no_wrap=True, min_width=len("evaluating"))),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("eta {task.fields[eta]}"),  # the display's own ETA: rich's would ignore a budget
-            TextColumn("{task.fields[metrics]}"),
+            BarColumn(bar_width=20),
+            MofNCompleteColumn(table_column=Column(no_wrap=True, min_width=2 * len(str(max_steps)) + 1)),
+            # the display's own ETA: rich's would ignore a budget
+            TextColumn("eta {task.fields[eta]}", table_column=Column(no_wrap=True, min_width=len("eta 00m00s"))),
+            # a narrow terminal cuts the metrics, never the step or the ETA
+            TextColumn("{task.fields[metrics]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
             console=console,
         )
         self.task = self.progress.add_task(TRAINING, total=max_steps, metrics="", eta="?")

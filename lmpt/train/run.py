@@ -186,7 +186,7 @@ def run_training(
     with rundir.failure_recorded(run.path, lambda: loop.state.step):  # "completed" is never written without it
         rundir.save_final_model(run.path, final_state, objective.arch, model_vocab)
     print_summary(loop, run.path, result.wall_s, model)
-    if objective.arch == "decoder" and t.sample_tokens > 0:
+    if objective.continues_text and t.sample_tokens > 0:
         if t.strategy == "fsdp":  # rank 0 alone cannot run a sharded model: sample from the consolidated one
             model = objective.build_model(spec.model, model_vocab)
             model.load_state_dict(final_state)

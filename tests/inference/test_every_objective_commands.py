@@ -104,3 +104,19 @@ def test_mdlm_is_scored_by_its_bound_over_fixed_draws(runs, text_file, capsys, m
     assert 0.5 * math.log2(1024) < first["bits_per_token"] < 1.5 * math.log2(1024)
     code, said = answer(evaluate, [run, f"data={text_file}", "method=pll"], capsys, monkeypatch)
     assert code == 2 and "the diffusion bound" in said
+
+
+def test_generated_text_is_printed_as_written_never_as_markup_or_emoji(runs, capsys, monkeypatch) -> None:
+    import lmpt.inference.generate as generating
+
+    written = {"prompt": "[b]x[/b]", "continuation": " :smile: :a: [red]", "text": "", "tokens": 3}
+    monkeypatch.setattr(generating, "continue_text", lambda trained, o, bar: written)
+    monkeypatch.setattr(sys, "argv", ["lmpt-generate", str(runs["clm"])])
+    with pytest.raises(SystemExit) as ended:
+        run_command(generate)
+    out = capsys.readouterr().out
+    assert (
+        ended.value.code == 0
+        and "[b]x[/b] :smile: :a: [red]" in out
+        and "\N{SMILING FACE WITH SMILING EYES}" not in out
+    )

@@ -100,3 +100,28 @@ def test_mtps_yardstick_is_its_main_heads_next_token_likelihood_alone(shakespear
     ours, theirs = evaluate(mtp, model, shakespeare), evaluate(clm, trunk, shakespeare)
     assert ours["val_bits_per_token"] == pytest.approx(theirs["val_bits_per_token"], abs=1e-6)
     assert ours["val_mtp_loss_1"] != pytest.approx(ours["val_loss"])  # the modules' losses are reported apart
+
+
+def test_the_objective_says_how_a_run_reads_choices_and_how_it_samples() -> None:
+    from lmpt.objectives.base import Reading, Sampling
+
+    readings = {name: cls.reading(cls.natural_arch) for name, cls in OBJECTIVES.items()}
+    samplings = {name: cls.sampling(cls.natural_arch) for name, cls in OBJECTIVES.items()}
+    assert readings["mdlm"] is Reading.OWN and samplings["mdlm"] is Sampling.UNMASK
+    assert readings["clm"] is Reading.CAUSAL and samplings["fim"] is Sampling.CONTINUE
+    assert readings["mlm"] is Reading.PSEUDO_LIKELIHOOD and samplings["mlm"] is Sampling.NONE
+    assert readings["span"] is Reading.ENCODER_DECODER and samplings["span"] is Sampling.FILL_SPANS
+    assert OBJECTIVES["span"].reading("decoder") is Reading.CAUSAL  # span's decoder-only form reads as a decoder
+
+
+def test_a_tied_choice_counts_wrong_whichever_comes_first() -> None:
+    from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion
+    from lmpt.downstream.zero_shot.multiple_choice import choice_outcomes
+
+    questions = [
+        ChoiceQuestion("c", ("a", "b"), 0),
+        ChoiceQuestion("c", ("a", "b"), 1),
+        ChoiceQuestion("c", ("a", "b"), 0),
+    ]
+    right, right_norm = choice_outcomes(questions, [[-1.0, -1.0], [-1.0, -1.0], [-0.5, -1.0]])
+    assert right == [False, False, True] and right_norm == [False, False, True]

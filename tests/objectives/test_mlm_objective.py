@@ -8,7 +8,8 @@ from objective_helpers import FakeTokenizer, assert_int64, assert_same_batch, ba
 
 from lmpt.batch import IGNORE
 from lmpt.data.windows import Windows
-from lmpt.objectives.mlm import MlmConfig, mask_tokens
+from lmpt.objectives.masking import mask_tokens
+from lmpt.objectives.mlm import MlmConfig
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import generator
 

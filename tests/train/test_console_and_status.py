@@ -129,3 +129,23 @@ def test_the_eval_line_leaves_out_an_exact_likelihoods_zero_standard_error() -> 
     bound = format_eval({"step": 40, "val_bits_per_token": 9.067, "val_bits_per_token_stderr": 0.0063})
     assert "stderr" not in exact and "val_bits_per_token 7.3910" in exact
     assert "val_bits_per_token_stderr 0.0063" in bound
+
+
+def test_an_80_column_terminal_keeps_the_step_and_the_eta_and_cuts_the_metrics(monkeypatch) -> None:
+    import io
+    import re
+
+    from rich.console import Console
+
+    import lmpt.train.display as display
+
+    out = io.StringIO()
+    monkeypatch.setattr(display, "console", Console(file=out, width=80, force_terminal=True, color_system=None))
+    shown = display.RichDisplay(1000)
+    shown.start(0)
+    shown.log(123, {"step": 123, "loss": 5.1234, "ppl": 167.9, "acc": 0.17, "lr": 0.02, "tokens_per_s": 5000.0})
+    shown.advance(123)
+    shown.progress.refresh()
+    shown.close()
+    last = [line for line in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).splitlines() if line.strip()][-1]
+    assert "123/1000" in last and "eta " in last and "loss 5.1234" in last and len(last) <= 80

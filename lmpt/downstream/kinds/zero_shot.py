@@ -13,6 +13,7 @@ from lmpt.downstream.kinds.base import ZeroShotKind, ZeroShotTask
 from lmpt.downstream.kinds.registry import kind_of, record_kind, zero_shot_kind
 from lmpt.downstream.significance import items_key
 from lmpt.errors import LmptError
+from lmpt.objectives.base import Reading
 
 if TYPE_CHECKING:
     from lmpt.downstream.zero_shot.multiple_choice import Framing
@@ -26,10 +27,10 @@ def read_zero_shot(task: str) -> ZeroShotTask:
 
 def check_zero_shot_fits(run: Framing, task: ZeroShotTask) -> None:
     """Refuse now what scoring `task` with `run` would refuse: a choice, or a minimal pair's sentence, too long for
-    the model (multiple_choice.framed_choices). Encoders cut every text to fit the model and refuse none."""
+    the model (multiple_choice.framed_choices). Encoders and own scorers cut every text to fit and refuse none."""
     from lmpt.downstream.zero_shot.multiple_choice import framed_choices  # torch-heavy: when a task is named
 
-    if run.arch != "encoder":
+    if run.objective.reading(run.arch) in (Reading.CAUSAL, Reading.ENCODER_DECODER):  # the others cut to fit
         framed_choices(run, kind_of(task).as_questions(task))
 
 

@@ -40,9 +40,10 @@ from lmpt.downstream.intervals import LEVEL, RESAMPLES, SEED, accuracy_with_inte
 from lmpt.downstream.significance import ITEMS_DIGEST, encode_outcomes, figure_outcomes, items_digest
 from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion
 from lmpt.downstream.tasks.pair_tasks import MinimalPair
-from lmpt.downstream.zero_shot.multiple_choice import choice_scores, own_scorer, split_tokens
+from lmpt.downstream.zero_shot.multiple_choice import choice_scores, own_scorer, reading_of, split_tokens
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.sentence_pll import copy_tokens, framed_ids, text_plls
+from lmpt.objectives.base import Reading
 from lmpt.rundir.trained import Trained
 
 EQUAL_LENGTH = "equal_length"
@@ -56,7 +57,7 @@ PAIR_FIGURES = (ACCURACY, EQUAL_LENGTH_ACCURACY, CHANCE, LENGTH_BASELINE)
 def sentence_tokens(trained: Trained, sentence: str) -> list[int]:
     """The ids of `sentence` that the run scores: encoders' PLL its framed text, the others the choice's tokens after
     an empty context (multiple_choice.split_tokens)."""
-    if trained.arch == "encoder" and own_scorer(trained) is None:
+    if reading_of(trained) is Reading.PSEUDO_LIKELIHOOD:
         return framed_ids(trained, sentence)
     return split_tokens(trained, "", sentence)[1]
 
@@ -71,7 +72,7 @@ def pair_scores(
 ) -> tuple[list[float], list[float]]:
     """(good scores, bad scores): each sentence's log-likelihood, pseudo-log-likelihood for encoders, or the score
     of the objective's own way (as a choice after an empty context)."""
-    if trained.arch != "encoder" or own_scorer(trained) is not None:
+    if reading_of(trained) is not Reading.PSEUDO_LIKELIHOOD:
         scores = choice_scores(trained, pair_questions(pairs), batch_size, device, bar)
         return [s[0] for s in scores], [s[1] for s in scores]
     rows = [framed_ids(trained, s) for p in pairs for s in (p.good, p.bad)]
@@ -127,9 +128,10 @@ def method_of(trained: Trained, within_word: bool) -> str:
     scorer = own_scorer(trained)
     if scorer is not None:
         return f"{scorer.method} of each sentence after an empty context (every token of it masked)"
-    if trained.arch == "encoder":
+    reading = reading_of(trained)
+    if reading is Reading.PSEUDO_LIKELIHOOD:
         return "pseudo-log-likelihood of each sentence" + (" (within-word l2r masking)" if within_word else "")
-    if trained.arch == "encoder-decoder":
+    if reading is Reading.ENCODER_DECODER:
         return "decoder log-likelihood of each sentence after an empty input"
     return "log-likelihood of each sentence after eos"
 
@@ -144,7 +146,7 @@ def evaluate_pairs(
 ) -> dict:
     """The figures of a minimal-pair task, with the method, under a progress bar naming `task` unless `hidden`."""
     device = trained.model.head_weight.device
-    counts_tokens = trained.arch == "encoder" or own_scorer(trained) is not None
+    counts_tokens = reading_of(trained) in (Reading.PSEUDO_LIKELIHOOD, Reading.OWN)
     unit = "tokens" if counts_tokens else "sentences"  # what pair_scores counts
     with torch.inference_mode(), WorkBar(f"{task} zero-shot".lstrip(), hidden=hidden, unit=unit) as bar:
         good, bad = pair_scores(trained, pairs, batch_size, device, bar, within_word)

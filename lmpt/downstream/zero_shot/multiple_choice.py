@@ -42,7 +42,7 @@ from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.sentence_pll import copy_tokens, framed_continuation, framed_ids, text_plls
-from lmpt.objectives.base import ChoiceScorer, Objective
+from lmpt.objectives.base import ChoiceScorer, Objective, Reading
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rundir.trained import Trained
 from lmpt.tokenizer.base import Tokenizer
@@ -105,7 +105,8 @@ def frame(run: Framing, context_ids: list[int], choice_ids: list[int]) -> Framed
     context cut from the left (as lm_eval truncates) where the whole would not fit the model."""
     special, max_len = run.tokenizer.special, run.max_seq_len
     before, context_ids, after, target, skip = run.objective.scoring_frame(special, context_ids, choice_ids)
-    room = (max_len - len(target) + 1 if run.arch == "decoder" else max_len) - len(before) - len(after)
+    causal = run.objective.reading(run.arch) is Reading.CAUSAL  # the target shares the decoder's positions
+    room = (max_len - len(target) + 1 if causal else max_len) - len(before) - len(after)
     if room < 1 or len(target) > max_len:
         raise LmptError(
             f"a choice of {len(choice_ids)} tokens does not fit the model's max_seq_len={max_len}: shorten it"
@@ -125,6 +126,11 @@ def framed_choices(run: Framing, questions: list[ChoiceQuestion]) -> list[Framed
             except LmptError as e:
                 raise LmptError(f"{q.where}: {e}" if q.where else str(e)) from None
     return rows
+
+
+def reading_of(trained: Trained) -> Reading:
+    """How the run's objective reads a choice (Objective.reading), at the run's architecture."""
+    return trained.objective.reading(trained.arch)
 
 
 def own_scorer(trained: Trained) -> ChoiceScorer | None:
@@ -152,7 +158,7 @@ def whole_rows(run: Framing, questions: list[ChoiceQuestion]) -> tuple[list[list
 def choice_batch(trained: Trained, rows: list[Framed]) -> Batch:
     """One batch of framed choices, padded to the longest."""
     special = trained.tokenizer.special
-    if trained.arch == "encoder-decoder":
+    if reading_of(trained) is Reading.ENCODER_DECODER:
         labels = [torch.tensor([IGNORE] * r.skip + r.target[r.skip :]) for r in rows]
         decoder_inputs = [torch.tensor([special.bos, *r.target[:-1]]) for r in rows]
         return Batch(
@@ -224,7 +230,7 @@ def choice_scores(
         rows, starts = whole_rows(trained, questions)
         bar.start(scorer.work(rows))
         flat = scorer.scores(trained.model, rows, starts, batch_size, bar.advance)
-    elif trained.arch == "encoder":
+    elif reading_of(trained) is Reading.PSEUDO_LIKELIHOOD:
         flat = _pseudo_loglikelihoods(trained, questions, batch_size, device, bar, choice_pll)
     else:
         bar.start(sum(len(q.choices) for q in questions))
@@ -235,17 +241,19 @@ def choice_scores(
     return scores
 
 
-def _argmax(values: list[float]) -> int:
-    return max(range(len(values)), key=values.__getitem__)
+def _strictly_best(values: list[float], label: int) -> bool:
+    """The answer scores above every other choice: a tie is wrong, whichever choice comes first (the BabyLM
+    pipeline's rule for ties; the first-choice-wins argmax counted a tie right whenever the answer was choice 0)."""
+    return all(values[label] > v for i, v in enumerate(values) if i != label)
 
 
 def choice_outcomes(questions: list[ChoiceQuestion], scores: list[list[float]]) -> tuple[list[bool], list[bool]]:
     """Per question, whether the highest score is the answer, and whether the highest score per UTF-8 byte is."""
     right, right_norm = [], []
     for q, s in zip(questions, scores, strict=True):
-        right.append(_argmax(s) == q.label)
+        right.append(_strictly_best(s, q.label))
         per_byte = [v / max(len(c.encode("utf-8")), 1) for v, c in zip(s, q.choices, strict=True)]
-        right_norm.append(_argmax(per_byte) == q.label)
+        right_norm.append(_strictly_best(per_byte, q.label))
     return right, right_norm
 
 
@@ -278,11 +286,12 @@ def method_of(trained: Trained, choice_pll: str = CHOICE_PLL[0]) -> str:
     scorer = own_scorer(trained)
     if scorer is not None:
         return f"{scorer.method} of each choice given the context (its tokens masked, the context never)"
-    if trained.arch == "encoder" and choice_pll == "whole":
+    reading = reading_of(trained)
+    if reading is Reading.PSEUDO_LIKELIHOOD and choice_pll == "whole":
         return "pseudo-log-likelihood of each filled text (context + choice)"
-    if trained.arch == "encoder":
+    if reading is Reading.PSEUDO_LIKELIHOOD:
         return "conditional pseudo-log-likelihood of each choice given the context"
-    if trained.arch == "encoder-decoder":
+    if reading is Reading.ENCODER_DECODER:
         return "decoder log-likelihood of each choice given the context as encoder input"
     return "log-likelihood of each choice after the context" + (
         " (context as bidirectional prefix)" if trained.objective.reads_prefix else ""
@@ -300,7 +309,7 @@ def evaluate_choices(
     """The figures of a multiple-choice task, with the method, under a progress bar naming `task` unless `hidden`;
     `choice_pll`: how an encoder scores a choice (CHOICE_PLL)."""
     device = trained.model.head_weight.device
-    counts_tokens = trained.arch == "encoder" or own_scorer(trained) is not None
+    counts_tokens = reading_of(trained) in (Reading.PSEUDO_LIKELIHOOD, Reading.OWN)
     unit = "tokens" if counts_tokens else "choices"  # what choice_scores counts
     with torch.inference_mode(), WorkBar(f"{task} zero-shot".lstrip(), hidden=hidden, unit=unit) as bar:
         scores = choice_scores(trained, questions, batch_size, device, bar, choice_pll)

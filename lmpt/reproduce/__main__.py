@@ -1,0 +1,3 @@
+from lmpt.reproduce.cli import main
+
+main()

@@ -1,0 +1,164 @@
+"""A reproduction's grid of runs: its plan with the time it will take, and running it over the study's slots
+(lmpt.study.slots, lmpt.study.pool), each run a real `lmpt` process in its own directory. The same command resumes a
+killed grid: completed runs are kept, a stopped one continues from its checkpoint, one left training is stopped first
+(lmpt.study.launch). The folder is held by one process at a time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+from rich.table import Table
+
+from lmpt.console import console
+from lmpt.errors import LmptError
+from lmpt.reproduce.reproduction import PlannedRun, Reproduction
+from lmpt.study.launch import lock_study, stop_left_run
+from lmpt.study.pool import Launch, LocalPool
+from lmpt.study.slots import Slot, plan_slots
+from lmpt.train.display import format_duration
+
+SLOT_RATE = {"tiny": 5.0e10, "micro": 2.9e10}
+"""Training FLOPs per second a one-thread slot gives each model, evaluations included (measured on the development
+machine, an Intel Xeon with AVX-512, fp32: tiny 1.11e12 FLOPs in 21.9 s, micro 2.96e11 in 10.1 s); the plan's time is
+each run's FLOPs at its model's rate, over the slots. A model not listed is taken at the slowest rate."""
+MEMORY_PER_RUN = 1.0e9
+"""Bytes a tiny or micro run holds at most (measured: about 0.45 GB), for the check that the slots fit in memory."""
+TIME_FILE = "reproduction.json"
+
+
+@dataclass(frozen=True)
+class GridPlan:
+    folder: Path
+    runs: list[PlannedRun]
+    done: list[str]
+    """The runs already completed (kept on resume)."""
+    slots: list[Slot]
+
+    @property
+    def estimate_s(self) -> float:
+        """The time the runs still to train will take over the slots (their FLOPs at SLOT_RATE)."""
+        slowest = min(SLOT_RATE.values())
+        left = [
+            r.flops / SLOT_RATE.get(str(r.labels.get("model")), slowest) for r in self.runs if r.name not in self.done
+        ]
+        return sum(left) / len(self.slots)
+
+
+def launch_command(folder: Path, run: PlannedRun) -> list[str]:
+    return [sys.executable, "-m", "lmpt", *run.keys, "trainer.progress=plain", f"hydra.run.dir={folder / run.name}"]
+
+
+def completed(path: Path) -> bool:
+    status = path / "status.json"
+    return status.is_file() and json.loads(status.read_text()).get("status") == "completed"
+
+
+def plan_grid(reproduction: Reproduction, folder: Path, slots: str, max_minutes: float) -> GridPlan:
+    """The grid's plan; one LmptError line when the slots are wrong, or when what is left would take longer than
+    `max_minutes` or hold more memory than the machine has (said before anything starts)."""
+    slot_list = plan_slots(SimpleNamespace(slots=slots, slot_device="cpu", launcher="local"))
+    runs = reproduction.runs()
+    done = [r.name for r in runs if completed(folder / r.name)]
+    plan = GridPlan(folder, runs, done, slot_list)
+    minutes = plan.estimate_s / 60
+    if minutes > max_minutes:
+        raise LmptError(
+            f"{reproduction.name} would take about {minutes:.0f} minutes on {len(slot_list)} slot(s), more than "
+            f"max_minutes={max_minutes:g}: give fewer seeds, more slots (a bigger machine) or "
+            f"max_minutes={minutes:.0f}"
+        )
+    available = _available_memory()
+    if available is not None and MEMORY_PER_RUN * len(slot_list) > available:
+        raise LmptError(
+            f"{len(slot_list)} runs side by side need about {MEMORY_PER_RUN * len(slot_list) / 1e9:.0f} GB and this "
+            f"machine has {available / 1e9:.1f} GB free: give slots={max(1, int(available // MEMORY_PER_RUN))}"
+        )
+    return plan
+
+
+def _available_memory() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def print_plan(reproduction: Reproduction, plan: GridPlan) -> None:
+    """The dry run: every run, its keys and state, and the time left; nothing is written."""
+    table = Table(title=f"lmpt-reproduce {reproduction.name}: {len(plan.runs)} runs", title_justify="left")
+    for column in ("run", "keys", "FLOPs", "state"):
+        table.add_column(column, justify="right" if column == "FLOPs" else "left")
+    for run in plan.runs:
+        state = "completed" if run.name in plan.done else "to train"
+        table.add_row(run.name, " ".join(run.keys), f"{run.flops:.2e}", state)
+    console.print(table)
+    console.print(
+        f"{len(plan.runs) - len(plan.done)} runs to train over {len(plan.slots)} slot(s) "
+        f"({', '.join(s.name for s in plan.slots)}): about {format_duration(plan.estimate_s)}, into {plan.folder}"
+    )
+
+
+def prepare_text(reproduction: Reproduction) -> None:
+    """Tokenise the text once before runs side by side would each do it (lmpt-prepare with the first run's keys)."""
+    keys = [k for k in reproduction.runs()[0].keys if k.split("=")[0].split(".")[0] in ("data", "tokenizer")]
+    done = subprocess.run([sys.executable, "-m", "lmpt.prepare", *keys], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise LmptError(f"preparing the text failed: {done.stderr.strip().splitlines()[-1:]}")
+
+
+def run_grid(reproduction: Reproduction, plan: GridPlan) -> float:
+    """Train every run not yet completed over the slots; the wall seconds this launch took. A run that fails stops
+    the grid in one line naming its log."""
+    plan.folder.mkdir(parents=True, exist_ok=True)
+    lock_study(plan.folder)
+    stop_left_run(plan.folder)
+    started = time.perf_counter()
+    queue = [r for r in plan.runs if not completed(plan.folder / r.name)]
+    pool = LocalPool(plan.folder, plan.slots)
+    if queue and len(plan.slots) > 1:
+        prepare_text(reproduction)
+    total = len(plan.runs)
+    finished = total - len(queue)
+    try:
+        while queue or pool.running:
+            while queue and pool.free:
+                run = queue.pop(0)
+                path = plan.folder / run.name
+                slot = pool.start(
+                    Launch(run.name, path, launch_command(plan.folder, run), str(run.labels.get("objective")))
+                )
+                console.print(f"[{finished + pool.running}/{total}] {run.name} started on {slot}")
+            for launch, code in pool.wait():
+                if code != 0:
+                    raise LmptError(f"run {launch.name} ended with exit code {code}: see {launch.path / 'lmpt.log'}")
+                finished += 1
+                console.print(f"[{finished}/{total}] {launch.name} completed")
+    except BaseException:
+        pool.stop()
+        raise
+    finally:
+        _add_time(plan.folder, time.perf_counter() - started, os.cpu_count() or 1)
+    return time.perf_counter() - started
+
+
+def _add_time(folder: Path, seconds: float, cores: int) -> None:
+    """Keep the wall time over every launch of the grid (a resumed grid adds to it)."""
+    path = folder / TIME_FILE
+    kept = json.loads(path.read_text()) if path.is_file() else {"wall_s": 0.0, "launches": 0}
+    kept = {"wall_s": kept["wall_s"] + seconds, "launches": kept["launches"] + 1, "cores": cores}
+    path.write_text(json.dumps(kept))
+
+
+def grid_time(folder: Path) -> dict:
+    path = folder / TIME_FILE
+    return json.loads(path.read_text()) if path.is_file() else {"wall_s": 0.0, "launches": 0}

@@ -1,0 +1,139 @@
+"""A published result as a reproduction (principle 17): a paper's claim, a grid of ordinary lmpt runs that checks it at
+a scale the machine finishes, and the analysis that sets the paper's figure beside lmpt's with intervals and a verdict.
+
+A Reproduction subclass in a module of lmpt.reproduce is found by its `name` (`lmpt-reproduce NAME`). It says what it
+checks (paper, claim, figure), which runs (`runs`: each an lmpt command and its own run directory under the
+reproduction's folder) and what they show (`analyse`: a Findings of tables, a plot and a verdict). Running the grid,
+resuming it after a kill, estimating its time and writing its document are the same for every reproduction
+(lmpt.reproduce.grid, lmpt.reproduce.document)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import pkgutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from matplotlib.figure import Figure
+
+import lmpt.reproduce
+from lmpt.errors import LmptError
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a reproduction: its name (its directory under the reproduction's folder), its lmpt keys, and what
+    the analysis groups it by (objective, model, budget, seed, ...)."""
+
+    name: str
+    keys: tuple[str, ...]
+    labels: dict[str, Any]
+    flops: float
+    """Its training FLOPs (6 N D plus attention, as lmpt counts them): what its time is estimated from."""
+
+
+@dataclass
+class FinishedRun:
+    """A completed run as the analysis reads it: its labels, its status.json and its metrics.jsonl records."""
+
+    planned: PlannedRun
+    status: dict[str, Any]
+    records: list[dict[str, Any]]
+
+    def last(self, key: str) -> float:
+        """The last logged value of `key` (NaN when never logged)."""
+        values = [r[key] for r in self.records if r.get(key) is not None]
+        return float(values[-1]) if values else math.nan
+
+    def curve(self, key: str, x: str = "flops") -> list[tuple[float, float]]:
+        """(x, key) of every record that logs both: a learning curve."""
+        return [(float(r[x]), float(r[key])) for r in self.records if r.get(key) is not None and r.get(x) is not None]
+
+
+@dataclass
+class Findings:
+    """What a reproduction found: the paper's figures beside lmpt's (markdown tables), a plot, and one sentence."""
+
+    verdict: str
+    """Reproduced, not reproduced, or reproduced in part (and which part), in one sentence."""
+    headline: str
+    """lmpt's figure in a few words, for the README's table."""
+    sections: list[tuple[str, str]]
+    """(heading, markdown) of each part of the document after the claim: tables, notes."""
+    plot: Figure | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Reproduction(ABC):
+    """A published comparison reproduced by a grid of runs. Subclasses set the class attributes and implement `runs`
+    and `analyse`; `options` are the command's keys (seeds, slots, ...)."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    """The result in a few words (the document's title)."""
+    paper: ClassVar[str]
+    """Authors, year, title and where (arXiv id)."""
+    claim: ClassVar[str]
+    """The exact claim checked, and the figure or section it is from."""
+    papers_figures: ClassVar[str]
+    """The paper's own numbers the reproduction sets lmpt's beside (markdown)."""
+    cost_note: ClassVar[str] = ""
+    """How the scale was chosen against the machine, and the larger version one key away."""
+
+    def __init__(self, seeds: int) -> None:
+        if seeds < 1:
+            raise LmptError(f"seeds={seeds} must be at least 1 (the reproduction needs 3 for an interval)")
+        self.seeds = seeds
+
+    @abstractmethod
+    def runs(self) -> list[PlannedRun]:
+        """Every run of the grid, in the order they start."""
+
+    @abstractmethod
+    def analyse(self, finished: list[FinishedRun]) -> Findings:
+        """The findings from the grid's completed runs."""
+
+    def command_line(self) -> str:
+        """The command that runs (and resumes) this reproduction."""
+        return f"lmpt-reproduce {self.name}" + (f" seeds={self.seeds}" if self.seeds != 3 else "")
+
+
+def _discover() -> dict[str, type[Reproduction]]:
+    for module in pkgutil.iter_modules(lmpt.reproduce.__path__):
+        if module.name != "__main__":  # the command itself, which runs when imported
+            importlib.import_module(f"lmpt.reproduce.{module.name}")
+    found: dict[str, type[Reproduction]] = {}
+    stack = list(Reproduction.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if "name" in cls.__dict__:
+            found[cls.name] = cls
+    return dict(sorted(found.items()))
+
+
+def reproduction_class(name: str) -> type[Reproduction]:
+    """The reproduction called `name`, or one LmptError line listing those lmpt has."""
+    known = _discover()
+    if name not in known:
+        raise LmptError(f"no reproduction called '{name}': choose one of {', '.join(known)} (`lmpt-reproduce --help`)")
+    return known[name]
+
+
+def read_finished(folder: Path, planned: list[PlannedRun]) -> list[FinishedRun]:
+    """The completed runs of `planned` under `folder` (a run not completed is left out)."""
+    finished = []
+    for run in planned:
+        status_file = folder / run.name / "status.json"
+        if not status_file.is_file():
+            continue
+        status = json.loads(status_file.read_text())
+        if status.get("status") != "completed":
+            continue
+        lines = (folder / run.name / "metrics.jsonl").read_text().splitlines()
+        finished.append(FinishedRun(run, status, [json.loads(line) for line in lines if line.strip()]))
+    return finished
