@@ -19,7 +19,7 @@ from rich.table import Table
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.reproduce.reproduction import PlannedRun, Reproduction
-from lmpt.study.launch import lock_study, stop_left_run
+from lmpt.study.launch import lock_study, refuse_another_run, stop_left_run
 from lmpt.study.pool import Launch, LocalPool
 from lmpt.study.slots import Slot, plan_slots
 from lmpt.train.display import format_duration
@@ -65,6 +65,8 @@ def plan_grid(reproduction: Reproduction, folder: Path, slots: str, max_minutes:
     `max_minutes` or hold more memory than the machine has (said before anything starts)."""
     slot_list = plan_slots(SimpleNamespace(slots=slots, slot_device="cpu", launcher="local"))
     runs = reproduction.runs()
+    for run in runs:  # a folder of another grid's runs (other keys) is never taken for this one's
+        refuse_another_run(folder / run.name, launch_command(folder, run), "another grid's run; give another dir=")
     done = [r.name for r in runs if completed(folder / r.name)]
     plan = GridPlan(folder, runs, done, slot_list)
     minutes = plan.estimate_s / 60

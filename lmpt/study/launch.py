@@ -141,7 +141,9 @@ def stop_left_run(study_dir: Path) -> None:
     (study_dir / RUNNING).unlink(missing_ok=True)
 
 
-def refuse_another_run(path: Path, command: list[str]) -> None:
+def refuse_another_run(
+    path: Path, command: list[str], elsewhere: str = "another study's run; pick another study.dir"
+) -> None:
     """A run directory launched with other run keys (another study's, or a trial of another recipe) is not reused:
     the study says so before training anything."""
     overrides_file = path / ".hydra" / "overrides.yaml"
@@ -152,8 +154,7 @@ def refuse_another_run(path: Path, command: list[str]) -> None:
     if saved != given:
         differ = sorted(saved ^ given)[:4]
         raise LmptError(
-            f"{path} was launched with other run keys ({', '.join(differ)} differ): it is another "
-            "study's run; pick another study.dir or move it away"
+            f"{path} was launched with other run keys ({', '.join(differ)} differ): it is {elsewhere} or move it away"
         )
 
 

@@ -1,5 +1,5 @@
 """Zorro (bundled:zorro, bundled:zorro-fast; scripts/make_zorro.py): the shipped files' shape, what the script builds
-(the same bytes twice; the shipped bytes when a Zorro clone is named by $LMPT_ZORRO_SOURCE), the input it refuses in
+(the same bytes twice), the input it refuses in
 one line with exit status 2 and nothing written, scoring on a tiny model, and ties (counted wrong, and counted)."""
 
 from __future__ import annotations

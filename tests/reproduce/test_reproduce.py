@@ -14,6 +14,7 @@ import pytest
 from runner import TINY_RUN, lmpt_env, records, wait_for_step
 
 from lmpt.config.command_options import run_command
+from lmpt.errors import LmptError
 from lmpt.reproduce import grid
 from lmpt.reproduce.cli import reproduce
 from lmpt.reproduce.document import END, START, update_readme, write_document
@@ -33,7 +34,13 @@ class Toy(Reproduction):
     papers_figures: ClassVar[str] = "none"
 
     def runs(self) -> list[PlannedRun]:
-        keys = (*TINY_RUN, f"trainer.max_steps={STEPS}", "trainer.log_every=1", "trainer.eval_every=0")
+        keys = (
+            *TINY_RUN,
+            f"trainer.max_steps={STEPS}",
+            "trainer.log_every=1",
+            "trainer.eval_every=0",
+            "trainer.ckpt_every=5",
+        )
         return [PlannedRun(f"seed{s}", (*keys, f"trainer.seed={s}"), {"seed": s, "model": "tiny"}, 1e9) for s in (0, 1)]
 
     def analyse(self, finished: list[FinishedRun]) -> Findings:
@@ -80,9 +87,7 @@ def test_a_killed_grid_resumes_completed_runs_kept_and_a_stopped_one_continued(t
     )
     assert done.returncode == 0, done.stderr[-2000:]
     kept = (folder / first.name / "status.json").stat().st_mtime_ns
-    stopped = subprocess.Popen(
-        [*grid.launch_command(folder, second), "trainer.ckpt_every=5"], env=lmpt_env(), stdout=subprocess.DEVNULL
-    )
+    stopped = subprocess.Popen(grid.launch_command(folder, second), env=lmpt_env(), stdout=subprocess.DEVNULL)
     wait_for_step(folder / second.name, 12)
     stopped.send_signal(signal.SIGTERM)
     assert stopped.wait(timeout=120) == 75
@@ -97,6 +102,16 @@ def test_a_killed_grid_resumes_completed_runs_kept_and_a_stopped_one_continued(t
     assert max(r["step"] for r in log) == STEPS and "resuming" in (folder / second.name / "lmpt.log").read_text()
     assert [r.planned.name for r in read_finished(folder, toy.runs())] == ["seed0", "seed1"]
     assert json.loads((folder / grid.TIME_FILE).read_text())["launches"] == 1
+
+    # a grid whose runs were launched with other keys is refused before anything starts
+    class Other(Toy):
+        name: ClassVar[str] = "toy-other-keys"
+
+        def runs(self) -> list[PlannedRun]:
+            return [PlannedRun(r.name, (*r.keys, "optimizer.lr=0.01"), r.labels, r.flops) for r in super().runs()]
+
+    with pytest.raises(LmptError, match="launched with other run keys"):
+        grid.plan_grid(Other(1), folder, "1", 60)
 
     # the document, its summary, and the README's table rebuilt from it
     out = tmp_path / "docs" / "reproductions"
