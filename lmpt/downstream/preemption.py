@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 from lmpt.console import info
 from lmpt.downstream.codec import read_record, write_record
 from lmpt.downstream.record import record_path
+from lmpt.downstream.significance import decode_outcomes
 from lmpt.rundir.directory import read_status, write_status
 from lmpt.safe_files import write_atomically
 from lmpt.train.preemption import PreemptionFlag, StopRequested, stop_for_requeue
@@ -71,6 +73,10 @@ class ScoringProgress:
         if record is None or record.task != task:
             info(f"scoring {task} (its record from before the stop is unreadable)")
             return None
+        disagreement = disagrees_with_its_items(record.raw)
+        if disagreement:
+            info(f"scoring {task} again: its record from before the stop {disagreement}")
+            return None
         info(f"{task}: kept as scored before the stop ({path})")
         self._recorded(run_dir, task)
         return record.raw
@@ -85,6 +91,22 @@ class ScoringProgress:
         self.recorded.append(task)
         if self.step is not None:
             write_ledger(run_dir, self.step, self.recorded, self.seconds())
+
+
+def disagrees_with_its_items(raw: dict) -> str:
+    """Why a kept record cannot be adopted as it stands ("" when it can): a figure that is a share of items right
+    (F beside its per-item outcomes F_items) must be the share its own outcomes give."""
+    for key, value in raw.items():
+        if not key.endswith("_items") or not isinstance(value, str):  # significance.figure_outcomes' F_items
+            continue
+        figure = key.removesuffix("_items")
+        outcomes = decode_outcomes(value)
+        stated = raw.get(figure)
+        if outcomes is None or not isinstance(stated, int | float) or isinstance(stated, bool):
+            continue
+        if not math.isclose(float(stated), float(outcomes.mean()), abs_tol=1e-9):
+            return f"says {figure} {stated:g} where its {outcomes.size} items give {outcomes.mean():g}"
+    return ""
 
 
 def write_ledger(run_dir: Path, step: int, recorded: list[str], seconds: float) -> None:

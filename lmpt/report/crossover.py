@@ -53,12 +53,14 @@ class Point:
 class Line:
     objective: str
     model: str | None
-    """model.name: lines of different model sizes are never pooled."""
+    """model.name, as the line is labelled."""
     unique_tokens: int | None
     bound: bool
     """True when the figure is an upper bound on the negative log-likelihood (mdlm), False when exact (clm)."""
     points: tuple[Point, ...]
     """By training FLOPs, smallest first."""
+    shape: str | None = None
+    """The model's shape (RunSummary.shape): lines of different sizes are never pooled, even under one name."""
 
     @property
     def label(self) -> str:
@@ -130,18 +132,23 @@ def _epochs(point: Point) -> str:
 
 
 def crossover_lines(runs: list[RunSummary]) -> list[Line]:
-    """The completed likelihood runs with held-out bits per token, grouped into lines by objective and unique tokens,
-    a point per trainer.budget (seeds pooled); runs without a budget are their own points."""
+    """The completed likelihood runs with held-out bits per token, grouped into lines by objective, model shape and
+    unique tokens, a point per trainer.budget (seeds pooled). A run without trainer.budget is on no budget axis and is
+    left out: seeds or unrelated runs are never read as budgets (nor sizes that share a name as one model)."""
     groups: dict[tuple[str, str | None, int | None], dict[str, list[RunSummary]]] = defaultdict(
         lambda: defaultdict(list)
     )
+    names: dict[str | None, str | None] = {}
     for run in runs:
         bits = run.measures.get(BITS_PER_TOKEN)
         if run.status != "completed" or bits is None or run.flops is None or not on_bits_axis(run.objective):
             continue
-        groups[(str(run.objective), run.model, run.unique_tokens)][run.budget or str(run.path)].append(run)
+        if run.budget is None:
+            continue
+        groups[(str(run.objective), run.shape or run.model, run.unique_tokens)][run.budget].append(run)
+        names[run.shape or run.model] = run.model
     lines = []
-    for (objective, model, unique), by_budget in groups.items():
+    for (objective, shape, unique), by_budget in groups.items():
         points = [
             Point(
                 budget,
@@ -152,17 +159,17 @@ def crossover_lines(runs: list[RunSummary]) -> list[Line]:
             for budget, members in by_budget.items()
         ]
         points.sort(key=lambda p: p.flops)
-        lines.append(Line(objective, model, unique, is_bound(objective), tuple(points)))
+        lines.append(Line(objective, names[shape], unique, is_bound(objective), tuple(points), shape))
     return sorted(lines, key=lambda line: (line.model or "", line.unique_tokens or 0, line.bound, line.objective))
 
 
 def find_crossovers(lines: list[Line]) -> list[Crossover]:
     """Each bound line against the exact line of its model at its count of unique tokens (none where either is
     missing)."""
-    exact = {(line.model, line.unique_tokens): line for line in lines if not line.bound}
+    exact = {(line.shape, line.unique_tokens): line for line in lines if not line.bound}
     found = []
     for bound in (line for line in lines if line.bound):
-        ref = exact.get((bound.model, bound.unique_tokens))
+        ref = exact.get((bound.shape, bound.unique_tokens))
         if ref is None:
             continue
         best = ref.best()

@@ -72,6 +72,9 @@ class RunSummary:
     """trainer.seed, from config.yaml (None when it does not say)."""
     model: str | None = None
     """model.name (the size preset), from config.yaml."""
+    shape: str | None = None
+    """The model's shape (model.name with its d_model, n_layers, n_heads, ffn_dim and the tokenizer's vocabulary):
+    two sizes that share a name are never pooled."""
     unique_tokens: int | None = None
     """data.unique_tokens, from config.yaml: the training text held to its first N tokens (None: all of it)."""
     budget: str | None = None
@@ -167,6 +170,7 @@ def read_run(path: Path) -> RunSummary:
         downstream={k: v for r in records for k, v in r.items() if k.startswith(DOWNSTREAM) and v is not None},
         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         model=str(_section(config, "model").get("name")) if _section(config, "model").get("name") else None,
+        shape=_shape(config),
         unique_tokens=unique_tokens if _is_number(unique_tokens) else None,
         budget=str(budget) if budget is not None else None,
         epochs=float(epochs) if _is_number(epochs) else None,
@@ -255,6 +259,16 @@ def _load_yaml(path: Path) -> Any:
 def _overrides(path: Path) -> list[str]:
     overrides = _load_yaml(path / OVERRIDES_FILE)
     return [str(o) for o in overrides] if isinstance(overrides, list) else []
+
+
+def _shape(config: dict) -> str | None:
+    """The model's name and the sizes that make its shape, as one string (None without a model section)."""
+    model = _section(config, "model")
+    if not model:
+        return None
+    sizes = [f"{key}={model[key]}" for key in ("d_model", "n_layers", "n_heads", "ffn_dim") if key in model]
+    vocab = _section(config, "tokenizer").get("vocab_size")
+    return " ".join([str(model.get("name")), *sizes, *([f"vocab={vocab}"] if vocab is not None else [])])
 
 
 def _section(config: dict, name: str) -> dict:

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmpt.config.command_options import parse_command, run_command
+from lmpt.config.command_options import parse_command, require, run_command
 from lmpt.console import console
 from lmpt.reproduce.document import update_readme, write_document
 from lmpt.reproduce.grid import grid_time, plan_grid, print_plan, run_grid
@@ -47,6 +47,10 @@ class ReproduceOptions:
 
 def reproduce(argv: list[str]) -> None:
     (name,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, ReproduceOptions)
+    require(
+        o.max_minutes > 0,  # NaN is not above 0 either; inf: no limit
+        f"max_minutes={o.max_minutes:g} must be a number of minutes above 0 (how long a plan may take; inf: no limit)",
+    )
     reproduction = reproduction_class(name)(o.seeds)
     folder = Path(o.dir.replace("NAME", name))
     plan = plan_grid(reproduction, folder, o.slots, o.max_minutes if not o.reuse else float("inf"))

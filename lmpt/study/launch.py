@@ -127,10 +127,16 @@ def _wait_for_left_job(study_dir: Path, job: str, run: Path) -> None:
 
 
 def stop_left_run(study_dir: Path) -> None:
-    """Stop the runs a killed study left training (STUDY/.running, each confirmed by the run's lock) and wait for
+    """Stop the runs a killed study left training (STUDY/.running, each under the study's own folder and confirmed by
+    the run's lock) and wait for
     them to end, so this study continues them instead of training beside them; a SLURM job it left is waited for
     (its run ends, or commits a checkpoint and is requeued by SLURM, on its own)."""
+    home = study_dir.resolve()
     for entry in left_runs(study_dir):
+        run = Path(str(entry["run"]))
+        if not run.resolve().is_relative_to(home):  # never a run outside the study's own folder, whatever it names
+            console.print(f"{study_dir / RUNNING} names {run}, outside the study: left alone")
+            continue
         try:
             if "job" in entry:
                 _wait_for_left_job(study_dir, str(entry["job"]), Path(str(entry["run"])))

@@ -126,3 +126,21 @@ def test_runs_of_one_budget_draw_no_crossover(tmp_path: Path) -> None:
     study_runs(tmp_path / "runs", clm={4: 7.0}, mdlm={4: 8.5})
     compare([tmp_path / "runs"], tmp_path / "out")
     assert not (tmp_path / "out" / CROSSOVER_PLOT).exists()
+
+
+def test_runs_without_a_budget_axis_make_no_trend_and_sizes_sharing_a_name_are_apart(tmp_path: Path) -> None:
+    # an `lmpt -m objective=clm,mdlm trainer.seed=0,1,2` sweep: no trainer.budget, so no budgets to trend over
+    for objective, bits in (("clm", 7.0), ("mdlm", 7.5)):
+        for seed in range(3):
+            path = likelihood_run(tmp_path / "seeds", objective, 10_000, 4, seed, bits + 0.1 * seed)
+            config = path / "config.yaml"
+            config.write_text(config.read_text().replace("  budget: 4epochs\n", ""))
+    assert crossover_lines(find_runs([tmp_path / "seeds"])) == []
+    # two sizes both called "tiny": one line each, never one pooled line
+    study_runs(tmp_path / "sizes", clm={1: 9.0, 4: 7.0}, mdlm={1: 10.0, 4: 6.9})
+    for path in (tmp_path / "sizes").iterdir():
+        if path.name.endswith("-s1"):
+            config = path / "config.yaml"
+            config.write_text(config.read_text().replace("name: tiny", "name: tiny\n  d_model: 64", 1))
+    lines = crossover_lines(find_runs([tmp_path / "sizes"]))
+    assert len(lines) == 4 and {len(line.points[0].bits) for line in lines} == {1}

@@ -72,6 +72,10 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch)
     assert "no reproduction called 'nope': choose one of" in refused(["nope"], capsys, monkeypatch)
     assert "more than max_minutes=1" in refused(["fim", "max_minutes=1"], capsys, monkeypatch)
     assert "seeds=0 must be at least 1" in refused(["fim", "seeds=0"], capsys, monkeypatch)
+    assert "max_minutes=nan must be a number of minutes above 0" in refused(
+        ["fim", "max_minutes=nan"], capsys, monkeypatch
+    )
+    assert "max_minutes=0 must be" in refused(["fim", "max_minutes=0"], capsys, monkeypatch)
     assert "unknown key 'seed'" in refused(["fim", "seed=3"], capsys, monkeypatch)
     assert "study.slots=99" in refused(["fim", "slots=99"], capsys, monkeypatch)
     assert list(tmp_path.iterdir()) == []
