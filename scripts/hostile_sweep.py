@@ -7,7 +7,7 @@ should be).
     python scripts/hostile_sweep.py --out docs/hostile_sweep.md   # every case, the table written there
     python scripts/hostile_sweep.py --only reproduce              # the cases whose name starts so
 
-It trains two tiny runs first (clm and mdlm, 3 steps) in a temporary folder; about 4 minutes on 2 cores."""
+It trains three tiny runs first (clm, mdlm and fim, 3 steps) in a temporary folder; about 4 minutes on 2 cores."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+CASE_TIMEOUT = 180
+"""Seconds a case may take: every case answers in seconds, or refuses; one that trains instead is a failure."""
 TINY = [
     "tokenizer.vocab_size=1024",
     "data.seq_len=64",
@@ -79,6 +81,13 @@ def cases(runs: dict[str, Path], files: dict[str, Path]) -> list[Case]:
         Case("reproduce: max_minutes=0", py(rep, "fim", "max_minutes=0"), "refused", "max_minutes=0", True),
         Case("reproduce: max_minutes=-1", py(rep, "fim", "max_minutes=-1"), "refused", "max_minutes", True),
         Case("reproduce: max_minutes=nan", py(rep, "fim", "max_minutes=nan"), "refused", "max_minutes", True),
+        Case(
+            "reproduce: max_minutes=inf, dry run",
+            py(rep, "fim", "max_minutes=inf", "dry_run=true"),
+            "ok",
+            "24 runs",
+            True,
+        ),
         Case("reproduce: max_minutes=x", py(rep, "fim", "max_minutes=x"), "refused", "max_minutes", True),
         Case("reproduce: slots=0", py(rep, "fim", "slots=0"), "refused", "slots", True),
         Case("reproduce: slots=999", py(rep, "fim", "slots=999"), "refused", "slots", True),
@@ -137,7 +146,12 @@ def cases(runs: dict[str, Path], files: dict[str, Path]) -> list[Case]:
             "no text",
         ),
         Case("eval: mdlm one-word file", py("lmpt.downstream.eval_cli", mdlm, f"data={files['word']}"), "ok"),
-        Case("eval: mdlm binary file", py("lmpt.downstream.eval_cli", mdlm, f"data={files['binary']}"), "ok"),
+        Case(
+            "eval: mdlm binary file",
+            py("lmpt.downstream.eval_cli", mdlm, f"data={files['binary']}"),
+            "refused",
+            "UTF-8",
+        ),
         Case("eval: mdlm missing file", py("lmpt.downstream.eval_cli", mdlm, "data=/nope.txt"), "refused", "not found"),
         Case(
             "eval: mdlm task zorro-fast",
@@ -249,6 +263,31 @@ def cases(runs: dict[str, Path], files: dict[str, Path]) -> list[Case]:
             "",
             True,
         ),
+        # fim: measured on the plain text, its FIM loss in training
+        Case(
+            "eval: fim data",
+            py("lmpt.downstream.eval_cli", str(runs["fim"]), f"data={text}", "json=true"),
+            "ok",
+            "exact",
+        ),
+        Case(
+            "eval: fim method=pll",
+            py("lmpt.downstream.eval_cli", str(runs["fim"]), f"data={text}", "method=pll"),
+            "refused",
+            "method=pll scores encoders",
+        ),
+        Case("eval: fim zorro-fast", py("lmpt.downstream.eval_cli", str(runs["fim"]), "task=bundled:zorro-fast"), "ok"),
+        Case(
+            "fill: fim prefix and suffix",
+            py("lmpt.inference.fill", str(runs["fim"]), "prefix=First", "suffix=speak.", "max_tokens=3"),
+            "ok",
+        ),
+        Case("generate: fim", py("lmpt.inference.generate", str(runs["fim"]), "max_tokens=3"), "ok"),
+        Case(
+            "compare: the three runs",
+            py("lmpt.report.compare", str(runs["clm"]), str(runs["mdlm"]), str(runs["fim"])),
+            "ok",
+        ),
         # lmpt-generate
         Case("generate: clm", py("lmpt.inference.generate", clm, "max_tokens=4"), "ok"),
         Case("generate: clm max_tokens=0", py("lmpt.inference.generate", clm, "max_tokens=0"), "refused", "max_tokens"),
@@ -352,7 +391,7 @@ def judge(case: Case, done: subprocess.CompletedProcess, cwd: Path) -> tuple[str
 
 def train_runs(root: Path) -> dict[str, Path]:
     runs = {}
-    for objective in ("clm", "mdlm"):
+    for objective in ("clm", "mdlm", "fim"):
         path = root / objective
         done = subprocess.run(
             py("lmpt", f"objective={objective}", *TINY, f"hydra.run.dir={path}"),

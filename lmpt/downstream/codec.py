@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.markup import escape
 
+from lmpt.console import warn
 from lmpt.downstream.figures import EQUAL_LENGTH_PAIRS, GAIN, SCRATCH
 from lmpt.downstream.kinds.base import TaskKind
 from lmpt.downstream.kinds.registry import record_kind
@@ -197,5 +199,15 @@ def read_record(path: Path) -> TaskRecord | None:
 
 
 def task_record(run_dir: Path, task: str) -> TaskRecord | None:
-    """RUN/downstream/TASK.json, typed (`read_record`)."""
-    return read_record(run_dir / DOWNSTREAM_DIR / f"{task}.json")
+    """RUN/downstream/TASK.json, typed (`read_record`); a file there that is no record is named once on the console
+    (the reports read on without it, never silently)."""
+    path = run_dir / DOWNSTREAM_DIR / f"{task}.json"
+    record = read_record(path)
+    if record is None and path.is_file() and path not in _NAMED:
+        _NAMED.add(path)
+        warn(escape(f"{path} is not a readable record (not a JSON object): its figures are left out"))
+    return record
+
+
+_NAMED: set[Path] = set()
+"""Unreadable records already named on the console."""

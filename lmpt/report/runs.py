@@ -198,14 +198,17 @@ def _step_records(path: Path) -> list[tuple[int, dict]]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    found = []
+    found, torn = [], []
     for number, line in enumerate(lines, 1):
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
+            torn.append(number)
             continue
         if isinstance(record, dict) and "step" in record:
             found.append((number, record))
+    if torn:  # read on past it, but say so: a cut-off last record can hold the figures a table ranks by
+        warn(escape(f"{path}: line {torn[-1]} is not a whole JSON record (cut short by a killed run?): skipped"))
     return found
 
 
@@ -226,11 +229,25 @@ def read_records(path: Path) -> list[dict]:
 
 
 def read_status(path: Path) -> dict:
+    """status.json ({} when there is none); one that cannot be read is named once and read as {"status": UNREADABLE},
+    never taken for a completed run."""
+    file = path / STATUS_FILE
     try:
-        status = json.loads((path / STATUS_FILE).read_text())
-    except (OSError, json.JSONDecodeError):
+        status = json.loads(file.read_text())
+    except FileNotFoundError:
         return {}
-    return status if isinstance(status, dict) else {}
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        status = None
+    if isinstance(status, dict):
+        return status
+    if file not in _UNREADABLE:
+        _UNREADABLE.add(file)
+        warn(escape(f"{file} cannot be read: the run is shown as '{UNREADABLE}', not as completed"))
+    return {"status": UNREADABLE}
+
+
+UNREADABLE = "unreadable status.json"
+_UNREADABLE: set[Path] = set()
 
 
 def _status(path: Path) -> str:
@@ -238,7 +255,7 @@ def _status(path: Path) -> str:
     state = status.get("status")
     if state == "failed":
         return f"failed: {status.get('error', 'unknown error')}"
-    if state in ("completed", "preempted"):
+    if state in ("completed", "preempted", UNREADABLE):
         return state
     if state == "scoring":  # killed while scoring its downstream tasks: the same command finishes it
         return "incomplete"
