@@ -7,7 +7,10 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import os
+import signal
 import tempfile
+import threading
+import time
 from typing import IO
 
 import torch
@@ -61,10 +64,38 @@ def claim_free_cores(jobs: int) -> list[int] | None:
 
 def release_claims() -> None:
     """Give back the GPU or the cores this job claimed, and the worker's own cores, for the next job it runs."""
+    _in_job.clear()
     while _held:
         _held.pop().close()
     if _sweep_cores:
         os.sched_setaffinity(0, _sweep_cores)
+
+
+def stop_with_sweep() -> None:
+    """In a parallel sweep's worker: when the sweep's process is gone (killed outright, `kill -9`), stop this job as
+    a stop signal would (a checkpoint, then exit), so no worker trains on unseen, holding its cores' claim; the OS
+    then releases the claim, and the next sweep finds the cores free. Watched once per worker, every second."""
+    if _watched:
+        return
+    _watched.append(os.getppid())
+
+    def watch() -> None:
+        while os.getppid() == _watched[0]:  # a dead parent's children are handed to another process
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + ORPHAN_GRACE_S
+        while _in_job and time.monotonic() < deadline:  # the job saves a checkpoint and ends (release_claims)
+            time.sleep(0.2)
+        os._exit(EXIT_ORPHANED)  # the worker, with no sweep to serve, goes too
+
+    threading.Thread(target=watch, name="lmpt-sweep-watch", daemon=True).start()
+
+
+_watched: list[int] = []  # the sweep's process id, once a worker watches it
+_in_job: list[bool] = []  # non-empty while this worker runs a job (place_job to release_claims)
+ORPHAN_GRACE_S = 120.0
+"""Seconds at most a worker whose sweep died gives its job to save a checkpoint and end before the worker exits."""
+EXIT_ORPHANED = 75
 
 
 def parallel_sweep_jobs() -> int:
@@ -85,6 +116,9 @@ def place_job(trainer: TrainerConfig, ctx: Distributed) -> tuple[torch.device, P
     `trainer.deterministic` asks."""
     device = rank_device(pick_device(trainer.device), ctx)
     jobs = parallel_sweep_jobs() if not ctx.enabled else 1
+    if jobs > 1:
+        _in_job[:] = [True]
+        stop_with_sweep()  # a worker never outlives its sweep
     cores = claim_free_cores(jobs) if device.type == "cpu" and jobs > 1 else None  # before the threads: the group's
     threads = take_threads()  # before the matmul peak and every kernel after it: they run with the slot's threads
     if cores is not None:

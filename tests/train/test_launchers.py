@@ -8,12 +8,13 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import torch
 from golden import assert_same
-from runner import SMALL, lmpt_command, lmpt_env, run_lmpt, wait_for_step
+from runner import SMALL, TINY_MODEL, lmpt_command, lmpt_env, run_lmpt, wait_for_step
 
 from lmpt.config.resolvers import gpu_count
 from lmpt.train import placement
@@ -163,3 +164,50 @@ def test_submitit_requeues_a_preempted_job_into_its_own_run_directory(tmp_path: 
     ]
     assert json.loads((sweep / "0" / "status.json").read_text())["status"] == "completed"
     assert_same(tmp_path / "golden", sweep / "0", "requeued by submitit")  # every step once, bit for bit
+
+
+def test_a_parallel_sweep_killed_outright_takes_its_workers_with_it(tmp_path: Path) -> None:
+    """kill -9 of a `hydra/launcher=parallel` sweep: each worker stops its job with a committed checkpoint (as a stop
+    signal would) and exits, so nothing trains on unseen holding its cores; their claims go with them."""
+    sweep = subprocess.Popen(
+        lmpt_command(
+            "-m",
+            "hydra/launcher=parallel",
+            "hydra.launcher.n_jobs=2",
+            *SMALL,
+            *TINY_MODEL,
+            "trainer.max_steps=1000000",
+            "trainer.log_every=1",
+            "trainer.sample_tokens=0",
+            "optimizer.lr=1e-3,3e-4",
+        ),
+        cwd=tmp_path,
+        env=lmpt_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    jobs: list[Path] = []
+    while time.monotonic() < deadline and len(jobs) < 2:
+        jobs = [j for j in tmp_path.glob("multirun/*/*/[01]") if (j / "metrics.jsonl").is_file()]
+        time.sleep(0.2)
+    assert len(jobs) == 2
+    workers = [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/stat") if _child_of(p, sweep.pid)]
+    sweep.kill()
+    sweep.wait()
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.2)
+    assert workers and not any(Path(f"/proc/{pid}").exists() for pid in workers)
+    for job in jobs:
+        assert json.loads((job / "status.json").read_text())["status"] == "preempted"
+
+
+def _child_of(stat: Path, parent: int) -> bool:
+    """Whether the process of /proc/PID/stat is a loky worker of `parent`."""
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        cmdline = (stat.parent / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return int(fields[1]) == parent and b"popen_loky" in cmdline
