@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.report.control_gain import within_noise_sentence
 from lmpt.report.crossover import CROSSOVER_PLOT, report_crossover
@@ -166,6 +167,10 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
     text = study_markdown(plan, searches, summaries, ranking, gains, rule, caveat, finals_lines, record["crossover"])
     _write(plan.directory / STUDY_MD, text)
     _write(plan.directory / STUDY_FULL_MD, study_full_markdown(plan, summaries))
+    if rule.task is not None:  # the console's verdict is study.md's: the objectives by the one rule, with their gains
+        from rich.markdown import Markdown
+
+        console.print(Markdown("\n".join(gains_markdown(gains, rule, plan.budgets, caveat))))
     return path
 
 

@@ -125,8 +125,8 @@ class RankRule:
         kind = "zero-shot" if self.zero_shot else "fine-tuned"
         return Ranking(
             self.key,
-            f"ranked by {task_figure(self.key)} (higher is better), {kind}: the task whose gain "
-            "over the untrained control orders the study's objectives",
+            f"ranked by {task_figure(self.key)} (higher is better), {kind}: each run's own figure; the objectives "
+            "are ordered by their gain over the untrained control on it (the gain table, as in study.md)",
             higher_is_better=True,
         )
 

@@ -147,6 +147,16 @@ def test_study_md_leads_with_the_gains_and_ranks_by_the_zero_shot_gain(study: di
     assert record["ranking"]["objectives_by"].startswith("Ranked by the gain over the untrained control on pairs")
 
 
+def test_the_console_orders_the_objectives_as_study_md_does(capsys: pytest.CaptureFixture, study: dict) -> None:
+    shown = capsys.readouterr().out
+    assert (
+        "Gain over the untrained control" in shown and "Ranked by the gain over the untrained control on pairs" in shown
+    )
+    table = shown[shown.index("budget") :]
+    assert table.index("clm") < table.index("mlm")  # clm's +0.150 before mlm's +0.050, as study.md ranks them
+    assert "each run's own figure; the objectives are ordered by their gain" in study["titles"][0]
+
+
 def test_the_final_runs_rank_by_the_same_task_and_the_charts_name_no_directory(study: dict) -> None:
     final = study["md"].split("## Final runs", 1)[1]
     runs = _tables(final)[0]
