@@ -42,6 +42,12 @@ def describe(exc: BaseException) -> str:
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)):
         key = override.group(1) if override else _full_key(cause) or "?"
         return f"unknown config key '{key}': check its spelling (`lmpt --help` lists the groups and keys)"
+    if isinstance(cause, ValidationError) and "Unexpected type annotation" in str(cause):
+        key = override.group(1) if override else _full_key(cause) or "?"  # a sweep expression left unquoted
+        return (
+            f"{key}: a search expression such as interval(...) or choice(...) is read as a sweep here: quote it as a "
+            f'string, e.g. \'{key}={{optimizer.lr:"interval(0.001, 0.1)"}}\''
+        )
     if isinstance(cause, ValidationError):
         key = _full_key(cause) or (override.group(1) if override else "?")
         return f"{key}: {_first_line(str(cause))}"

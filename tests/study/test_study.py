@@ -210,3 +210,10 @@ def test_study_md_states_one_weights_rule_for_every_objective() -> None:
 
     assert "best weights by validation loss" in weights_rule("best")
     assert "last weights" in weights_rule("last")
+
+
+def test_an_unquoted_search_expression_is_told_to_quote_it(tmp_path: Path) -> None:
+    result = run_study("study.space={optimizer.lr:interval(0.01,0.1)}", "trainer.dry_run=true", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "quote it as a string" in result.stderr and "Unexpected type annotation" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
