@@ -18,14 +18,26 @@ from lmpt.downstream.record import hand_record_path
 from lmpt.downstream.tasks.choice_tasks import task_name
 from lmpt.downstream.zero_shot.multiple_choice import CHOICE_PLL
 from lmpt.errors import LmptError
-from lmpt.inference.evaluate import POSITIONALS, PROG, SUMMARY, EvalOptions, evaluate_text, render
+from lmpt.inference.evaluate import (
+    POSITIONALS,
+    PROG,
+    SUMMARY,
+    EvalOptions,
+    evaluate_held_out,
+    evaluate_text,
+    render,
+    render_held_out,
+)
 from lmpt.rundir.trained import load_trained, locate_weights, require_token_head
 from lmpt.train.threads import take_threads
 
 
 def evaluate(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, EvalOptions)
-    require((o.data is None) != (o.task is None), f"{PROG} needs data=TEXT or task=FILE.jsonl, not both")
+    given = [what for what, value in (("data=", o.data), ("task=", o.task), ("held_out=true", o.held_out)) if value]
+    require(
+        len(given) == 1, f"{PROG} needs data=TEXT, task=FILE.jsonl or held_out=true, one of them, not {given or 'none'}"
+    )
     require(o.choice_pll in CHOICE_PLL, f"choice_pll={o.choice_pll} is unknown: use {' or '.join(CHOICE_PLL)}")
     require(o.control in CONTROLS, f"control={o.control} is unknown: use {' or '.join(CONTROLS)}")
     require(o.control == "none" or o.task is not None, f"control={o.control} needs task=: text has no control")
@@ -33,6 +45,13 @@ def evaluate(argv: list[str]) -> None:
     take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.threads)
     trained = load_trained(run, o.device)
     require_token_head(trained, PROG)
+    if o.held_out:
+        result = evaluate_held_out(trained)
+        if o.json:
+            print(json.dumps(result))
+        else:
+            render_held_out(result)
+        return
     if task is not None:
         require(o.batch_size >= 1, f"batch_size={o.batch_size} must be at least 1")
         scored = score_zero_shot(trained, task, o.batch_size, o.json, o.control, o.within_word, o.choice_pll)

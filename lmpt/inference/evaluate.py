@@ -40,6 +40,10 @@ POSITIONALS = [RUN_ARGUMENT]
 class EvalOptions:
     data: list[str] | None = None
     """Text to evaluate: files, directories, globs or bundled:NAME, comma-separated (like data.paths)."""
+    held_out: bool = False
+    """Instead of data: the run's own held-out windows, batched and drawn as its validation made them, measured as
+    its objective measures them: the figures the run logged at its last evaluation (val_loss, val_bits_per_token,
+    fim's val_fim_*, ...), here in fp32 with the final weights."""
     task: str | None = None
     """Instead of data: a task scored zero-shot, a .jsonl file of multiple-choice {"context", "choices", "label"} or
     minimal-pair {"sentence_good", "sentence_bad"} records, or bundled:NAME (e.g. blimp-fast; docs/tasks.md)."""
@@ -150,6 +154,43 @@ def evaluate_text(trained: Trained, o: EvalOptions) -> dict:
     }
 
 
+def evaluate_held_out(trained: Trained) -> dict:
+    """The run's own validation figures recomputed from its final weights: its held-out windows (the run's data,
+    tokenizer, trainer.batch_size x trainer.eval_batches, seed) through its objective's measure, as training's
+    evaluation computes them (lmpt.train.evaluation), in fp32 on one process."""
+    from omegaconf import OmegaConf
+
+    from lmpt.config.schema import DataConfig, TokenizerConfig
+    from lmpt.data.cache import default_cache_root, prepare_corpora
+    from lmpt.data.sampling import hold_unique_tokens, validation_sets
+    from lmpt.train.batches import validation_batches, yardstick_batches
+    from lmpt.train.distributed import Distributed
+    from lmpt.train.evaluation import Evaluator
+    from lmpt.train.precision import Precision
+
+    cfg = trained.config
+    data = prepare_corpora(
+        OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(DataConfig), cfg.data)),
+        OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TokenizerConfig), cfg.tokenizer)),
+        Path.cwd(),
+        default_cache_root(cfg.data.get("cache_dir")),
+        tokenizer=trained.tokenizer,
+    )
+    data = hold_unique_tokens(data, cfg.data.get("unique_tokens"))
+    objective = build_objective(cfg.objective, trained.tokenizer, int(cfg.data.seq_len), trained.arch)
+    n_batches = int(cfg.trainer.eval_batches)
+    sets = validation_sets(data, objective.window_length, int(cfg.trainer.batch_size), n_batches)
+    model = objective.inference_predictor(trained.model)
+    device = model.head_weight.device
+    evaluate = Evaluator(model, model, objective, Precision("fp32", device), Distributed())
+    with torch.no_grad():
+        figures = evaluate(
+            validation_batches(sets, objective, int(cfg.trainer.seed), n_batches),
+            yardstick_batches(sets, objective, n_batches),
+        )
+    return {"arch": trained.arch, "objective": trained.objective_name, "held_out_windows": n_batches, **figures}
+
+
 def render(result: dict) -> None:
     table = Table(title=f"lmpt-eval: {result['objective']} {result['arch']}", title_justify="left")
     table.add_column("metric")
@@ -176,3 +217,14 @@ def _with_stderr(result: dict) -> str:
     """Bits per token, with its standard error where it has one (a bound)."""
     stderr = result["bits_per_token_stderr"]
     return f"{result['bits_per_token']:.4f}" + (f" ± {stderr:.4f}" if stderr else "")
+
+
+def render_held_out(result: dict) -> None:
+    """The run's validation figures recomputed, one row each."""
+    table = Table(title=f"lmpt-eval held_out=true: {result['objective']} {result['arch']}", title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for name, value in result.items():
+        if name.startswith("val_"):
+            table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
+    console.print(table)

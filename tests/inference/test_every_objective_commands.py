@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from runner import TINY_RUN, run_lmpt
+from runner import TINY_RUN, records, run_lmpt
 
 from lmpt.config.command_options import run_command
 from lmpt.downstream.eval_cli import evaluate
@@ -27,7 +27,12 @@ REFUSED = {  # objective -> the words of the one-line refusal of (eval text, eva
     "mlm": {"generate": "lmpt-fill"},
     "nsp": {"generate": "lmpt-fill"},
     "clm-then-mlm": {"generate": "lmpt-fill"},
-    "electra": {"data": "no trained token head", "task": "no trained token head", "generate": "lmpt-fill"},
+    "electra": {
+        "data": "no trained token head",
+        "task": "no trained token head",
+        "generate": "lmpt-fill",
+        "held_out": "no trained token head",
+    },
     "span": {"generate": "no span to fill"},
     "ul2-mixture": {"generate": "no span to fill"},
 }
@@ -75,6 +80,7 @@ def test_every_objective_answers_lmpt_eval_and_lmpt_generate(objective, runs, te
         "data": (evaluate, [run, f"data={text_file}"]),
         "task": (evaluate, [run, "task=bundled:blimp-fast"]),
         "generate": (generate, [run, "max_tokens=6"]),
+        "held_out": (evaluate, [run, "held_out=true"]),
     }
     for what, (command, argv) in calls.items():
         code, said = answer(command, argv, capsys, monkeypatch)
@@ -91,6 +97,10 @@ def test_every_objective_answers_lmpt_eval_and_lmpt_generate(objective, runs, te
                 assert (result["bits_per_token_stderr"] > 0) == (likelihood == "bound")
         elif what == "task":
             assert 0 <= result["accuracy"] <= 1
+        elif what == "held_out":  # the run's own last evaluation, recomputed from its final weights
+            logged = [r for r in records(runs[objective]) if "val_loss" in r][-1]
+            shared = {k for k in logged if k.startswith("val_") and "/" not in k and k != "val_bpb"} & set(result)
+            assert "val_loss" in shared and all(result[k] == pytest.approx(logged[k], rel=1e-4) for k in shared)
 
 
 def test_mdlm_is_scored_by_its_bound_over_fixed_draws(runs, text_file, capsys, monkeypatch) -> None:
