@@ -46,7 +46,7 @@ def describe(exc: BaseException) -> str:
         key = override.group(1) if override else _full_key(cause) or "?"  # a sweep expression left unquoted
         return (
             f"{key}: a search expression such as interval(...) or choice(...) is read as a sweep here: quote it as a "
-            f'string, e.g. \'{key}={{optimizer.lr:"interval(0.001, 0.1)"}}\''
+            f"string, e.g. '{key}={{optimizer.lr:\"interval(0.001, 0.1)\"}}'"
         )
     if isinstance(cause, ValidationError):
         key = _full_key(cause) or (override.group(1) if override else "?")

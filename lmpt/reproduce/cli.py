@@ -74,7 +74,10 @@ def reproduce(argv: list[str]) -> None:
             sys.exit(EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else 130)
     finished = read_finished(folder, plan.runs)
     findings = reproduction.analyse(finished)
-    core_s = sum(float(run.status.get("wall_s", 0.0)) for run in finished)
+    # each run's training and its downstream scoring, one core each (wall_s leaves the scoring out)
+    core_s = sum(
+        float(run.status.get("wall_s") or 0.0) + float(run.status.get("downstream_s") or 0.0) for run in finished
+    )
     path = write_document(reproduction, findings, Path(o.out), grid_time(folder)["wall_s"], core_s)
     console.print(f"[bold]{findings.verdict}[/]")
     console.print(

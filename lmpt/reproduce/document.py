@@ -63,7 +63,10 @@ def write_document(reproduction: Reproduction, findings: Findings, out: Path, wa
     plot = out / f"{name}.png"
     if findings.plot is not None:
         findings.plot.savefig(plot, dpi=110)
-    time = f"{format_duration(wall_s)} wall clock; {format_duration(core_s)} of training over all runs (core-seconds)"
+    time = (
+        f"{format_duration(wall_s)} wall clock; {format_duration(core_s)} of training and scoring over all runs "
+        "(core-seconds)"
+    )
     text = DOCUMENT.substitute(
         title=reproduction.title,
         name=name,
