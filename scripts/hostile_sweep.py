@@ -189,7 +189,7 @@ def cases(runs: dict[str, Path], files: dict[str, Path]) -> list[Case]:
             "eval: clm data and task",
             py("lmpt.downstream.eval_cli", clm, f"data={text}", "task=bundled:zorro"),
             "refused",
-            "not both",
+            "one of them",
         ),
         Case(
             "eval: a folder that is no run",
