@@ -64,9 +64,9 @@ def test_an_empty_or_broken_file_is_refused(content: str, message: str, tmp_path
 
 
 def test_task_and_data_are_one_or_the_other(tmp_path: Path, capsys, monkeypatch) -> None:
-    assert "needs data=TEXT or task=FILE.jsonl" in _refused([str(tmp_path)], capsys, monkeypatch)
+    assert "needs data=TEXT, task=FILE.jsonl or held_out=true" in _refused([str(tmp_path)], capsys, monkeypatch)
     both = [str(tmp_path), "data=x.txt", "task=bundled:shakespeare-cloze"]
-    assert "needs data=TEXT or task=FILE.jsonl" in _refused(both, capsys, monkeypatch)
+    assert "needs data=TEXT, task=FILE.jsonl or held_out=true" in _refused(both, capsys, monkeypatch)
     missing = _refused([str(tmp_path), "task=bundled:nope"], capsys, monkeypatch)
     assert "not a bundled task" in missing and "shakespeare-cloze" in missing
     assert "does not exist" in _refused([str(tmp_path), f"task={tmp_path / 'x.jsonl'}"], capsys, monkeypatch)
