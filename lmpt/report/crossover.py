@@ -143,6 +143,8 @@ def crossover_lines(runs: list[RunSummary]) -> list[Line]:
         bits = run.measures.get(BITS_PER_TOKEN)
         if run.status != "completed" or bits is None or run.flops is None or not on_bits_axis(run.objective):
             continue
+        if not math.isfinite(float(bits)):  # a diverged run's figure feeds no trend
+            continue
         if run.budget is None:
             continue
         groups[(str(run.objective), run.shape or run.model, run.unique_tokens)][run.budget].append(run)

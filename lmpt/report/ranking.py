@@ -12,6 +12,7 @@ that include a bound are ranked by it, first, with the header saying which figur
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -170,6 +171,8 @@ def rank_runs(runs: list[RunSummary], ranking: Ranking | None = None) -> tuple[l
     if ranking.key is None:
         return list(runs), ranking
     values = {id(r): ranking.value(r) for r in runs}
-    scored = [r for r in runs if values[id(r)] is not None]
+    # a NaN or infinite figure (a diverged run's) never ranks: it goes after the scored runs, shown as it is
+    scored = [r for r in runs if values[id(r)] is not None and math.isfinite(float(values[id(r)]))]  # type: ignore[arg-type]
     scored.sort(key=lambda r: float(values[id(r)]), reverse=ranking.higher_is_better)  # type: ignore[arg-type]
-    return scored + [r for r in runs if values[id(r)] is None], ranking
+    ranked = {id(r) for r in scored}
+    return scored + [r for r in runs if id(r) not in ranked], ranking

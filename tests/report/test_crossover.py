@@ -144,3 +144,15 @@ def test_runs_without_a_budget_axis_make_no_trend_and_sizes_sharing_a_name_are_a
             config.write_text(config.read_text().replace("name: tiny", "name: tiny\n  d_model: 64", 1))
     lines = crossover_lines(find_runs([tmp_path / "sizes"]))
     assert len(lines) == 4 and {len(line.points[0].bits) for line in lines} == {1}
+
+
+def test_a_non_finite_figure_never_ranks_nor_feeds_a_trend(tmp_path: Path) -> None:
+    from lmpt.report.ranking import Ranking, rank_runs
+
+    study_runs(tmp_path, clm={1: 9.0, 4: 7.0}, mdlm={1: 10.0, 4: 6.9})
+    diverged = likelihood_run(tmp_path, "mdlm", 10_000, 16, 0, float("nan"))
+    runs = find_runs([tmp_path])
+    ranked, _ = rank_runs(runs, Ranking("val_bits_per_token", "bits", higher_is_better=False))
+    assert ranked[-1].path == diverged and ranked[0].path != diverged
+    lines = crossover_lines(runs)
+    assert all(point.budget != "16epochs" for line in lines for point in line.points)
