@@ -201,6 +201,11 @@ def validate_config(cfg: DictConfig) -> None:
     refuse_unknown_keys(cfg)
     refuse_nonfinite(cfg)
     t, d, m, o, s, tok = cfg.trainer, cfg.data, cfg.model, cfg.optimizer, cfg.scheduler, cfg.tokenizer
+    if d.get("name") is None and not d.get("sources") and not d.paths:
+        raise LmptError(
+            "data.paths is empty: give the text to train on, e.g. data.paths=[corpus/,more/*.jsonl] "
+            "(data=text; data=mixture names its sources, data=hf a dataset)"
+        )
     _positive(t, "trainer", "max_steps", "batch_size", "grad_accum", "log_every", "eval_batches", "keep_last")
     _positive(t, "trainer", "max_nonfinite_steps")
     _positive(t, "trainer", "eval_every", "ckpt_every", "ckpt_minutes", "grad_clip", "sample_tokens", allow_zero=True)
