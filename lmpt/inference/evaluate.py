@@ -21,6 +21,7 @@ from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Text
 from lmpt.objectives.measure import TextOptions
 from lmpt.objectives.registry import build_objective
+from lmpt.objectives.yardstick import perplexity
 from lmpt.rundir.trained import RUN_ARGUMENT, Trained
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.metrics import bits_per_byte
@@ -142,7 +143,7 @@ def evaluate_text(trained: Trained, o: EvalOptions) -> dict:
         "windows": score.windows,
         "nats": score.nats,
         "loss": loss,
-        "perplexity": math.exp(loss) if loss < 700 else math.inf,
+        "perplexity": perplexity(loss),
         "accuracy": score.accuracy if score.accuracy is not None else score.correct / max(score.tokens, 1),
         "bits_per_byte": bits_per_byte(score.nats, n_bytes),
         **({"pseudo_perplexity": math.exp(loss)} if o.method == "pll" else {}),

@@ -10,10 +10,9 @@ from collections.abc import Iterator
 import torch
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.config.command_options import require
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.scoring import Text, piece_bytes
-from lmpt.objectives.measure import TextScore, sum_token_losses
+from lmpt.objectives.measure import TextScore, framed_rows, sum_token_losses
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rundir.trained import Trained
 
@@ -29,18 +28,6 @@ def masked_copies(row: torch.Tensor, positions: torch.Tensor, mask_id: int) -> t
     return inputs, labels
 
 
-def encoder_rows(trained: Trained, text: Text, seq_len: int) -> Iterator[torch.Tensor]:
-    """Consecutive windows of the token stream (the last may be shorter), each in the objective's text frame
-    (nsp runs see [CLS] window [SEP])."""
-    before, after = trained.objective.text_frame(trained.tokenizer.special)
-    body = seq_len - len(before) - len(after)
-    require(body >= 1, f"seq_len={seq_len} is too short")
-    stream = torch.tensor(text.tokens)
-    for start in range(0, stream.numel(), body):
-        row = stream[start : start + body]
-        yield torch.cat([torch.tensor(before, dtype=torch.long), row, torch.tensor(after, dtype=torch.long)])
-
-
 def score_pll(
     trained: Trained, text: Text, seq_len: int, batch_size: int, device, bar: WorkBar, sizes: torch.Tensor | None = None
 ) -> TextScore:
@@ -49,7 +36,7 @@ def score_pll(
     given by a caller that scores many short texts (zero-shot multiple choice), else computed here."""
     special = trained.tokenizer.special
     segments = torch.zeros(1, seq_len, dtype=torch.long) if trained.objective.n_segments else None
-    rows = list(encoder_rows(trained, text, seq_len))
+    rows = framed_rows(text.tokens, seq_len, *trained.objective.text_frame(special))
     bar.start(sum(int((row >= special.first_ordinary).sum()) for row in rows))
 
     def batches() -> Iterator[Batch]:

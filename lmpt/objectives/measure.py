@@ -41,6 +41,7 @@ from lmpt.objectives.yardstick import (
     draw_groups,
     eval_mask_prob,
     exact_bits_per_token,
+    perplexity,
     yardstick_generator,
 )
 from lmpt.rng import generator
@@ -243,6 +244,16 @@ def sum_token_losses(
     return score
 
 
+def framed_rows(tokens: list[int], seq_len: int, before: list[int], after: list[int]) -> list[torch.Tensor]:
+    """Consecutive windows of `tokens` (the last may be shorter), each between `before` and `after` (an objective's
+    text frame: nsp's [CLS] ... [SEP]) to fill seq_len; one LmptError line when the frame leaves no room."""
+    body = seq_len - len(before) - len(after)
+    if body < 1:
+        raise LmptError(f"seq_len={seq_len} is too short")
+    stream, head, tail = (torch.tensor(ids, dtype=torch.long) for ids in (tokens, before, after))
+    return [torch.cat([head, stream[start : start + body], tail]) for start in range(0, stream.numel(), body)]
+
+
 def decoder_windows(n_tokens: int, seq_len: int, stride: int) -> list[tuple[int, int, int]]:
     """(begin, end, first_target) over a stream of `n_tokens` whose token 0 is context only: the window's inputs are
     tokens [begin, end-1), its targets [begin+1, end), and it scores targets from first_target on. Every token
@@ -354,7 +365,7 @@ class FixedRateMaskedLoss(Measure):
             return {}
         means = stats_of(fixed)
         loss = means[self.objective.perplexity_of]
-        return {"val_fixed_loss": loss, "val_fixed_acc": means["acc"], "val_fixed_ppl": _perplexity(loss)}
+        return {"val_fixed_loss": loss, "val_fixed_acc": means["acc"], "val_fixed_ppl": perplexity(loss)}
 
     def describe(self, o: TextOptions) -> str:
         cfg = self.objective.cfg
@@ -366,17 +377,12 @@ class FixedRateMaskedLoss(Measure):
         [SEP], one segment, and only the masked-token loss is scored (not the pair head)."""
         objective, cfg = self.objective, self.objective.cfg
         tok, special = objective.tokenizer, objective.special
-        before, after = objective.text_frame(special)
-        body = o.seq_len - len(before) - len(after)
-        if body < 1:
-            raise LmptError(f"seq_len={o.seq_len} is too short")
-        stream = torch.tensor(tokens)
+        rows = framed_rows(tokens, o.seq_len, *objective.text_frame(special))
         word_starts = tok.word_starts() if cfg.get("whole_word", False) else None
-        progress.start(-(-stream.numel() // body))
+        progress.start(len(rows))
 
         def batches() -> Iterator[Batch]:
-            for k, start in enumerate(range(0, stream.numel(), body)):
-                row = torch.cat([torch.tensor(before), stream[start : start + body], torch.tensor(after)]).long()
+            for k, row in enumerate(rows):
                 inputs, labels = mask_tokens(
                     row[None],
                     generator(o.seed, "eval", k),
@@ -488,7 +494,3 @@ class DiffusionBound(Measure):
 DRAW_GROUP = 16
 """Rows whose bound lmpt-eval draws together (stratified across them, as a validation batch of 16 is): fixed, so the
 draws are the same whatever batch_size says."""
-
-
-def _perplexity(loss: float) -> float:
-    return math.exp(loss) if loss < 700 else math.inf

@@ -38,6 +38,11 @@ def eval_mask_prob(objective_cfg: Any) -> float | None:
     return None if rate is None else float(rate)
 
 
+def perplexity(loss: float) -> float:
+    """exp(loss) of nats per token, infinite where exp overflows (a diverged run's loss)."""
+    return math.exp(loss) if loss < 700 else math.inf
+
+
 def yardstick_generator(source: str, batch_index: int, draw: int = 0) -> torch.Generator:
     """The draws of validation batch `batch_index` of `source` ("" for a run with one source) in pass `draw`: the
     same in every run, whatever its seed or settings."""

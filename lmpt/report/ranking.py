@@ -74,21 +74,25 @@ def loss_family(objective: str | None) -> str | None:
     return cls.loss_family if cls is not None else None
 
 
-def on_bits_axis(objective: str | None) -> bool:
-    """Whether the run's objective's measure puts its yardstick on the bits-per-token axis (an exact likelihood or a
-    bound: Objective.measure_class)."""
+def _measure_class(objective: str | None) -> type | None:
+    """The run's objective's measure (Objective.measure_class); None for an objective lmpt does not know."""
     from lmpt.objectives.registry import objective_class
 
     cls = objective_class(str(objective))
-    return cls is not None and cls.measure_class.likelihood is not None
+    return cls.measure_class if cls is not None else None
+
+
+def on_bits_axis(objective: str | None) -> bool:
+    """Whether the run's objective's measure puts its yardstick on the bits-per-token axis (an exact likelihood or a
+    bound)."""
+    measure = _measure_class(objective)
+    return measure is not None and measure.likelihood is not None
 
 
 def is_bound(objective: str | None) -> bool:
     """Whether the run's objective's yardstick is an upper bound on the likelihood (mdlm's), not the exact figure."""
-    from lmpt.objectives.registry import objective_class
-
-    cls = objective_class(str(objective))
-    return cls is not None and cls.measure_class.bound
+    measure = _measure_class(objective)
+    return measure is not None and measure.bound
 
 
 def bits_ranking(evaluated: list[RunSummary]) -> Ranking | None:

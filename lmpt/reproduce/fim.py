@@ -16,8 +16,8 @@ import statistics
 from typing import ClassVar
 
 from matplotlib.figure import Figure
-from scipy import stats
 
+from lmpt.downstream.intervals import seed_interval
 from lmpt.reproduce.reproduction import Findings, FinishedRun, PlannedRun, Reproduction
 from lmpt.study.tables import markdown_table
 
@@ -62,12 +62,10 @@ def free_or_not(low: float, high: float, margin: float) -> str:
 
 
 def interval(values: list[float]) -> tuple[float, float, float]:
-    """(mean, low, high): the mean and its 95% t interval over seeds (NaN bounds with fewer than 2)."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, math.nan, math.nan
-    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return mean, mean - half, mean + half
+    """(mean, low, high): the mean and its 95% t interval over seeds (lmpt.downstream.intervals.seed_interval; NaN
+    bounds with fewer than 2)."""
+    low, high = seed_interval(values) or (math.nan, math.nan)
+    return statistics.fmean(values), low, high
 
 
 class FimForFree(Reproduction):
@@ -138,50 +136,46 @@ class FimForFree(Reproduction):
             ): r
             for r in finished
         }
-        rows, fim_rows, verdicts = [], [], []
-        for model in MODELS:
-            for steps in STEPS:
-                seeds = [s for s in range(self.seeds) if (model, steps, AR, s) in by and (model, steps, FIM50, s) in by]
-                if not seeds:
-                    continue
-                clm = [by[model, steps, AR, s].last("val_bits_per_token") for s in seeds]
-                fim = [by[model, steps, FIM50, s].last("val_bits_per_token") for s in seeds]
-                mean, low, high = interval([f - c for f, c in zip(fim, clm, strict=True)])
-                margin = MARGIN * statistics.fmean(clm)
-                l2r = free_or_not(low, high, margin)
-                flops = by[model, steps, AR, seeds[0]].last("flops")
-                rows.append(
-                    [
-                        model,
-                        f"{steps} ({flops:.2e})",
-                        str(len(seeds)),
-                        f"{statistics.fmean(clm):.4f}",
-                        f"{statistics.fmean(fim):.4f}",
-                        f"{mean:+.4f} [{low:+.4f}, {high:+.4f}]",
-                        f"+-{margin:.4f}",
-                        l2r,
-                    ]
+        rows, fim_rows, verdicts, zorro_rows = [], [], [], []
+        for model, steps, seeds in self._cells(by):
+            clm = [by[model, steps, AR, s].last("val_bits_per_token") for s in seeds]
+            fim = [by[model, steps, FIM50, s].last("val_bits_per_token") for s in seeds]
+            mean, low, high = interval([f - c for f, c in zip(fim, clm, strict=True)])
+            margin = MARGIN * statistics.fmean(clm)
+            l2r = free_or_not(low, high, margin)
+            flops = by[model, steps, AR, seeds[0]].last("flops")
+            rows.append(
+                [
+                    model,
+                    f"{steps} ({flops:.2e})",
+                    str(len(seeds)),
+                    f"{statistics.fmean(clm):.4f}",
+                    f"{statistics.fmean(fim):.4f}",
+                    f"{mean:+.4f} [{low:+.4f}, {high:+.4f}]",
+                    f"+-{margin:.4f}",
+                    l2r,
+                ]
+            )
+            cells = {}
+            for form in ("psm", "spm"):
+                key = f"val_fim_{form}_loss"
+                c = [by[model, steps, AR, s].last(key) / math.log(2) for s in seeds]
+                f = [by[model, steps, FIM50, s].last(key) / math.log(2) for s in seeds]
+                cells[form] = (
+                    statistics.fmean(c),
+                    statistics.fmean(f),
+                    *interval([b - a for a, b in zip(c, f, strict=True)]),
                 )
-                cells = {}
-                for form in ("psm", "spm"):
-                    key = f"val_fim_{form}_loss"
-                    c = [by[model, steps, AR, s].last(key) / math.log(2) for s in seeds]
-                    f = [by[model, steps, FIM50, s].last(key) / math.log(2) for s in seeds]
-                    cells[form] = (
-                        statistics.fmean(c),
-                        statistics.fmean(f),
-                        *interval([b - a for a, b in zip(c, f, strict=True)]),
-                    )
-                lower = all(cell[4] < 0 for cell in cells.values())
-                fim_rows.append(
-                    [
-                        model,
-                        str(steps),
-                        *("{:.3f} / {:.3f}  ({:+.3f} [{:+.3f}, {:+.3f}])".format(*cells[x]) for x in ("psm", "spm")),
-                        "reproduced" if lower else "not reproduced",
-                    ]
-                )
-                verdicts.append((model, steps, l2r, lower, mean / statistics.fmean(clm)))
+            lower = all(cell[4] < 0 for cell in cells.values())
+            fim_rows.append(
+                [
+                    model,
+                    str(steps),
+                    *("{:.3f} / {:.3f}  ({:+.3f} [{:+.3f}, {:+.3f}])".format(*cells[x]) for x in ("psm", "spm")),
+                    "reproduced" if lower else "not reproduced",
+                ]
+            )
+            verdicts.append((model, steps, l2r, lower, mean / statistics.fmean(clm)))
         verdict, headline = self._verdict(verdicts)
         table = _markdown(
             [
@@ -219,29 +213,23 @@ class FimForFree(Reproduction):
                 for r in finished
             ],
         )
-        zorro_rows = []
-        for model in MODELS:
-            for steps in STEPS:
-                seeds = [s for s in range(self.seeds) if (model, steps, AR, s) in by and (model, steps, FIM50, s) in by]
-                acc = {
-                    arm: [by[model, steps, arm, s].last(f"downstream/{ZORRO}/accuracy") for s in seeds] for arm in ARMS
-                }
-                gain = {
-                    arm: [by[model, steps, arm, s].last(f"downstream/{ZORRO}/accuracy_gain") for s in seeds]
-                    for arm in ARMS
-                }
-                if not seeds or any(math.isnan(v) for v in acc[AR] + acc[FIM50]):
-                    continue
-                mean, low, high = interval([f - c for f, c in zip(acc[FIM50], acc[AR], strict=True)])
-                zorro_rows.append(
-                    [
-                        model,
-                        str(steps),
-                        f"{statistics.fmean(acc[AR]):.3f} ({statistics.fmean(gain[AR]):+.3f})",
-                        f"{statistics.fmean(acc[FIM50]):.3f} ({statistics.fmean(gain[FIM50]):+.3f})",
-                        f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]",
-                    ]
-                )
+        for model, steps, seeds in self._cells(by):
+            acc = {arm: [by[model, steps, arm, s].last(f"downstream/{ZORRO}/accuracy") for s in seeds] for arm in ARMS}
+            gain = {
+                arm: [by[model, steps, arm, s].last(f"downstream/{ZORRO}/accuracy_gain") for s in seeds] for arm in ARMS
+            }
+            if any(math.isnan(v) for v in acc[AR] + acc[FIM50]):
+                continue
+            mean, low, high = interval([f - c for f, c in zip(acc[FIM50], acc[AR], strict=True)])
+            zorro_rows.append(
+                [
+                    model,
+                    str(steps),
+                    f"{statistics.fmean(acc[AR]):.3f} ({statistics.fmean(gain[AR]):+.3f})",
+                    f"{statistics.fmean(acc[FIM50]):.3f} ({statistics.fmean(gain[FIM50]):+.3f})",
+                    f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]",
+                ]
+            )
         zorro_table = _markdown(
             ["model", "steps", "clm: accuracy (gain over untrained)", "fim: the same", "fim - clm, 95% interval"],
             zorro_rows,
@@ -258,6 +246,16 @@ class FimForFree(Reproduction):
             ("Every run", per_seed),
         ]
         return Findings(verdict, headline, sections, self._plot(finished))
+
+    def _cells(self, by: dict[tuple, FinishedRun]) -> list[tuple[str, int, list[int]]]:
+        """(model, steps, seeds) of every cell with at least one seed whose two arms both completed."""
+        cells = []
+        for model in MODELS:
+            for steps in STEPS:
+                seeds = [s for s in range(self.seeds) if (model, steps, AR, s) in by and (model, steps, FIM50, s) in by]
+                if seeds:
+                    cells.append((model, steps, seeds))
+        return cells
 
     @staticmethod
     def _verdict(verdicts: list[tuple[str, int, str, bool, float]]) -> tuple[str, str]:

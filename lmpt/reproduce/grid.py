@@ -19,6 +19,7 @@ from rich.table import Table
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.reproduce.reproduction import PlannedRun, Reproduction
+from lmpt.rundir.directory import read_status
 from lmpt.study.launch import lock_study, refuse_another_run, stop_left_run
 from lmpt.study.pool import Launch, LocalPool
 from lmpt.study.slots import Slot, plan_slots
@@ -56,8 +57,7 @@ def launch_command(folder: Path, run: PlannedRun) -> list[str]:
 
 
 def completed(path: Path) -> bool:
-    status = path / "status.json"
-    return status.is_file() and json.loads(status.read_text()).get("status") == "completed"
+    return read_status(path).get("status") == "completed"
 
 
 def plan_grid(reproduction: Reproduction, folder: Path, slots: str, max_minutes: float) -> GridPlan:
@@ -118,9 +118,9 @@ def prepare_text(reproduction: Reproduction) -> None:
         raise LmptError(f"preparing the text failed: {done.stderr.strip().splitlines()[-1:]}")
 
 
-def run_grid(reproduction: Reproduction, plan: GridPlan) -> float:
-    """Train every run not yet completed over the slots; the wall seconds this launch took. A run that fails stops
-    the grid in one line naming its log."""
+def run_grid(reproduction: Reproduction, plan: GridPlan) -> None:
+    """Train every run not yet completed over the slots, adding this launch's wall time to the grid's (TIME_FILE). A
+    run that fails stops the grid in one line naming its log."""
     plan.folder.mkdir(parents=True, exist_ok=True)
     lock_study(plan.folder)
     stop_left_run(plan.folder)
@@ -150,7 +150,6 @@ def run_grid(reproduction: Reproduction, plan: GridPlan) -> float:
         raise
     finally:
         _add_time(plan.folder, time.perf_counter() - started, os.cpu_count() or 1)
-    return time.perf_counter() - started
 
 
 def _add_time(folder: Path, seconds: float, cores: int) -> None:

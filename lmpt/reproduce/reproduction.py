@@ -10,11 +10,10 @@ resuming it after a kill, estimating its time and writing its document are the s
 from __future__ import annotations
 
 import importlib
-import json
 import math
 import pkgutil
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,6 +21,8 @@ from matplotlib.figure import Figure
 
 import lmpt.reproduce
 from lmpt.errors import LmptError
+from lmpt.report.runs import read_records
+from lmpt.rundir.directory import METRICS_FILE, read_status
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,6 @@ class Findings:
     sections: list[tuple[str, str]]
     """(heading, markdown) of each part of the document after the claim: tables, notes."""
     plot: Figure | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Reproduction(ABC):
@@ -128,12 +128,7 @@ def read_finished(folder: Path, planned: list[PlannedRun]) -> list[FinishedRun]:
     """The completed runs of `planned` under `folder` (a run not completed is left out)."""
     finished = []
     for run in planned:
-        status_file = folder / run.name / "status.json"
-        if not status_file.is_file():
-            continue
-        status = json.loads(status_file.read_text())
-        if status.get("status") != "completed":
-            continue
-        lines = (folder / run.name / "metrics.jsonl").read_text().splitlines()
-        finished.append(FinishedRun(run, status, [json.loads(line) for line in lines if line.strip()]))
+        status = read_status(folder / run.name)
+        if status.get("status") == "completed":
+            finished.append(FinishedRun(run, status, read_records(folder / run.name / METRICS_FILE)))
     return finished

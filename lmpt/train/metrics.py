@@ -15,6 +15,7 @@ from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Stats
 from lmpt.objectives.measure import Measure
+from lmpt.objectives.yardstick import perplexity as perplexity  # the one definition, re-exported to train/
 
 
 class RunningStats:
@@ -62,10 +63,6 @@ class RunningStats:
 
     def load_state_dict(self, state: dict, device: torch.device) -> None:
         self.totals = {name: [s.to(device), c.to(device)] for name, (s, c) in state.items()}
-
-
-def perplexity(loss: float) -> float:
-    return math.exp(loss) if loss < 700 else math.inf
 
 
 def bits_per_byte(nats: float, n_bytes: int) -> float:
