@@ -152,9 +152,16 @@ def _require_retyped(overrides: list[Override], run: Path) -> None:
         )
 
 
+def _last_of_each_key(overrides: list[Override]) -> list[Override]:
+    """`overrides` with every key given more than once kept at its last setting, where it stood: Hydra composes
+    `a=1 a=2` as `a=2`, and the resume check judges what the run composes (a study repeats its downstream keys)."""
+    last = {(o.key_or_group, o.package): i for i, o in enumerate(overrides)}
+    return [o for i, o in enumerate(overrides) if last[(o.key_or_group, o.package)] == i]
+
+
 def resumed_overrides(overrides: list[str]) -> list[str]:
     """The overrides that compose the run `overrides` continue, or `overrides` unchanged for a new run."""
-    parsed = OverridesParser.create().parse_overrides(overrides)
+    parsed = _last_of_each_key(OverridesParser.create().parse_overrides(overrides))
     run = _run_to_resume(parsed)
     if run is None:
         return overrides  # a new run

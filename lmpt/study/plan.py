@@ -249,6 +249,13 @@ def search_space(study: Any, optimizer: str) -> dict[str, str]:
             "study.space={optimizer.lr:'tag(log, interval(0.001, 0.1))'}"
         )
     space = {str(k): str(v) for k, v in given.items()} or DEFAULT_SPACES.get(optimizer, {})
+    for key in space:
+        if key in (*STUDY_SETS, "trainer.budget", DRY_RUN) or key.startswith(("study.", "hydra", PRESET)):
+            raise LmptError(
+                f"study.space searches {key}, which the study sets itself for each run (its objectives, seeds, "
+                "budgets and launch): search training keys such as optimizer.lr, and compare objectives or seeds "
+                "with study.objectives and study.seeds"
+            )
     if not space:
         raise LmptError(f"optimizer={optimizer} has no default search space: give study.space")
     try:

@@ -54,6 +54,8 @@ def read_range(key: str, expression: str) -> Range:
     value = override.value()
     if isinstance(value, IntervalSweep) and value.tags <= {"log"}:
         low, high = float(value.start), float(value.end)  # type: ignore[arg-type]
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise ValueError(f"study.space: {key}={expression} has an end that is not a finite number: give both")
         if not low <= high:
             raise ValueError(f"study.space: {key}={expression} has its low end above its high end")
         if "log" in value.tags and low <= 0:

@@ -70,6 +70,15 @@ def test_allowed_keys_change_and_retyped_ones_are_accepted(run: Path) -> None:
     assert (cfg.trainer.max_steps, cfg.data.num_workers, cfg.trainer.log_every, cfg.trainer.seed) == (9, 2, 1, 7)
 
 
+def test_a_key_given_twice_is_judged_by_its_last_value(run: Path) -> None:
+    """A study's search run repeats its downstream keys (`X=[...]` then `X=[]`): the run composed the last, so
+    the resume compares the last and the repeated command resumes instead of being refused forever."""
+    cfg, _ = resumed(f"hydra.run.dir={run}", "trainer.seed=8", "trainer.seed=7", "optimizer.lr=1", *ORIGINAL[3:])
+    assert (cfg.trainer.seed, cfg.optimizer.lr) == (7, 3e-4)
+    with pytest.raises(LmptError, match="trainer.seed=8"):
+        resumed_overrides([f"hydra.run.dir={run}", "trainer.seed=7", "trainer.seed=8"])
+
+
 @pytest.mark.parametrize(
     "override,named",
     [
