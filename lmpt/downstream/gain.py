@@ -13,6 +13,13 @@ from lmpt.downstream.intervals import LEVEL, RESAMPLES, SEED
 _CHUNK_CELLS = 4_000_000  # resample x item cells held in memory at once: about 32 MB
 
 
+def decidable(items: int, level: float = LEVEL) -> bool:
+    """Whether `items` items can tell a gain from 0 at `level` at all: the exact sign test's smallest two-sided p on
+    them (every item for one side), 2 ** (1 - items), is below 1 - level (6 items at 95%). Fewer items' resamples
+    repeat a few outcomes, and their interval can leave out 0 while no test could."""
+    return 2.0 ** (1 - items) < 1 - level
+
+
 def paired_gain(
     correct: np.ndarray, control: np.ndarray, level: float = LEVEL, resamples: int = RESAMPLES, seed: int = SEED
 ) -> dict:
@@ -37,7 +44,7 @@ def paired_gain(
     return {
         "gain": float(diff.mean()),
         "interval": [low, high],
-        "significant": bool(low > 0 or high < 0),
+        "significant": bool(decidable(n_items, level) and (low > 0 or high < 0)),
         "level": level,
         "seeds": n_seeds,
         "items": n_items,
@@ -47,7 +54,12 @@ def paired_gain(
 def describe_gain(name: str, gain: dict) -> str:
     """One plain sentence: the gain, its interval and whether it is told apart from 0."""
     low, high = gain["interval"]
-    verdict = "significant" if gain["significant"] else "NOT significant: the interval holds 0"
+    if gain["significant"]:
+        verdict = "significant"
+    elif low > 0 or high < 0:
+        verdict = f"NOT significant: {gain['items']} item(s) are too few to tell any gain from 0"
+    else:
+        verdict = "NOT significant: the interval holds 0"
     return (
         f"{name} gain over the scratch control {gain['gain']:+.4f}, {gain['level']:.0%} interval [{low:+.4f}, "
         f"{high:+.4f}] (paired bootstrap over {gain['seeds']} seed(s) x {gain['items']:,} items): {verdict}"

@@ -114,6 +114,17 @@ def test_a_label_that_is_not_a_number_is_refused_naming_file_and_line(folder: Pa
     assert f'{dev}:3: label "high"' in str(caught.value) and "not a number" in str(caught.value)
 
 
+@pytest.mark.parametrize("label", [1e300, "1e300", 10**400, -2e19])
+def test_a_label_too_large_for_a_squared_error_is_refused_not_blamed_on_the_lr(folder: Path, label) -> None:
+    dev = folder / "dev.jsonl"
+    lines = dev.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[1] = json.dumps({"text": "a b", "label": label}) + "\n"
+    dev.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(LmptError) as caught:
+        read_labelled(FinetuneOptions(TaskData(str(folder / "train.jsonl"), str(dev))), True)
+    assert str(caught.value).startswith(f"{dev}:2: label") and "rescale the task's labels" in str(caught.value)
+
+
 def test_lmpt_finetune_refuses_a_label_that_is_not_a_number_in_one_line(run, folder, capsys, monkeypatch) -> None:
     train = folder / "train.jsonl"
     train.write_text(train.read_text(encoding="utf-8") + json.dumps({"text": "x", "label": "nan"}) + "\n")

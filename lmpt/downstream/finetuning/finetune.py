@@ -43,7 +43,7 @@ from lmpt.downstream.finetuning.tuning import Tuned, tune, tuning_work
 from lmpt.downstream.gain import paired_gain
 from lmpt.downstream.glue_score import SPLIT_PREFIXES, official_figures
 from lmpt.downstream.tasks.glue import GlueTask, glue_task
-from lmpt.downstream.tasks.labelled_task import LabelledTask, capped, read_labelled
+from lmpt.downstream.tasks.labelled_task import LabelledTask, capped, check_trainable, read_labelled
 from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.downstream.tasks.task_files import Example
 from lmpt.inference.progress import WorkBar
@@ -93,6 +93,7 @@ def check_task(
         f"max_train_examples={o.max_train_examples} must be at least 1 (or null: every example)",
     )
     labelled = capped(labelled or read_labelled(o, target.numeric_labels), o.max_train_examples, o.seed)
+    check_trainable(labelled, o)
     if parse_lr(o.lr) == SEARCH:
         check_search_size(len(labelled.examples["train"]), o)
     return seq_len, labelled

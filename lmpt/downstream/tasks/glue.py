@@ -185,11 +185,15 @@ def glue_task(name: str, key: str = "task") -> GlueTask:
 
 def glue_tasks(names: str, key: str = "task") -> list[GlueTask]:
     """The tasks of `task=glue` (all nine) or `task=glue:rte,mrpc,sts-b` (those, in GLUE's order, each once)."""
-    listed = names.partition(":")[2]
-    if not listed.strip():
+    if not names.partition(":")[1]:
         return list(TASKS.values())
-    wanted = {glue_task(n.strip(), key).hf for n in listed.split(",") if n.strip()}
-    return [t for t in TASKS.values() if t.hf in wanted]
+    listed = [glue_task(n.strip(), key) for n in names.partition(":")[2].split(",") if n.strip()]
+    if not listed:
+        raise LmptError(f"{key}={names} names no task: give {key}=glue (all nine) or e.g. {key}=glue:rte,mrpc,sts-b")
+    twice = sorted({t.name for t in listed if listed.count(t) > 1})
+    if twice:
+        raise LmptError(f"{key}={names} names {', '.join(twice)} twice: name each task once")
+    return [t for t in TASKS.values() if t in listed]
 
 
 ENTRY_PREFIX = "glue:"
@@ -284,11 +288,14 @@ def _rows(path: Path) -> list[tuple[int, list[str]]]:
         raise LmptError(f"{path} cannot be read as UTF-8 text ({e}): download the task again") from None
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
     rows = []
-    for row in reader:
-        if sum(map(len, row)) > MAX_ROW_CHARS:
-            raise LmptError(f"{path}:{reader.line_num} is too long to be one example: check the file")
-        if row:
-            rows.append((reader.line_num, row))
+    try:
+        for row in reader:
+            if sum(map(len, row)) > MAX_ROW_CHARS:
+                raise LmptError(f"{path}:{reader.line_num} is too long to be one example: check the file")
+            if row:
+                rows.append((reader.line_num, row))
+    except csv.Error as e:  # a field over csv's field_size_limit
+        raise LmptError(f"{path}:{reader.line_num} cannot be read as one example ({e}): check that line") from None
     return rows
 
 
@@ -299,9 +306,25 @@ def _not_its_columns(path: Path, task: GlueTask, found: list[str], wanted: list[
     )
 
 
+STSB_RANGE = (0.0, 5.0)
+"""STS-B's similarity scores: 0 (unrelated) to 5 (the same meaning)."""
+
+
+def _score(where: str, value: object, field: str) -> str:
+    """An STS-B score as written, once it is a number from 0 to 5; anything else refused naming `where`."""
+    label = number_label(where, value, field, "the file is not STS-B's, or that line is damaged: download it again")
+    low, high = STSB_RANGE
+    if not low <= float(label) <= high:
+        raise LmptError(
+            f"{where}: score {label} is outside STS-B's {low:g} to {high:g}: the file is not STS-B's, or that line "
+            "is damaged (download the task again)"
+        )
+    return label
+
+
 def _label(path: Path, line: int, value: str, task: GlueTask) -> str:
     if task.regression:
-        return number_label(f"{path}:{line}", value, str(task.label))
+        return _score(f"{path}:{line}", value, str(task.label))
     if value.strip() not in task.labels:
         raise LmptError(
             f"{path}:{line}: label {value!r} is not one of {task.name}'s ({', '.join(task.labels)}): the file's "
@@ -378,28 +401,34 @@ def _read_hf(base: Path, task: GlueTask) -> GlueSplits:
             raise _not_its_columns(where / hf, task, data.column_names, wanted)
         return data
 
-    def examples(data: Any, labelled: bool) -> list[Example]:
+    def examples(data: Any, labelled: bool, hf_split: str) -> list[Example]:
         text, pair = task.hf_columns
+        at = where / hf_split
         names = getattr(data.features["label"], "names", None)
         out = []
         for i, row in enumerate(data):
             label = ""
             if labelled:
                 value = row["label"]
-                label = (
-                    number_label(f"{where} row {i}", value, "label")
-                    if task.regression
-                    else _label(where, i, task.labels[int(value)] if names else str(value), task)
-                )
+                if task.regression:
+                    label = _score(f"{at} row {i}", value, "label")
+                elif names and not 0 <= int(value) < len(task.labels):
+                    raise LmptError(
+                        f"{at} row {i}: label {value} is not one of {task.name}'s {len(task.labels)} classes "
+                        f"(0 to {len(task.labels) - 1}; -1 marks an unlabelled test row): its train and validation "
+                        "splits must be labelled, save nyu-mll/glue's own"
+                    )
+                else:
+                    label = _label(at, i, task.labels[int(value)] if names else str(value), task)
             out.append(Example(row[text], row[pair] if pair else None, label))
         return out
 
-    labelled = {name: examples(split(name), True) for name in ("train", *task.dev_files)}
+    labelled = {name: examples(split(name), True, HF_SPLITS[name]) for name in ("train", *task.dev_files)}
     tests = {}
     for name in task.test_files:
         if HF_SPLITS[name] in found:
             data = split(name)
-            tests[name] = ([str(i) for i in data["idx"]], examples(data, False))
+            tests[name] = ([str(i) for i in data["idx"]], examples(data, False, HF_SPLITS[name]))
     if task.hf == "mnli" and is_hf_folder(base / DIAGNOSTIC[1]):
         ax = load(base / DIAGNOSTIC[1])["test"]
         tests[DIAGNOSTIC[1]] = ([str(i) for i in ax["idx"]], [Example(r["premise"], r["hypothesis"], "") for r in ax])

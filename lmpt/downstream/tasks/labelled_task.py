@@ -76,6 +76,37 @@ class LabelledTask:
     """The examples by split: "train", "dev" and, when given, "test"."""
 
 
+def check_trainable(labelled: LabelledTask, o: FinetuneOptions) -> None:
+    """Refuse a training split (as drawn, `o.max_train_examples`) with nothing to learn: one class, or one score.
+    GLUE's folders and data.train files alike, so the bag-of-words floor and the fine-tuning never meet one."""
+    train = labelled.examples["train"]
+    source = f"data.dir={o.data.dir} ({labelled.name})" if o.data.dir is not None else f"data.train={o.data.train}"
+    drawn = len(train) == o.max_train_examples
+    if drawn:
+        source = f"max_train_examples={o.max_train_examples} of {source}"
+    fix = "raise max_train_examples" if drawn else "give examples of at least two"
+    if not labelled.classes:  # numbers to predict, scored by correlation
+        if len({float(e.label) for e in train}) < 2:
+            raise LmptError(f"{source} gives every example the same score: nothing to predict ({fix} scores)")
+        for role in ("dev", "test"):
+            scored = labelled.examples.get(role)
+            if scored is not None and len({float(e.label) for e in scored}) < 2:
+                split = f"data.dir={o.data.dir} ({labelled.name}, {role})" if o.data.dir else f"data.{role}"
+                raise LmptError(
+                    f"{split} gives its {len(scored)} example(s) one score: a correlation with them is undefined "
+                    "(give a split with at least two different scores)"
+                )
+        return
+    seen = label_order([e.label for e in train])
+    if len(seen) < 2:
+        field = "" if o.data.dir is not None else f" in field '{o.data.label_field}'"
+        raise _one_class(source, f"{seen[0]!r}{field}", f"{fix} classes")
+
+
+def _one_class(source: str, label: str, fix: str) -> LmptError:
+    return LmptError(f"{source} has only one class ({label}): a classifier needs examples of at least two ({fix})")
+
+
 def capped(labelled: LabelledTask, most: int | None, seed: int) -> LabelledTask:
     """`labelled` training on at most `most` of its training examples, drawn from `seed` (kept in file order); the
     other splits whole."""
@@ -98,17 +129,12 @@ def read_labelled(o: FinetuneOptions, numbers: bool = False) -> LabelledTask:
         splits = {role: read_examples(getattr(data, role), role, data, numbers=True) for role in ("train", "dev")}
         if data.test is not None:
             splits["test"] = read_examples(data.test, "test", data, numbers=True)
-        if len({float(e.label) for e in splits["train"]}) < 2:
-            raise LmptError(f"data.train={data.train} gives every example the same score: nothing to predict")
         return LabelledTask(task_name(o), [], splits)
     train = read_examples(data.train, "train", data)
     check_labels_agree(train, data.train)
     classes = label_order([e.label for e in train])
-    if len(classes) < 2:
-        raise LmptError(
-            f"data.train={data.train} has only one class ({classes[0]!r} in field '{data.label_field}'): a "
-            "classifier needs examples of at least two classes"
-        )
+    if len(classes) < 2:  # before the other splits are held against it
+        raise _one_class(f"data.train={data.train}", f"{classes[0]!r} in field '{data.label_field}'", "classes")
     splits = {"dev": read_examples(data.dev, "dev", data)}
     if data.test is not None:
         splits["test"] = read_examples(data.test, "test", data)

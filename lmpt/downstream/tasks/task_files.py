@@ -236,15 +236,28 @@ def _example(path: Path, where: str, record: dict[str, Any], data: TaskData, num
     return Example(text, pair, json.dumps(label) if isinstance(label, bool) else str(label).strip())
 
 
-def number_label(where: str, label: Any, field: str) -> str:
-    """A regression label as written, once it reads as a finite number; anything else is refused naming `where`."""
+LARGEST_SCORE = 1.8e19
+"""The largest regression label whose squared error float32 holds (its largest value is about 3.4e38)."""
+FIELD_ADVICE = "fix that line, or set data.label_field to the field holding the score"
+
+
+def number_label(where: str, label: Any, field: str, fix: str = FIELD_ADVICE) -> str:
+    """A regression label as written, once it reads as a finite number a squared error in float32 can hold; anything
+    else is refused naming `where`, with `fix` (the advice for where the labels come from)."""
     try:
         value = float(label) if isinstance(label, int | float | str) and not isinstance(label, bool) else math.nan
     except ValueError:
         value = math.nan
+    except OverflowError:  # an integer beyond any float
+        value = 2 * LARGEST_SCORE
     if not math.isfinite(value):
         raise LmptError(
             f"{where}: label {shown(label)} in field '{field}' is not a number: a regression task's labels are "
-            "finite numbers (fix that line, or set data.label_field to the field holding the score)"
+            f"finite numbers ({fix})"
+        )
+    if abs(value) > LARGEST_SCORE:
+        raise LmptError(
+            f"{where}: label {shown(label)} is too large to train on (its squared error overflows float32 beyond "
+            f"{LARGEST_SCORE:.2g}): rescale the task's labels"
         )
     return str(label).strip()
