@@ -118,6 +118,22 @@ def _continue_runs(argv: list[str]) -> list[str]:
     return resumed_argv(argv)
 
 
+def _check_launcher_overrides(argv: list[str]) -> None:
+    """The command line's launcher settings Hydra hands on unread, checked before the sweeper writes anything:
+    hydra/launcher=parallel's n_jobs is a whole number, not 0 (joblib's -1: every core)."""
+    from hydra._internal.utils import get_args_parser
+
+    args, _ = get_args_parser().parse_known_args(argv[1:])
+    for override in _parsed(args.overrides or []) or ():
+        if override.key_or_group == "hydra.launcher.n_jobs" and not override.is_sweep_override():
+            jobs = override.value()
+            if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0:
+                raise LmptError(
+                    f"hydra.launcher.n_jobs={override.get_value_element_as_str()} is no number of jobs to run at "
+                    "once: give a whole number of at least 1 (or -1: as many as there are cores)"
+                )
+
+
 def sweep_value(result: object) -> float | None:
     """What a sweep job reports to the sweeper: a finite float, else None, as for a failed job. None, not NaN:
     hydra-optuna-sweeper (1.3, on optuna 2.10, the pairing it pins) records a None as a failed trial and the
@@ -180,6 +196,7 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
 
     app = hydra.main(config_path=str(conf_dir()), config_name=config_name, version_base=None)(guarded_task)
     try:
+        _check_launcher_overrides(sys.argv)
         if continue_runs:
             sys.argv = _continue_runs(sys.argv)
         with without_sbatch_echo():

@@ -55,7 +55,7 @@ def _tree_rss(root: int) -> int:
     """Resident bytes of `root` and every descendant, from /proc."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
+        if entry.isdecimal():
             try:
                 ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):

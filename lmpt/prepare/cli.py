@@ -54,7 +54,7 @@ def prepare(cfg: DictConfig) -> None:
 def parse_part(text: str) -> tuple[int, int] | str:
     """(i, N) from "i/N"; the text itself when it is not a valid part."""
     index, _, count = text.partition("/")
-    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+    if not (index.isdecimal() and count.isdecimal() and int(index) < int(count)):
         return text
     return int(index), int(count)
 

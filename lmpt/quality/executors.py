@@ -104,7 +104,7 @@ def available_cores() -> int:
     """The cores this process may use: a SLURM job's --cpus-per-task (SLURM need not pin the job to them), else
     the CPUs this process is allowed to run on."""
     granted = os.environ.get("SLURM_CPUS_PER_TASK", "")
-    if granted.isdigit() and int(granted) > 0:
+    if granted.isdecimal() and int(granted) > 0:
         return int(granted)
     return usable_cores()
 

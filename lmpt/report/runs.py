@@ -96,7 +96,7 @@ def is_run_dir(path: Path) -> bool:
 
 def natural_key(path: Path) -> list:
     """Sort key that puts job 2 before job 10."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+    return [int(part) if part.isdecimal() else part for part in re.split(r"(\d+)", str(path))]
 
 
 def find_runs(paths: list[Path | str]) -> list[RunSummary]:

@@ -131,7 +131,7 @@ def summarize_sweep(sweep_dir: Path | str) -> list[RunSummary]:
 def unfinished_jobs_in(sweep_dir: Path | str) -> list[str]:
     """How each job under `sweep_dir` that did not complete ended, from its status.json: "bad input", "error", or
     "stopped" (preempted and not requeued)."""
-    statuses = [read_status(job) for job in Path(sweep_dir).iterdir() if job.name.isdigit()]
+    statuses = [read_status(job) for job in Path(sweep_dir).iterdir() if job.name.isdecimal()]
     endings = {"preempted": "stopped"}
     return [
         endings.get(s["status"], "bad input" if s.get("user_error") else "error")

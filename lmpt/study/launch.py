@@ -64,7 +64,7 @@ def lock_holder(directory: Path) -> int | None:
             fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             text = handle.read().strip()
-            return int(text) if text.isdigit() else -1
+            return int(text) if text.isdecimal() else -1
     return None
 
 

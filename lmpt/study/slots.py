@@ -60,7 +60,7 @@ def _count(value: Any, most: int, what: str) -> int:
     text = str(value).strip()
     if text == "auto":
         return most
-    if not text.isdigit() or int(text) < 1:
+    if not text.isdecimal() or int(text) < 1:
         raise LmptError(f"study.slots={text} is no number of slots: give a whole number of at least 1, or auto")
     if int(text) > most:
         raise LmptError(f"study.slots={text} asks for more slots than {what}: give at most {most}, or study.slots=auto")
@@ -81,7 +81,7 @@ def plan_slots(study: Any, cores: Callable[[], list[int]] | None = None) -> list
 
         require_submitit()
         text = str(study.slots).strip()
-        if text != "auto" and (not text.isdigit() or int(text) < 1):
+        if text != "auto" and (not text.isdecimal() or int(text) < 1):
             raise LmptError(f"study.slots={text} is no number of jobs: give a whole number of at least 1, or auto")
         return [Slot("SLURM")] * (int(text) if text != "auto" else SLURM_AUTO)
     gpus = visible_gpus() if device != "cpu" else []

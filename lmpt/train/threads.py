@@ -44,7 +44,7 @@ def _forced(env: Mapping[str, str], name: str) -> int | None:
     value = env.get(name, "").strip()
     if not value:
         return None
-    if not value.isdigit() or int(value) < 1:
+    if not value.isdecimal() or int(value) < 1:
         raise LmptError(f"{name}={value!r} is not a thread count: give a whole number of at least 1, or unset it")
     return int(value)
 

@@ -66,6 +66,18 @@ def test_parallel_launcher_falls_back_to_one_job_at_a_time_on_cpu(tmp_path: Path
     assert gpu_count() == 1  # no GPU here: one job at a time
 
 
+@pytest.mark.parametrize("jobs", ["0", "two", "1.5"])
+def test_a_parallel_sweep_of_no_number_of_jobs_is_one_line_and_writes_nothing(tmp_path: Path, jobs: str) -> None:
+    """joblib's ValueError came after Hydra had written multirun.yaml."""
+    args = ("-m", "hydra/launcher=parallel", f"hydra.launcher.n_jobs={jobs}", *SMALL, "optimizer.lr=1e-3,3e-4")
+    result = run_lmpt(*args, cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        f"lmpt: error: hydra.launcher.n_jobs={jobs} is no number of jobs to run at once: give a whole number of at "
+        "least 1 (or -1: as many as there are cores)"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_parallel_jobs_on_a_cpu_each_take_a_group_of_cores_of_their_own(tmp_path: Path) -> None:
     """hydra.launcher.n_jobs=2 on a CPU: the two jobs run at once, each pinned to a group of cores no other job
     holds and taking its threads from it (the start line names the group), as the study's slots do."""

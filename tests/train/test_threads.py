@@ -39,7 +39,7 @@ def test_a_forced_count_wins_over_the_users_omp_setting_and_the_cores() -> None:
     assert _choose({"LMPT_THREADS": "", "OMP_NUM_THREADS": ""}, cores=4).count == 4  # empty is unset
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "²", "1²"])
 def test_a_bad_forced_count_is_refused_in_one_line(value: str) -> None:
     with pytest.raises(LmptError, match=f"LMPT_THREADS='{value}' is not a thread count"):
         _choose({"LMPT_THREADS": value})

@@ -110,16 +110,16 @@ def read_examples(path: str, role: str, data: TaskData, numbers: bool = False) -
 
 def _has_header(data: TaskData) -> bool:
     """data.header, else yes unless every field given is a column number."""
-    return data.header if data.header is not None else not all(f.isdigit() for f in _fields(data))
+    return data.header if data.header is not None else not all(f.isdecimal() for f in _fields(data))
 
 
 def _refuse_a_header_read_as_data(path: Path, examples: list[Example]) -> None:
     """Column numbers make a file headerless; a first row whose label looks like a column name (a word such as
     'label' seen nowhere else, or the one non-integer label) is a header that would train as a class."""
     first, rest = examples[0].label, [e.label for e in examples[1:]]
-    if first in rest or first.lstrip("-").isdigit():
+    if first in rest or first.lstrip("-").isdecimal():
         return
-    if first.lower() in HEADER_WORDS or (rest and all(label.lstrip("-").isdigit() for label in rest)):
+    if first.lower() in HEADER_WORDS or (rest and all(label.lstrip("-").isdecimal() for label in rest)):
         raise LmptError(
             f"{path}:1 looks like a header (its label {first!r} is in no other row) but column numbers make the file "
             "headerless: set data.header=true to skip it (or data.header=false to keep it as an example)"
@@ -210,7 +210,7 @@ def _parquet_records(path: Path, data: TaskData) -> Iterator[tuple[str, dict[str
 def _example(path: Path, where: str, record: dict[str, Any], data: TaskData, numbers: bool = False) -> Example:
     def field(key: str, what: str) -> Any:
         if key not in record:
-            named = [k for k in record if not k.isdigit()] or [str(len(record)) + " columns"]
+            named = [k for k in record if not k.isdecimal()] or [str(len(record)) + " columns"]
             raise LmptError(
                 f"{where} has no field '{key}' (it has: {', '.join(named)}): set data.{what}_field to the field "
                 f"holding the {what}"
