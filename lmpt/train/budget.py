@@ -36,10 +36,12 @@ def derived_max_steps(budget: Budget, cost: StepCost) -> int:
 class RunLength:
     """How long a run trains: `max_steps`, or until its budget is spent (max_steps then derived from it)."""
 
-    def __init__(self, max_steps: int, budget: Budget | None = None) -> None:
+    def __init__(self, max_steps: int, budget: Budget | None = None, rounding: str | None = None) -> None:
         self.max_steps = max_steps
         self.budget = budget
         self.work = Work()
+        self.rounding = rounding
+        """A sentence when the whole steps a budget in epochs buys train visibly more or fewer epochs than asked."""
 
     @property
     def loader_steps(self) -> int:
@@ -62,6 +64,22 @@ class RunLength:
         return None if self.budget is None else self.spent_fraction() * self.max_steps
 
 
+EPOCHS_TOLERANCE = 0.01
+"""How far (a share of the epochs asked) the whole steps a budget in epochs buys may train from it unsaid."""
+
+
+def epochs_rounding(budget_text: str | None, epochs: float, steps: int, epoch_steps: float) -> str | None:
+    """The sentence saying that `steps` whole steps train other than the `epochs` asked (one step is 1/`epoch_steps`
+    of an epoch), or None when they train it within EPOCHS_TOLERANCE."""
+    trained = steps / epoch_steps
+    if abs(trained - epochs) <= EPOCHS_TOLERANCE * epochs:
+        return None
+    return (
+        f"trainer.budget={budget_text} buys whole steps: {steps:,} step(s) train {trained:.3g} epochs of this text "
+        f"(a step is {1 / epoch_steps:.3g} epochs at this batch and sequence length)"
+    )
+
+
 def plan_length(budget_text: str | None, max_steps: int, cost: StepCost, epoch_steps: float | None = None) -> RunLength:
     """max_steps as configured, or the step count `trainer.budget` buys at the expected cost per step; a budget in
     epochs buys `epoch_steps` (the steps one pass over the training text takes) per epoch, a fixed step count."""
@@ -74,7 +92,8 @@ def plan_length(budget_text: str | None, max_steps: int, cost: StepCost, epoch_s
                 f"trainer.budget={budget_text} counts passes over the training text, whose size is not known yet: "
                 "give data.unique_tokens, or launch once to tokenise it (a dry run then sizes it)"
             )
-        return RunLength(max(1, math.ceil(budget.amount * epoch_steps - 1e-9)))  # a step count: resumes recompute it
+        steps = max(1, math.ceil(budget.amount * epoch_steps - 1e-9))  # a step count: resumes recompute it
+        return RunLength(steps, rounding=epochs_rounding(budget_text, budget.amount, steps, epoch_steps))
     return RunLength(derived_max_steps(budget, cost), budget)
 
 

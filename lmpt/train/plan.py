@@ -168,8 +168,9 @@ def print_plan(spec: RunSpec, precision: Precision) -> None:
     for key, value in rows.items():
         table.add_row(key, value)
     console.print(table)
-    if repeats is not None:
-        warn(repeats)
+    for warning in (length.rounding, repeats):
+        if warning is not None:
+            warn(warning)
 
 
 def _epochs(spec: RunSpec, objective: Any, steps: int) -> tuple[str, str | None]:

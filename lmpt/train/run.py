@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from lmpt.console import console, info
+from lmpt.console import console, info, warn
 from lmpt.quality.stage import QualityStage
 from lmpt.rundir import directory as rundir
 from lmpt.train import batches as stream
@@ -116,6 +116,8 @@ def run_training(
         precision.dtype or torch.float32,
         sum(tokens for *_, tokens in sources),
     )
+    if length.rounding and ctx.is_main:
+        warn(length.rounding)
     scheduler = build_scheduler(spec.scheduler, optimizer, length.max_steps, length.position)
     keeps_best = t.keep_best and t.eval_every > 0  # with eval_every=0 the one evaluation is the last step's
     best = BestKeeper(run.path, model, t.strategy, objective.arch, model_vocab, ctx) if keeps_best else None

@@ -124,6 +124,15 @@ def test_an_epochs_budget_is_a_step_count_of_passes_and_needs_the_texts_size() -
     assert plan_length("4epochs", 200, cost, epoch_steps=9.77).max_steps == 40  # ceil(39.08)
     assert plan_length("2epochs", 200, cost, epoch_steps=10.0).max_steps == 20  # whole passes: no extra step
     assert plan_length("4epochs", 200, cost, epoch_steps=9.77).budget is None  # the schedule follows the steps
+    assert plan_length("4epochs", 200, cost, epoch_steps=99.7).rounding is None  # 399 steps, 4.002 epochs: within 1%
+    assert "40 step(s) train 4.09 epochs" in plan_length("4epochs", 200, cost, epoch_steps=9.77).rounding
+    assert plan_length("2epochs", 200, cost, epoch_steps=10.0).rounding is None
+    # whole steps far from the epochs asked are said: 0.001 of an epoch of 7.7 steps is one step, 0.13 epochs
+    assert plan_length("0.001epochs", 200, cost, epoch_steps=7.7).rounding == (
+        "trainer.budget=0.001epochs buys whole steps: 1 step(s) train 0.13 epochs of this text (a step is 0.13 "
+        "epochs at this batch and sequence length)"
+    )
+    assert "1 step(s) train 4 epochs" in plan_length("1epochs", 200, cost, epoch_steps=0.25).rounding
     with pytest.raises(LmptError, match=r"^trainer.budget=4epochs counts passes over the training text, whose size"):
         plan_length("4epochs", 200, cost)
 
@@ -140,6 +149,8 @@ def test_an_epochs_budget_trains_that_many_passes_over_the_unique_tokens(tmp_pat
     assert done.returncode == 0, done.stderr
     assert max(r["step"] for r in records(run)) == 12
     assert "1.3 epochs" not in done.stdout and "2.08 epochs of the 3,000 train tokens" in done.stdout
+    said = "trainer.budget=2epochs buys whole steps: 12 step(s) train 2.08 epochs"
+    assert said in " ".join(plan.stdout.split()) and said in " ".join(done.stdout.split())
 
 
 def test_a_bare_number_is_refused_naming_the_missing_unit() -> None:
