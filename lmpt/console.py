@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.segment import Segments
 
 console = Console(highlight=False, soft_wrap=True)  # log lines stay whole in files and CI logs
 
@@ -22,3 +23,15 @@ def info(message: str) -> None:
 def warn(message: str) -> None:
     """One warning line (rich markup allowed) after a yellow WARNING, printed by rank 0 only."""
     info(f"[bold yellow]WARNING[/] {message}")
+
+
+def print_whole(renderable: RenderableType) -> None:
+    """Print at the renderable's natural width when output goes to a file or pipe (rich would squeeze it to
+    80 columns); a terminal keeps its own width."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    wide = console.options.update_width(10_000)
+    width = max(console.width, console.measure(renderable, options=wide).maximum)
+    lines = console.render_lines(renderable, console.options.update_width(width), new_lines=True)
+    console.print(Segments([segment for line in lines for segment in line]))

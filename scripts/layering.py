@@ -58,6 +58,7 @@ SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "codec",
             "preemption",
             "curves",
+            "cost",
             "task_items",
             "after_training",
             "eval_cli",

@@ -9,11 +9,9 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
-from rich.console import RenderableType
 from rich.markup import escape
-from rich.segment import Segments
 
-from lmpt.console import console
+from lmpt.console import console, print_whole
 from lmpt.errors import LmptError
 from lmpt.report.ranking import Ranking, rank_runs
 from lmpt.report.runs import RunSummary, find_runs, read_status
@@ -27,18 +25,6 @@ unfinished_jobs: list[str] = []
 """The sweep that just ended: how each job that did not complete ended: "bad input", "error", or "stopped"
 (preempted and not requeued). Read from the jobs' status.json, since a launcher may run the jobs in other
 processes (joblib) or on other machines (submitit, SLURM)."""
-
-
-def print_whole(renderable: RenderableType) -> None:
-    """Print at the renderable's natural width when output goes to a file or pipe (rich would squeeze it to
-    80 columns); a terminal keeps its own width."""
-    if console.is_terminal:
-        console.print(renderable)
-        return
-    wide = console.options.update_width(10_000)
-    width = max(console.width, console.measure(renderable, options=wide).maximum)
-    lines = console.render_lines(renderable, console.options.update_width(width), new_lines=True)
-    console.print(Segments([segment for line in lines for segment in line]))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """`lmpt-study trainer.dry_run=true`: the study's plan, nothing run or written. Every run it would launch (each
 objective's search trials, then its final runs at each budget and seed) with its steps, tokens, epochs over the
 training text and estimated time on the device its slots find (a GPU's datasheet peak, or this CPU's measured one,
-at the utilisation lmpt plans with), and the whole study's time over its slots."""
+at the utilisation lmpt plans with), its downstream scoring's (lmpt.downstream.cost), and the whole study's time over
+its slots."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import torch
 from hydra import compose
 from rich.table import Table
 
-from lmpt.console import console
-from lmpt.study.plan import StudyPlan, at_budget, override_key
+from lmpt.console import console, print_whole
+from lmpt.study.plan import NO_SCORING, StudyPlan, at_budget, override_key
 from lmpt.study.slots import Slot
 from lmpt.train.display import format_duration
 from lmpt.train.efficiency import ASSUMED_MFU
@@ -31,6 +32,8 @@ class PlannedRun:
     epochs: float | None
     at_least: bool
     seconds: float
+    scoring_seconds: float
+    """Each run's downstream scoring (curve points, the end of the run, the untrained control): 0 for a trial."""
 
 
 def plan_device(slots: list[Slot]) -> tuple[torch.device, str]:
@@ -43,7 +46,8 @@ def plan_device(slots: list[Slot]) -> tuple[torch.device, str]:
 
 def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
     """Each objective's trials at the search budget, then its finals at each budget (sized as `lmpt` sizes them)."""
-    from lmpt.train.plan import estimate_run
+    from lmpt.downstream.cost import scoring_flops
+    from lmpt.train.plan import estimate_run, sized_run
     from lmpt.train.spec import resolve
 
     runs = []
@@ -53,9 +57,14 @@ def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
             *(("final", b, len(plan.seeds)) for b in plan.budgets),
         ]:
             overrides = [*at_budget(plan.run_overrides, budget), f"objective={objective}"]
+            if kind == "search":
+                overrides += NO_SCORING  # as a trial launches
             cfg = compose(config_name="config", overrides=overrides)
             dtype = torch.bfloat16 if cfg.trainer.amp else torch.float32  # amp: bf16 (lmpt.train.precision)
-            estimate = estimate_run(resolve(cfg, {override_key(o) for o in overrides}), device, dtype)
+            spec = resolve(cfg, {override_key(o) for o in overrides})
+            estimate = estimate_run(spec, device, dtype)
+            objective_built, model, _, cost, *_ = sized_run(spec, device, dtype)
+            scoring = scoring_flops(spec.downstream, objective_built, spec.objective, model, estimate.steps)
             runs.append(
                 PlannedRun(
                     kind,
@@ -67,6 +76,7 @@ def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
                     estimate.epochs,
                     estimate.at_least,
                     estimate.seconds,
+                    scoring * cost.seconds / cost.flops,  # at the rate training is planned at
                 )
             )
     return runs
@@ -77,7 +87,7 @@ def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
     device, name = plan_device(slots)
     runs = planned_runs(plan, device)
     table = Table(title=f"study plan (dry run: nothing trained or written) on {name}", title_justify="left")
-    for column in ("runs", "objective", "budget", "steps", "tokens", "epochs", "each (estimated)"):
+    for column in ("runs", "objective", "budget", "steps", "tokens", "epochs", "training", "scoring"):
         table.add_column(column, justify="right" if column in ("steps", "tokens") else "left")
     for run in runs:
         what = f"{run.count} trial{'s' * (run.count != 1)}" if run.kind == "search" else f"{run.count} seed(s)"
@@ -90,8 +100,9 @@ def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
             f"{run.tokens:,.0f}",
             epochs,
             format_duration(run.seconds),
+            format_duration(run.scoring_seconds) if run.scoring_seconds else "-",
         )
-    console.print(table)
+    print_whole(table)  # a piped plan keeps every column whole
     if any(run.at_least for run in runs):
         console.print(
             "≥: the text is not tokenised yet; data.max_tokens caps it, so the runs repeat it at least this often",
@@ -103,12 +114,14 @@ def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
             "tokenises it; the plan then counts them)",
             markup=False,
         )
-    total = sum(run.seconds * run.count for run in runs)
-    wall = total / max(1, len(slots))
+    training = sum(run.seconds * run.count for run in runs)
+    scoring = sum(run.scoring_seconds * run.count for run in runs)
+    wall = (training + scoring) / max(1, len(slots))
     console.print(
-        f"{sum(r.count for r in runs)} runs, {format_duration(total)} of training at {ASSUMED_MFU:.0%} of the peak of "
-        f"{name}; over {len(slots)} slot{'s' * (len(slots) != 1)}: about "
-        f"{format_duration(wall)}, before downstream scoring. The runs would go to {plan.directory}.",
+        f"{sum(r.count for r in runs)} runs: {format_duration(training)} of training and {format_duration(scoring)} of "
+        f"downstream scoring (their untrained controls' included), estimated at {ASSUMED_MFU:.0%} of the peak of "
+        f"{name}; over {len(slots)} slot{'s' * (len(slots) != 1)}: about {format_duration(wall)}. The runs would go "
+        f"to {plan.directory}.",
         markup=False,
     )
     return wall / 3600

@@ -99,6 +99,11 @@ def at_budget(overrides: list[str], budget: str) -> list[str]:
     return [*(o for o in overrides if override_key(o) != "trainer.budget"), f"trainer.budget={budget}"]
 
 
+NO_SCORING = ("downstream.choice_tasks=[]", "downstream.classification_tasks=[]", "downstream.score_every=0")
+"""What a search trial adds to its run keys: no downstream scoring, at the end or during training (the search ranks
+by the objective's own validation loss)."""
+
+
 def search_overrides(overrides: list[str], objective: str, search_budget: str) -> list[str]:
     """The run keys of a search trial of `objective`: the command line's, at the search's budget."""
     return [*at_budget(overrides, search_budget), f"objective={objective}"]

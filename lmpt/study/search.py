@@ -17,7 +17,7 @@ from lmpt.errors import LmptError
 from lmpt.report.ranking import BITS_PER_TOKEN, is_bound
 from lmpt.report.runs import RunSummary, read_run, read_status
 from lmpt.study.launch import refuse_another_run
-from lmpt.study.plan import StudyPlan, search_overrides
+from lmpt.study.plan import NO_SCORING, StudyPlan, search_overrides
 from lmpt.study.pool import Launch
 
 FINISHED = ("completed", "failed")
@@ -126,9 +126,7 @@ def trial_command(plan: StudyPlan, objective: str, index: int) -> list[str]:
         "lmpt",
         *search_overrides(plan.run_overrides, objective, plan.search_budget),
         f"trainer.seed={plan.seeds[0]}",
-        "downstream.choice_tasks=[]",
-        "downstream.classification_tasks=[]",
-        "downstream.score_every=0",
+        *NO_SCORING,
         *[f"{key}={value}" for key, value in plan.recipes[index].items()],
         f"hydra.run.dir={trial_dir(plan, objective, index)}",
     ]

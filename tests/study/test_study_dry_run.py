@@ -51,7 +51,39 @@ def test_the_dry_run_lists_every_run_with_its_size_and_writes_nothing(tmp_path: 
     ]
     slots = usable_cores()  # the default, study.slots=auto: a run per core
     assert "14 runs" in out and f"over {slots} slot{'s' * (slots != 1)}" in out
+    assert all(row[7] == "-" for row in rows[1:]) and "0m00s of downstream scoring" in out  # no tasks: nothing
     assert list(tmp_path.iterdir()) == []  # no study directory, no outputs/
+
+
+def test_the_plan_counts_downstream_scoring_in_each_final_run_and_in_the_study(tmp_path: Path) -> None:
+    """Scoring can cost several times training (an mlm run's BLiMP pseudo-log-likelihood): the plan counts it for
+    every final run, none for a search trial, which scores nothing."""
+    args = [
+        *TINY,
+        "study.objectives=[clm,mlm]",
+        "study.seeds=[0]",
+        "study.trials=2",
+        "trainer.budget=6e10flops",
+        "downstream.choice_tasks=[bundled:blimp-fast]",
+        "trainer.dry_run=true",
+    ]
+    done = run_study(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = {
+        (r[0].split()[1], r[1]): r
+        for r in ([c.strip() for c in line.strip("│ ").split("│")] for line in done.stdout.splitlines() if "│" in line)
+    }
+    assert rows[("trials", "clm")][7] == rows[("trials", "mlm")][7] == "-"
+
+    def seconds(text: str) -> int:
+        minutes, _, rest = text.partition("m")
+        return int(minutes) * 60 + int(rest.rstrip("s"))
+
+    clm, mlm = seconds(rows[("seed(s)", "clm")][7]), seconds(rows[("seed(s)", "mlm")][7])
+    assert rows[("seed(s)", "clm")][7] != "-" and clm < mlm  # a pseudo-log-likelihood reads a row per token
+    out = " ".join(done.stdout.split())
+    assert "of downstream scoring (their untrained controls' included)" in out
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_gpu_preset_plans_the_hub_corpus_offline(tmp_path: Path) -> None:

@@ -37,6 +37,35 @@ class ZeroShotTask:
         return replace(self, **{"pairs" if self.pairs is not None else "questions": items})
 
 
+CHARS_PER_TOKEN = 4.0
+"""Characters of English text per token, about what lmpt's BPE tokenizers give on WikiText-2 and BLiMP: a task's
+scoring cost is estimated before any tokenizer exists (lmpt.downstream.cost)."""
+
+
+@dataclass(frozen=True)
+class ScoringRun:
+    """What a task's scoring costs depend on (lmpt.downstream.cost builds it from the run's objective): how many rows
+    a choice is read in, the run's windows and architecture, its downstream settings, and how many models are scored
+    (the run's, and its untrained control)."""
+
+    arch: str
+    seq_len: int
+    downstream: Any
+    row_per_scored_token: bool = False
+    """A pseudo-log-likelihood: a row per token of the choice, each of the whole row."""
+    rows_per_choice: int = 1
+    """Rows a choice is read in otherwise: 1 left to right, an own scorer's draws (mdlm)."""
+    models: int = 1
+
+    def tokens(self, text: str) -> int:
+        return max(1, round(len(text) / CHARS_PER_TOKEN)) if text else 0
+
+    def choice_tokens(self, context: str, choice: str) -> float:
+        """Tokens through one model to score `choice` after `context` (its separator counted)."""
+        row = self.tokens(context) + self.tokens(choice) + 1
+        return float(row * ((self.tokens(choice) + 1) if self.row_per_scored_token else self.rows_per_choice))
+
+
 class TaskKind:
     """A kind of downstream task. Subclasses set `name` and answer every question the rest of lmpt asks of a task
     or of its record; the registry lists each subclass that sets `name`."""
@@ -68,6 +97,12 @@ class TaskKind:
         """The texts of `task` (as `key` names it) a quality stage decontaminates the training text against."""
         raise NotImplementedError
 
+    @classmethod
+    def scoring_tokens(cls, task: str, key: str, run: ScoringRun) -> float:
+        """Tokens scoring `task` (as `key` names it) after training passes through one model of `run`, estimated
+        before the run (lmpt.downstream.cost)."""
+        raise NotImplementedError
+
 
 class ZeroShotKind(TaskKind):
     """A kind scored zero-shot (downstream.choice_tasks, `lmpt-eval task=`): a JSON Lines file whose records hold
@@ -97,6 +132,11 @@ class ZeroShotKind(TaskKind):
     def as_questions(cls, task: ZeroShotTask) -> list[ChoiceQuestion]:
         """The task as a decoder or encoder-decoder frames it: choices after a context (for the length check)."""
         raise NotImplementedError
+
+    @classmethod
+    def scoring_tokens(cls, task: str, key: str, run: ScoringRun) -> float:
+        """Every choice of every record, read after its context as `run`'s objective reads one."""
+        return sum(run.choice_tokens(q.context, c) for q in cls.as_questions(cls.read(task)) for c in q.choices)
 
     @classmethod
     def evaluate(

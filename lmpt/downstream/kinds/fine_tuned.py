@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lmpt.data.readers.jsonl import jsonl_records
 from lmpt.downstream.figures import BAG_OF_WORDS, GLUE_METRICS, GLUE_SCORE, GLUE_SCORE_MEAN, SCRATCH, mean_of, std_of
-from lmpt.downstream.kinds.base import TaskKind
+from lmpt.downstream.kinds.base import ScoringRun, TaskKind
 from lmpt.downstream.tasks.glue import glue_examples, is_entry, parse_entry
 from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
 from lmpt.errors import LmptError
@@ -65,6 +65,28 @@ class FineTunedKind(TaskKind):
             return TaskItems(found.name, texts)
         files = [Path(found.data.dev), *([Path(found.data.test)] if found.data.test else [])]
         return TaskItems(found.name, [text for file in files for text in _record_texts(file)])
+
+    @classmethod
+    def scoring_tokens(cls, task: str, key: str, run: ScoringRun) -> float:
+        """The fine-tuning's examples through the body (as its progress bar counts them: a training pass three, the
+        recipe search included), each of its mean length in tokens, at most the run's windows."""
+        from lmpt.downstream.finetuning.finetune import check_task
+        from lmpt.downstream.finetuning.recipe_search import recipe_space, search_work
+        from lmpt.downstream.finetuning.training import seeds_work, steps_per_seed
+
+        o = cls.options(run.downstream, cls.find(task, key), "cpu")
+        _, labelled = check_task(o, run.seq_len, run.seq_len, cls.target())
+        splits = labelled.examples
+        n_train = len(splits["train"])
+        n_scored = sum(len(examples) for role, examples in splits.items() if role != "train")
+        steps = steps_per_seed(n_train, o.batch_size, o.epochs, o.max_steps)
+        work = seeds_work(n_train, n_scored, o.batch_size, steps, o.seeds, o.mode == "probe")
+        space = recipe_space(run.arch, o)
+        if space.searched:
+            work += len(space.candidates) * search_work(n_train, o, o.mode == "probe")
+        texts = [" ".join(filter(None, (e.text, e.pair))) for examples in splits.values() for e in examples]
+        mean = sum(min(run.seq_len, run.tokens(t) + 2) for t in texts) / max(1, len(texts))
+        return float(work * mean)
 
     @classmethod
     def options(cls, downstream: Any, task: FineTunedTask, device: str) -> FinetuneOptions:
