@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import functools
 import hashlib
 import itertools
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from lmpt.config.quality_schema import QualityConfig, check_quality
 from lmpt.console import info
 from lmpt.data.split import Items
+from lmpt.locks import held
 from lmpt.quality.held_out import HeldOutCopies, find_copies, kept_held_out, read_copies, report_copies, write_copies
 from lmpt.quality.record import RECORD_DIR, jsonl_lines, read_record, show_record, summarise, warn_if_mostly_removed
 
@@ -45,12 +45,7 @@ def _exclusive(work: Path) -> Iterator[None]:
     reuse its record. The kernel releases the lock however its holder ends; the next one resumes from datatrove's
     completion markers."""
     work.mkdir(parents=True, exist_ok=True)
-    with open(work / LOCK_NAME, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            info(f"quality: another process is running the stage in {work}: waiting for it")
-            fcntl.flock(handle, fcntl.LOCK_EX)
+    with held(work / LOCK_NAME, f"quality: another process is running the stage in {work}: waiting for it"):
         yield
 
 

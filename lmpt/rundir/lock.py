@@ -4,12 +4,12 @@ is refused in one line naming the holder's PID. Under torchrun only rank 0 takes
 
 from __future__ import annotations
 
-import fcntl
 import os
 from pathlib import Path
 from typing import IO
 
 from lmpt.errors import LmptError
+from lmpt.locks import holder, try_lock
 
 LOCK_FILE = ".lock"
 _held: dict[Path, IO[str]] = {}  # open for the life of the run: closing the file releases the lock
@@ -20,17 +20,12 @@ def lock_run_dir(run_dir: Path) -> None:
     run_dir = run_dir.resolve()
     if run_dir in _held:
         return
-    handle = open(run_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held open until release_run_dirs
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "unknown"
-        handle.close()
+    handle = try_lock(run_dir / LOCK_FILE)  # held open until release_run_dirs
+    if handle is None:
         raise LmptError(
-            f"{run_dir} is in use by another lmpt process (PID {holder}): wait for it to end or stop it, "
-            "or give this run its own hydra.run.dir"
-        ) from None
+            f"{run_dir} is in use by another lmpt process (PID {holder(run_dir / LOCK_FILE) or 'unknown'}): wait "
+            "for it to end or stop it, or give this run its own hydra.run.dir"
+        )
     handle.truncate(0)
     handle.write(f"{os.getpid()}\n")
     handle.flush()

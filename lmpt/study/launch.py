@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import json
 import os
 import signal
@@ -26,6 +25,7 @@ from omegaconf import OmegaConf
 
 from lmpt.console import console
 from lmpt.errors import LmptError
+from lmpt.locks import holder
 from lmpt.rundir.lock import LOCK_FILE, lock_run_dir
 
 RUNNING = ".running"
@@ -56,16 +56,10 @@ def stop_on_signals() -> None:
 
 def lock_holder(directory: Path) -> int | None:
     """The PID holding `directory`'s lock (lmpt.rundir.lock), or None when nobody holds it."""
-    path = directory / LOCK_FILE
-    if not path.exists():
+    text = holder(directory / LOCK_FILE)
+    if text is None:
         return None
-    with open(path) as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = handle.read().strip()
-            return int(text) if text.isdecimal() else -1
-    return None
+    return int(text) if text.isdecimal() else -1
 
 
 def lock_study(directory: Path) -> None:

@@ -5,12 +5,12 @@ of other work), and which GPU, or which group of cores, a sweep job runs on when
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import os
 import signal
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import IO
 
 import torch
@@ -19,6 +19,7 @@ from hydra.types import RunMode
 
 from lmpt.config.schema import TrainerConfig
 from lmpt.cores import core_groups, describe_cores
+from lmpt.locks import try_lock
 from lmpt.train.distributed import Distributed, rank_device
 from lmpt.train.precision import Precision, pick_device, pick_precision
 from lmpt.train.threads import Threads, take_threads
@@ -33,11 +34,8 @@ _sweep_cores: list[int] = []  # the cores a sweep's worker process started with,
 
 def _claim(name: str) -> bool:
     """Lock `name` for this process unless another process on the machine holds it."""
-    lock = open(os.path.join(tempfile.gettempdir(), f"lmpt-{name}.lock"), "w")  # noqa: SIM115
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.close()
+    lock = try_lock(Path(tempfile.gettempdir()) / f"lmpt-{name}.lock")
+    if lock is None:
         return False
     _held.append(lock)
     return True
