@@ -37,13 +37,11 @@ def curve_tokens(run: ScoringRun, steps: int) -> float:
     if every <= 0 or steps <= every:
         return 0.0
     points = (steps - 1) // every
-    total = 0.0
+    total, one = 0.0, replace(run, models=1)  # a curve point scores the run's model alone
     for task in map(fast_twin, map(str, run.downstream.choice_tasks)):
         kind = zero_shot_kind(task)
-        subset = fast_subset(kind.read(task), int(run.downstream.curve_items))
-        total += sum(
-            replace(run, models=1).choice_tokens(q.context, c) for q in kind.as_questions(subset) for c in q.choices
-        )
+        questions = kind.as_questions(fast_subset(kind.read(task), int(run.downstream.curve_items)))
+        total += sum(one.choice_tokens(q.context, c) for q in questions for c in q.choices)
     return total * points
 
 

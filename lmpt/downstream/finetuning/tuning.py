@@ -32,8 +32,14 @@ class Tuned:
 def tuning_work(task: Task, o: FinetuneOptions, space: RecipeSpace) -> int:
     """One model's fine-tuning, search included, in examples through the body (training.seeds_work): the progress
     bar's total."""
-    probe, n_train = o.mode == "probe", len(task.train)
     n_scored = sum(len(s) for s in (task.dev, task.test, task.unlabelled) if s is not None)
+    return examples_work(len(task.train), n_scored, o, space)
+
+
+def examples_work(n_train: int, n_scored: int, o: FinetuneOptions, space: RecipeSpace) -> int:
+    """`tuning_work` of `n_train` training and `n_scored` scored examples (also what the study's plan counts before
+    any task is encoded)."""
+    probe = o.mode == "probe"
     steps = steps_per_seed(n_train, o.batch_size, o.epochs, o.max_steps)
     work = seeds_work(n_train, n_scored, o.batch_size, steps, o.seeds, probe)
     return work + (len(space.candidates) * search_work(n_train, o, probe) if space.searched else 0)

@@ -71,19 +71,14 @@ class FineTunedKind(TaskKind):
         """The fine-tuning's examples through the body (as its progress bar counts them: a training pass three, the
         recipe search included), each of its mean length in tokens, at most the run's windows."""
         from lmpt.downstream.finetuning.finetune import check_task
-        from lmpt.downstream.finetuning.recipe_search import recipe_space, search_work
-        from lmpt.downstream.finetuning.training import seeds_work, steps_per_seed
+        from lmpt.downstream.finetuning.recipe_search import recipe_space
+        from lmpt.downstream.finetuning.tuning import examples_work
 
         o = cls.options(run.downstream, cls.find(task, key), "cpu")
         _, labelled = check_task(o, run.seq_len, run.seq_len, cls.target())
         splits = labelled.examples
-        n_train = len(splits["train"])
         n_scored = sum(len(examples) for role, examples in splits.items() if role != "train")
-        steps = steps_per_seed(n_train, o.batch_size, o.epochs, o.max_steps)
-        work = seeds_work(n_train, n_scored, o.batch_size, steps, o.seeds, o.mode == "probe")
-        space = recipe_space(run.arch, o)
-        if space.searched:
-            work += len(space.candidates) * search_work(n_train, o, o.mode == "probe")
+        work = examples_work(len(splits["train"]), n_scored, o, recipe_space(run.arch, o))
         texts = [" ".join(filter(None, (e.text, e.pair))) for examples in splits.values() for e in examples]
         mean = sum(min(run.seq_len, run.tokens(t) + 2) for t in texts) / max(1, len(texts))
         return float(work * mean)
