@@ -84,10 +84,10 @@ def check_trainable(labelled: LabelledTask, o: FinetuneOptions) -> None:
     drawn = len(train) == o.max_train_examples
     if drawn:
         source = f"max_train_examples={o.max_train_examples} of {source}"
-    fix = "raise max_train_examples" if drawn else "give examples of at least two"
     if not labelled.classes:  # numbers to predict, scored by correlation
         if len({float(e.label) for e in train}) < 2:
-            raise LmptError(f"{source} gives every example the same score: nothing to predict ({fix} scores)")
+            fix = "raise max_train_examples" if drawn else "give examples of at least two scores"
+            raise LmptError(f"{source} gives every example the same score: nothing to predict ({fix})")
         for role in ("dev", "test"):
             scored = labelled.examples.get(role)
             if scored is not None and len({float(e.label) for e in scored}) < 2:
@@ -100,11 +100,12 @@ def check_trainable(labelled: LabelledTask, o: FinetuneOptions) -> None:
     seen = label_order([e.label for e in train])
     if len(seen) < 2:
         field = "" if o.data.dir is not None else f" in field '{o.data.label_field}'"
-        raise _one_class(source, f"{seen[0]!r}{field}", f"{fix} classes")
+        raise _one_class(source, f"{seen[0]!r}{field}", " (raise max_train_examples)" if drawn else "")
 
 
-def _one_class(source: str, label: str, fix: str) -> LmptError:
-    return LmptError(f"{source} has only one class ({label}): a classifier needs examples of at least two ({fix})")
+def _one_class(source: str, label: str, hint: str = "") -> LmptError:
+    needs = f"a classifier needs examples of at least two classes{hint}"
+    return LmptError(f"{source} has only one class ({label}): {needs}")
 
 
 def capped(labelled: LabelledTask, most: int | None, seed: int) -> LabelledTask:
@@ -134,7 +135,7 @@ def read_labelled(o: FinetuneOptions, numbers: bool = False) -> LabelledTask:
     check_labels_agree(train, data.train)
     classes = label_order([e.label for e in train])
     if len(classes) < 2:  # before the other splits are held against it
-        raise _one_class(f"data.train={data.train}", f"{classes[0]!r} in field '{data.label_field}'", "classes")
+        raise _one_class(f"data.train={data.train}", f"{classes[0]!r} in field '{data.label_field}'")
     splits = {"dev": read_examples(data.dev, "dev", data)}
     if data.test is not None:
         splits["test"] = read_examples(data.test, "test", data)
