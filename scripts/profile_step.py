@@ -26,9 +26,11 @@ MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 KINDS: dict[str, Callable[[str], bool]] = {
     "matmuls": lambda name: name in MATMULS,
     "attention": lambda name: "scaled_dot_product" in name,
-    "log-softmax and loss": lambda name: "log_softmax" in name or "nll_loss" in name,
+    "log-softmax and loss": lambda name: "log_softmax" in name or "nll_loss" in name or "CrossEntropy" in name,
 }
-"""Kinds of work by the profiler's op names (self time); everything else is "the rest"."""
+"""Kinds of work by the profiler's op names (self time); everything else is "the rest". The fused CPU head
+(lmpt.model.head.ChunkedCrossEntropy) counts its own bookkeeping as the loss and the matmuls and passes inside it
+under their kinds."""
 
 
 def breakdown(events: list, steps: int) -> dict[str, dict[str, float]]:
@@ -47,15 +49,28 @@ def breakdown(events: list, steps: int) -> dict[str, dict[str, float]]:
     return parts
 
 
-def profile_run(keys: list[str], first: int, steps: int) -> dict[str, dict[str, float]]:
-    """Run `lmpt KEYS` in this process, profiling its steps first..first+steps-1; their breakdown."""
+def top_ops(events: list, steps: int, count: int) -> list[tuple[float, float, str, str]]:
+    """The `count` ops with the most self time: (ms per step, calls per step, name, input shapes)."""
+    time: dict[tuple[str, str], float] = {}
+    calls: dict[tuple[str, str], int] = {}
+    for event in events:
+        key = (event.name, str(event.input_shapes))
+        time[key] = time.get(key, 0.0) + event.self_cpu_time_total
+        calls[key] = calls.get(key, 0) + 1
+    ranked = sorted(time.items(), key=lambda kv: -kv[1])[:count]
+    return [(us / 1000 / steps, calls[key] / steps, *key) for key, us in ranked]
+
+
+def profile_run(keys: list[str], first: int, steps: int, top: int = 0) -> dict[str, dict[str, float]]:
+    """Run `lmpt KEYS` in this process, profiling its steps first..first+steps-1; their breakdown (and with `top`,
+    the ops with the most self time printed)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     import lmpt.train.loop as loop
     from lmpt.cli import main
 
-    profiler = profile(activities=[ProfilerActivity.CPU])
+    profiler = profile(activities=[ProfilerActivity.CPU], record_shapes=top > 0)
     train_step, done = loop.TrainLoop.train_step, {"steps": 0}
     result: dict[str, dict[str, float]] = {}
 
@@ -66,7 +81,10 @@ def profile_run(keys: list[str], first: int, steps: int) -> dict[str, dict[str, 
         grad_norm = train_step(self, micro_batches)
         if done["steps"] == first + steps - 1:
             profiler.__exit__(None, None, None)
-            result.update(breakdown(list(profiler.events()), steps))
+            events = list(profiler.events())
+            result.update(breakdown(events, steps))
+            for ms, per_step, name, shapes in top_ops(events, steps, top):
+                print(f"{ms:8.2f} ms {per_step:6.1f} calls  {name}  {shapes[:100]}")
             result["threads"] = {"intra-op": float(torch.get_num_threads())}
         return grad_norm
 
@@ -102,16 +120,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=15, help="steps profiled")
     parser.add_argument("--avx2", action="store_true", help="compute as an AVX2-only CPU does (see above)")
     parser.add_argument("--json", type=Path, help="write the breakdown (ms per step) here")
+    parser.add_argument("--top", type=int, default=0, help="also print the N ops with the most self time, by shape")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first < 1 or args.steps < 1:
         parser.error("--first and --steps must be at least 1")
     if not args.child:  # the kernel libraries read their limits at load: profile in a fresh process
         env = {**os.environ, **(AVX2 if args.avx2 else {})}
-        command = [sys.executable, __file__, "--child", f"--first={args.first}", f"--steps={args.steps}", *args.keys]
+        command = [sys.executable, __file__, "--child", f"--first={args.first}", f"--steps={args.steps}"]
+        command += [f"--top={args.top}", *args.keys]
         command += ["--json", str(args.json)] if args.json else []
         sys.exit(subprocess.run(command, env=env).returncode)
-    result = profile_run(args.keys, args.first, args.steps)
+    result = profile_run(args.keys, args.first, args.steps, args.top)
     threads = int(result["threads"]["intra-op"])
     limits = ", ".join(f"{k}={os.environ[k]}" for k in AVX2 if k in os.environ) or "none"
     window = f"steps {args.first}-{args.first + args.steps - 1}"

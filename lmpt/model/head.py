@@ -3,7 +3,15 @@
 The selected rows are gathered first, so the head's matmul and softmax run on N rows instead of B*S (an
 MLM batch selects 15%). A compiled model (`LanguageModel.compile_parts`) keeps this: the gather stays
 eager and the head is compiled with the row count N dynamic, so batches with different numbers of targets
-share one graph instead of recompiling, and the head does no work on the other positions."""
+share one graph instead of recompiling, and the head does no work on the other positions.
+
+On a CPU in float32 a narrow model's head and its cross-entropy run fused, a block of rows at a time
+(`ChunkedCrossEntropy`): each block's logits are reduced while in the core's cache and never kept, and the backward
+pass computes them again and turns them into the gradient (softmax minus one-hot) in place. That replaces
+log-softmax's output, the loss's dense zero gradient and log-softmax's backward, passes over an N x V matrix in
+memory, with one more small matmul and passes over a cache-sized block: the micro model's step spent half its time
+there (docs/benchmarks.md). The figures are those of the unfused head to float32 rounding
+(tests/model/test_head.py)."""
 
 from __future__ import annotations
 
@@ -17,12 +25,39 @@ from lmpt.batch import IGNORE
 RowsLoss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
+BLOCK_ELEMENTS = 2**18
+"""Logits a block of rows holds in the fused head (1 MiB of float32, a core's L2 cache): rows = this over V."""
+MIN_BLOCK_ROWS = 64
+"""Fewer rows than this make the block's matmuls inefficient (a large vocabulary gets blocks past the cache)."""
+FUSED_MAX_WIDTH = 256
+"""Past this d_model the head's matmuls outweigh the passes fusing saves, and the matmul the fused backward computes
+again costs more than they did (one thread, V 4,096, 2,048 rows: fused 81 ms against 125 at d 128, 145 against 161 at
+256, 208 against 204 at 384, 291 against 249 at 512)."""
+
+
 def rows_loss(
     hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, excluded: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row float32 cross-entropy of the head `weight` [V, d] on `hidden` [N, d] against `targets` [N], and
     whether the target has the top logit (amax is a cheaper pass than argmax; they differ only on exact ties).
-    `excluded` [V] bool: ids given no probability (their logits -inf; mdlm never predicts [MASK])."""
+    `excluded` [V] bool: ids given no probability (their logits -inf; mdlm never predicts [MASK]). Fused on a CPU in
+    float32 up to FUSED_MAX_WIDTH (`ChunkedCrossEntropy`), the plain ops elsewhere (`unfused_rows_loss`: a GPU,
+    autocast, torch.compile, a wide model)."""
+    if (
+        hidden.device.type == "cpu"
+        and hidden.dtype == weight.dtype == torch.float32
+        and hidden.shape[-1] <= FUSED_MAX_WIDTH
+        and not torch.is_autocast_enabled("cpu")
+        and not torch.compiler.is_compiling()
+    ):
+        return ChunkedCrossEntropy.apply(hidden, weight, targets, excluded)
+    return unfused_rows_loss(hidden, weight, targets, excluded)
+
+
+def unfused_rows_loss(
+    hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, excluded: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`rows_loss` by PyTorch's own ops: the logits, log-softmax and the loss's gather, each a pass in memory."""
     logits = (hidden @ weight.t()).float()
     if excluded is not None:
         logits = logits.masked_fill(excluded, float("-inf"))
@@ -30,6 +65,58 @@ def rows_loss(
     with torch.no_grad():
         correct = logits.gather(1, targets[:, None])[:, 0] >= logits.amax(dim=-1)
     return loss, correct
+
+
+class ChunkedCrossEntropy(torch.autograd.Function):
+    """`rows_loss` fused, a block of rows at a time in one cache-sized buffer: each block's logits are reduced
+    (log-sum-exp, target, top) while in cache and never kept; the backward pass computes them again and turns them
+    into the gradient in place."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, targets, excluded):  # type: ignore[override]
+        rows = hidden.shape[0]
+        block = max(1, min(rows, max(MIN_BLOCK_ROWS, BLOCK_ELEMENTS // max(1, weight.shape[0]))))  # 0 rows: none
+        buffer = hidden.new_empty(block, weight.shape[0])
+        loss, lse = hidden.new_empty(rows), hidden.new_empty(rows)
+        correct = torch.empty(rows, dtype=torch.bool, device=hidden.device)
+        for start in range(0, rows, block):
+            end = min(rows, start + block)
+            part = _block_logits(hidden[start:end], weight, excluded, buffer[: end - start])
+            target = part.gather(1, targets[start:end, None])[:, 0]
+            top = part.amax(dim=1, keepdim=True)
+            torch.ge(target, top[:, 0], out=correct[start:end])
+            # log-sum-exp in place in the block (no temporaries: a fresh block-sized one is page-faulted on every call)
+            torch.add(part.sub_(top).exp_().sum(dim=1).log_(), top[:, 0], out=lse[start:end])
+            torch.sub(lse[start:end], target, out=loss[start:end])
+        ctx.save_for_backward(hidden, weight, targets, lse, excluded)
+        ctx.block = block
+        ctx.mark_non_differentiable(correct)
+        return loss, correct
+
+    @staticmethod
+    def backward(ctx, grad_loss, _grad_correct):  # type: ignore[override]
+        hidden, weight, targets, lse, excluded = ctx.saved_tensors
+        grad_hidden = torch.empty_like(hidden) if ctx.needs_input_grad[0] else None
+        grad_weight = torch.zeros_like(weight) if ctx.needs_input_grad[1] else None
+        buffer = hidden.new_empty(ctx.block, weight.shape[0])
+        for start in range(0, hidden.shape[0], ctx.block):
+            end = min(hidden.shape[0], start + ctx.block)
+            grad = _block_logits(hidden[start:end], weight, excluded, buffer[: end - start])
+            grad.sub_(lse[start:end, None]).exp_()  # the block's softmax, then minus one-hot, times the loss's grad
+            grad[torch.arange(end - start, device=grad.device), targets[start:end]] -= 1.0
+            grad.mul_(grad_loss[start:end, None])
+            if grad_hidden is not None:
+                torch.mm(grad, weight, out=grad_hidden[start:end])
+            if grad_weight is not None:
+                grad_weight.addmm_(grad.t(), hidden[start:end])
+        return grad_hidden, grad_weight, None, None
+
+
+def _block_logits(
+    hidden: torch.Tensor, weight: torch.Tensor, excluded: torch.Tensor | None, out: torch.Tensor
+) -> torch.Tensor:
+    logits = torch.mm(hidden, weight.t(), out=out)
+    return logits if excluded is None else logits.masked_fill_(excluded, float("-inf"))
 
 
 def compiled_rows_loss(backend: str = "inductor", loss_of_rows: RowsLoss = rows_loss) -> RowsLoss:

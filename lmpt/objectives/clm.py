@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 import torch
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.data.windows import Windows
+from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.measure import Measure, NextTokenLikelihood
 from lmpt.objectives.schema import ObjectiveConfig
@@ -26,6 +27,9 @@ class ClmConfig(ObjectiveConfig):
     name: str = "clm"
     document_attention: bool = False
     """Keep attention within each packed document instead of across the eos between them."""
+    input_mask_prob: float = 0.0
+    """Share of the input tokens replaced by [MASK] in training, each target still the clean next token: regularised
+    autoregression, the control of Ni et al. 2025's ablations (0: plain clm). Held-out text is read clean."""
 
 
 class CausalLM(Objective):
@@ -55,7 +59,25 @@ class CausalLM(Objective):
             text += " of its own document (never across the eos between documents)"
         return text
 
+    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+        super().__init__(cfg, tokenizer, seq_len, arch)
+        self.input_mask_prob = float(cfg.input_mask_prob)
+        if not 0.0 <= self.input_mask_prob < 1.0:
+            raise LmptError(
+                f"objective.input_mask_prob={self.input_mask_prob:g} must be in [0, 1): the share of inputs replaced "
+                "by [MASK] (0: plain clm)"
+            )
+
     def make_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
+        batch = self.plain_batch(windows)
+        if self.input_mask_prob > 0.0:  # at 0 no draw is taken: plain clm's batches, bit for bit
+            inputs = batch.input_ids
+            hidden = (torch.rand(inputs.shape, generator=gen) < self.input_mask_prob) & (inputs != self.special.pad)
+            batch = replace(batch, input_ids=inputs.masked_fill(hidden, self.special.mask))
+        return batch
+
+    def plain_batch(self, windows: Windows) -> Batch:
+        """The windows read left to right, nothing corrupted: the held-out text's batch."""
         tokens = windows.tokens
         input_ids = tokens[:, :-1].clone()
         labels = tokens[:, 1:].clone()

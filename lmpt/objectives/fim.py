@@ -155,10 +155,6 @@ class FillInTheMiddle(CausalLM):
         tokens = torch.tensor(rows, dtype=windows.tokens.dtype)
         return super().make_batch(replace(windows, tokens=tokens), gen)
 
-    def plain_batch(self, windows: Windows) -> Batch:
-        """The windows as clm reads them, nothing rearranged: the batch of fim's left-to-right yardstick."""
-        return super().make_batch(windows, torch.Generator())
-
     def probe_batch(self, windows: Windows, gen: torch.Generator, spm: bool) -> Batch:
         """The FIM loss's batch (Bavarian et al. 2022): every document of the windows rearranged in PSM (or, with
         `spm`, SPM) order at split points drawn from `gen`, the loss on each middle's tokens and the eos ending it."""

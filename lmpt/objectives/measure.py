@@ -23,6 +23,7 @@ The measures:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
@@ -302,6 +303,17 @@ class NextTokenLikelihood(CausalReading):
     kind: ClassVar[str] = "the exact likelihood, left to right"
 
     likelihood: ClassVar[str | None] = "exact"
+
+    def held_out_batch(self, windows: Windows, gen: torch.Generator) -> Batch:
+        """The objective's batch without training's input corruption (clm's input_mask_prob): held-out text is read
+        clean, so a regularised clm is measured on the text plain clm is."""
+        return self._clean.make_batch(windows, gen)
+
+    @functools.cached_property
+    def _clean(self) -> Measured:
+        if not getattr(self.objective.cfg, "input_mask_prob", 0.0):
+            return self.objective
+        return self.objective.with_settings({"input_mask_prob": 0.0})
 
     def figures(self, val: dict[str, float], stats_of: StatsOf, fixed: list[Batch]) -> dict[str, float]:
         return exact_bits_per_token(val["loss"])

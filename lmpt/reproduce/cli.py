@@ -5,7 +5,7 @@ resumes a killed grid; `dry_run=true` shows the plan and its time and writes not
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lmpt.config.command_options import parse_command, require, run_command
@@ -20,9 +20,10 @@ PROG = "lmpt-reproduce"
 SUMMARY = (
     "Run a published comparison at a scale this machine finishes and write docs/reproductions/NAME.md: the paper's "
     "claim and figures beside lmpt's, with intervals, a plot and a one-sentence verdict. NAME: fim (Bavarian et al. "
-    "2022, fill-in-the-middle for free). The same command resumes it."
+    "2022, fill-in-the-middle for free), repetition (Muennighoff et al. 2023, R_D* for clm and mdlm), crossover "
+    "(Prabhudesai et al. 2025, diffusion's critical compute). The same command resumes it."
 )
-POSITIONALS = [("NAME", "the reproduction (fim)")]
+POSITIONALS = [("NAME", "the reproduction (fim, repetition, crossover)")]
 
 
 @dataclass
@@ -33,8 +34,14 @@ class ReproduceOptions:
     """Where the document, its plot and its summary are written."""
     readme: str = "README.md"
     """The README whose table "Published results, reproduced" is rebuilt (left alone when it has no such table)."""
-    seeds: int = 3
-    """Seeds of every cell (3 or more for an interval)."""
+    seeds: int | None = None
+    """Seeds of every cell (default: the reproduction's own, 3; crossover 2, as its paper's frontiers)."""
+    unique_tokens: list[str] = field(default_factory=list)
+    """The counts of unique training tokens of a grid that takes them (crossover; empty: its own)."""
+    epochs: list[str] = field(default_factory=list)
+    """The epoch counts of a grid that takes them (crossover; each at least 1; empty: its own)."""
+    ladder: list[str] = field(default_factory=list)
+    """The model widths of a grid that takes them (crossover; empty: its own)."""
     slots: str = "auto"
     """Runs side by side, one core and thread each (auto: one per core)."""
     max_minutes: float = 120.0
@@ -51,7 +58,9 @@ def reproduce(argv: list[str]) -> None:
         o.max_minutes > 0,  # NaN is not above 0 either; inf: no limit
         f"max_minutes={o.max_minutes:g} must be a number of minutes above 0 (how long a plan may take; inf: no limit)",
     )
-    reproduction = reproduction_class(name)(o.seeds)
+    cls = reproduction_class(name)
+    seeds = cls.default_seeds if o.seeds is None else o.seeds
+    reproduction = cls(seeds, unique_tokens=o.unique_tokens, epochs=o.epochs, ladder=o.ladder)
     folder = Path(o.dir.replace("NAME", name))
     plan = plan_grid(reproduction, folder, o.slots, o.max_minutes if not o.reuse else float("inf"))
     if o.dry_run:

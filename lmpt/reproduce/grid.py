@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -25,10 +26,14 @@ from lmpt.study.pool import Launch, LocalPool
 from lmpt.study.slots import Slot, plan_slots
 from lmpt.train.display import format_duration
 
-SLOT_RATE = {"tiny": 5.0e10, "micro": 2.9e10}
-"""Training FLOPs per second a one-thread slot gives each model, evaluations included (measured on the development
-machine, an Intel Xeon with AVX-512, fp32: tiny 1.11e12 FLOPs in 21.9 s, micro 2.96e11 in 10.1 s); the plan's time is
-each run's FLOPs at its model's rate, over the slots. A model not listed is taken at the slowest rate."""
+SLOT_RATE = {"w16": 2.3e10, "w32": 3.2e10, "micro": 4.8e10, "w128": 6.2e10, "tiny": 6.4e10}
+"""Training FLOPs per second a one-thread slot gives each model (fp32 clm, measured on the development machine, an
+Intel Xeon with AVX-512, by scripts/bench_small_models.py: tokens/s times FLOPs a token; w16 to w128 are the crossover
+ladder's widths); the plan's time is each run's FLOPs at its model's rate plus RUN_OVERHEAD_S, over the slots. A model
+not listed is taken at the slowest rate."""
+RUN_OVERHEAD_S = 10.0
+"""Seconds a run takes beyond its training steps: the process's start and its final evaluation (measured: the
+repetition grid's 75 micro runs took 1,580 slot-seconds against 783 of training at SLOT_RATE)."""
 MEMORY_PER_RUN = 1.0e9
 """Bytes a tiny or micro run holds at most (measured: about 0.45 GB), for the check that the slots fit in memory."""
 TIME_FILE = "reproduction.json"
@@ -47,7 +52,9 @@ class GridPlan:
         """The time the runs still to train will take over the slots (their FLOPs at SLOT_RATE)."""
         slowest = min(SLOT_RATE.values())
         left = [
-            r.flops / SLOT_RATE.get(str(r.labels.get("model")), slowest) for r in self.runs if r.name not in self.done
+            r.flops / SLOT_RATE.get(str(r.labels.get("model")), slowest) + RUN_OVERHEAD_S
+            for r in self.runs
+            if r.name not in self.done
         ]
         return sum(left) / len(self.slots)
 
@@ -68,6 +75,14 @@ def plan_grid(reproduction: Reproduction, folder: Path, slots: str, max_minutes:
     for run in runs:  # a folder of another grid's runs (other keys) is never taken for this one's
         refuse_another_run(folder / run.name, launch_command(folder, run), "another grid's run; give another dir=")
     done = [r.name for r in runs if completed(folder / r.name)]
+    needed = reproduction.needs_tokens()
+    if needed and len(done) < len(runs):
+        held = prepare_text(reproduction)
+        if held < needed:
+            raise LmptError(
+                f"{reproduction.name} needs {needed:,} unique training tokens and the text holds {held:,}: give "
+                "more text (its data keys) or a smaller grid"
+            )
     plan = GridPlan(folder, runs, done, slot_list)
     minutes = plan.estimate_s / 60
     if minutes > max_minutes:
@@ -110,12 +125,19 @@ def print_plan(reproduction: Reproduction, plan: GridPlan) -> None:
     )
 
 
-def prepare_text(reproduction: Reproduction) -> None:
-    """Tokenise the text once before runs side by side would each do it (lmpt-prepare with the first run's keys)."""
-    keys = [k for k in reproduction.runs()[0].keys if k.split("=")[0].split(".")[0] in ("data", "tokenizer")]
+def prepare_text(reproduction: Reproduction) -> int:
+    """Tokenise the text once before runs side by side would each do it (lmpt-prepare with the first run's data and
+    tokenizer keys, data.unique_tokens aside); the training tokens it holds."""
+    keys = [
+        k
+        for k in reproduction.runs()[0].keys
+        if k.split("=")[0].split(".")[0] in ("data", "tokenizer") and not k.startswith("data.unique_tokens=")
+    ]
     done = subprocess.run([sys.executable, "-m", "lmpt.prepare", *keys], capture_output=True, text=True)
     if done.returncode != 0:
         raise LmptError(f"preparing the text failed: {done.stderr.strip().splitlines()[-1:]}")
+    counts = re.findall(r"([\d,]+) train / [\d,]+ val tokens", done.stdout)
+    return int(counts[-1].replace(",", "")) if counts else 0
 
 
 def run_grid(reproduction: Reproduction, plan: GridPlan) -> None:

@@ -83,11 +83,20 @@ class Reproduction(ABC):
     """The paper's own numbers the reproduction sets lmpt's beside (markdown)."""
     cost_note: ClassVar[str] = ""
     """How the scale was chosen against the machine, and the larger version one key away."""
+    default_seeds: ClassVar[int] = 3
+    """The seeds `lmpt-reproduce NAME` runs when not given."""
+    grid_keys: ClassVar[tuple[str, ...]] = ()
+    """The command's grid keys (unique_tokens, epochs, ladder) this reproduction takes; any other given is refused."""
 
-    def __init__(self, seeds: int) -> None:
+    def __init__(self, seeds: int, **grid: list[str]) -> None:
         if seeds < 1:
             raise LmptError(f"seeds={seeds} must be at least 1 (the reproduction needs 3 for an interval)")
+        for key, value in grid.items():
+            if value and key not in self.grid_keys:
+                takes = f"it takes {', '.join(self.grid_keys)}" if self.grid_keys else "its grid is fixed"
+                raise LmptError(f"{self.name} takes no {key}= key: {takes}")
         self.seeds = seeds
+        self.grid = {key: value for key, value in grid.items() if value}
 
     @abstractmethod
     def runs(self) -> list[PlannedRun]:
@@ -97,9 +106,15 @@ class Reproduction(ABC):
     def analyse(self, finished: list[FinishedRun]) -> Findings:
         """The findings from the grid's completed runs."""
 
+    def needs_tokens(self) -> int:
+        """The training tokens the grid's text must hold (its largest data.unique_tokens; 0: no such need)."""
+        return 0
+
     def command_line(self) -> str:
         """The command that runs (and resumes) this reproduction."""
-        return f"lmpt-reproduce {self.name}" + (f" seeds={self.seeds}" if self.seeds != 3 else "")
+        keys = [f"seeds={self.seeds}"] if self.seeds != self.default_seeds else []
+        keys += [f"{key}=[{','.join(value)}]" for key, value in self.grid.items()]
+        return " ".join([f"lmpt-reproduce {self.name}", *keys])
 
 
 def _discover() -> dict[str, type[Reproduction]]:

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = [
     "objective=clm",
     *TINY_RUN,
-    "trainer.max_steps=30",
+    "trainer.max_steps=60",  # enough that a prompt with and without its leading </s> decode apart
 ]
 PROMPTS = ["ROMEO:", "First Citizen:\nBefore we proceed", "What, art thou"]
 NEW = 24

@@ -66,3 +66,47 @@ def test_sgd_steps_reduce_loss_on_a_fixed_batch() -> None:
         losses.append(loss.item())
     assert losses[-1] < losses[0] - 0.05, losses
     assert abs(losses[0] - torch.log(torch.tensor(float(VOCAB))).item()) < 0.5  # small init: near-uniform start
+
+
+def test_fused_cpu_head_matches_the_unfused_ops_in_value_and_gradient() -> None:
+    """The fused head (blocks of rows, gradient formed in place) gives PyTorch's own cross-entropy to float32
+    rounding: loss, top-1, and both gradients, over several blocks and a last partial one, with an excluded id."""
+    from lmpt.model import head
+
+    torch.manual_seed(0)
+    vocab, d = 1024, 32
+    rows = 3 * max(head.MIN_BLOCK_ROWS, head.BLOCK_ELEMENTS // vocab) + 17  # three full blocks and a part
+    hidden0, weight0 = torch.randn(rows, d), torch.randn(vocab, d) * 0.2
+    targets = torch.randint(1, vocab, (rows,))
+    excluded = torch.zeros(vocab, dtype=torch.bool)
+    excluded[0] = True
+    grad_out = torch.rand(rows)  # per-row weights, as mdlm's 1/t gives them
+
+    def run(loss_of_rows):
+        hidden, weight = hidden0.clone().requires_grad_(), weight0.clone().requires_grad_()
+        loss, correct = loss_of_rows(hidden, weight, targets, excluded)
+        (loss * grad_out).sum().backward()
+        return loss, correct, hidden.grad, weight.grad
+
+    fused, plain = run(head.ChunkedCrossEntropy.apply), run(head.unfused_rows_loss)
+    for a, b in zip(fused, plain, strict=True):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-5)
+    assert fused[1].any() and not fused[1].all()
+    # rows_loss takes the fused path on a CPU in float32, the plain ops under autocast
+    loss, _ = head.rows_loss(hidden0.requires_grad_(), weight0, targets)
+    assert type(loss.grad_fn).__name__ == "ChunkedCrossEntropyBackward"
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss, _ = head.rows_loss(hidden0, weight0, targets)
+    assert type(loss.grad_fn).__name__ != "ChunkedCrossEntropyBackward"
+    hidden0.requires_grad_(False)
+    with torch.no_grad():  # evaluation: no graph, same figures
+        loss, _ = head.rows_loss(hidden0, weight0, targets, excluded)
+    torch.testing.assert_close(loss, plain[0], atol=2e-5, rtol=1e-5)
+    # no loss-bearing rows: nothing scored, nothing to learn
+    empty = torch.zeros(0, d, requires_grad=True)
+    loss, correct = head.rows_loss(empty, weight0, targets[:0])
+    loss.sum().backward()
+    assert loss.shape == correct.shape == (0,) and empty.grad.shape == (0, d)
+    # the excluded id gets no probability: making it the target costs infinitely much
+    loss, _ = head.rows_loss(hidden0[:2], weight0, torch.zeros(2, dtype=torch.long), excluded)
+    assert torch.isinf(loss).all()

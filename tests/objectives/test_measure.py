@@ -13,6 +13,7 @@ from objective_helpers import batches
 from lmpt.batch import IGNORE
 from lmpt.config.schema import ModelConfig
 from lmpt.data.sampling import validation_sets
+from lmpt.errors import LmptError
 from lmpt.objectives.clm import ClmConfig
 from lmpt.objectives.fim import FimConfig, split_documents
 from lmpt.objectives.measure import FimLikelihood, NextTokenLikelihood
@@ -125,3 +126,26 @@ def test_a_tied_choice_counts_wrong_whichever_comes_first() -> None:
     ]
     right, right_norm = choice_outcomes(questions, [[-1.0, -1.0], [-1.0, -1.0], [-0.5, -1.0]])
     assert right == [False, False, True] and right_norm == [False, False, True]
+
+
+def test_regularised_clm_corrupts_training_inputs_alone_and_is_measured_on_clean_text(shakespeare) -> None:
+    """objective.input_mask_prob (Ni et al. 2025's control): a share of the inputs become [MASK], every target stays
+    the clean next token, and the held-out figures read the text plain clm reads."""
+    tokenizer = shakespeare.tokenizer
+    plain = build_objective(ClmConfig(), tokenizer, SEQ_LEN, "auto")
+    masked = build_objective(ClmConfig(input_mask_prob=0.3), tokenizer, SEQ_LEN, "auto")
+    mask, pad = tokenizer.special.mask, tokenizer.special.pad
+    hidden = total = 0
+    for (_, a), (_, b) in zip(
+        batches(plain, shakespeare.train, 8, 3), batches(masked, shakespeare.train, 8, 3), strict=True
+    ):
+        assert torch.equal(a.labels, b.labels)  # the targets: the clean next tokens
+        changed = a.input_ids != b.input_ids
+        assert (b.input_ids[changed] == mask).all() and not (a.input_ids[changed] == pad).any()
+        hidden, total = hidden + int(changed.sum()), total + int((a.input_ids != pad).sum())
+    assert 0.25 < hidden / total < 0.35
+    torch.manual_seed(0)
+    model = plain.build_model(MODEL, 1024)
+    assert evaluate(masked, model, shakespeare) == evaluate(plain, model, shakespeare)
+    with pytest.raises(LmptError, match=r"objective.input_mask_prob=1 must be in \[0, 1\)"):
+        build_objective(ClmConfig(input_mask_prob=1.0), tokenizer, SEQ_LEN, "auto")

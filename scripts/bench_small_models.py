@@ -1,0 +1,125 @@
+"""Throughput of the small models the data-constrained reproductions run, with the fused CPU head and without it.
+
+Each model of the crossover ladder (widths 16, 32, 64 = micro, 128, at a 2,048-piece vocabulary) and the tiny default
+trains `--steps` steps of clm (and mdlm with `--objectives clm,mdlm`) on WikiText-2, fp32, one thread, as a real
+`lmpt` process; its tokens/s and MFU are the medians of the run's own logged intervals after `--skip` steps. The
+fused head (lmpt.model.head.ChunkedCrossEntropy) and PyTorch's unfused ops alternate run by run (fused, unfused,
+fused, ...), `--repeats` each, so both see the same machine.
+
+    python scripts/bench_small_models.py                       # about 6 minutes on one core
+    python scripts/bench_small_models.py --objectives clm,mdlm --json small.json
+
+Run it on a quiet machine: nothing else heavy beside it (docs/benchmarks.md, "The small models").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS = {
+    "w16": ["model=micro", "model.d_model=16", "model.n_layers=1", "model.n_heads=1", "model.ffn_dim=48"],
+    "w32": ["model=micro", "model.d_model=32", "model.n_layers=1", "model.n_heads=1", "model.ffn_dim=96"],
+    "micro": ["model=micro"],
+    "w128": ["model=micro", "model.d_model=128", "model.n_layers=4", "model.n_heads=4", "model.ffn_dim=384"],
+    "tiny": ["model=tiny"],
+}
+"""The ladder of lmpt.reproduce.crossover (its shapes: a layer and a head per 32 dimensions, feed-forward 3 widths)
+and the tiny default; all but tiny at a 2,048-piece vocabulary."""
+VOCAB = {"tiny": []}
+
+
+def child(head: str, keys: list[str]) -> None:
+    """Train in this process with the head asked for (the unfused one patched in where lmpt looks it up)."""
+    if head == "unfused":
+        import lmpt.model.head as head_module
+        import lmpt.model.language_model as language_model
+        import lmpt.objectives.mdlm as mdlm
+
+        for module in (head_module, language_model, mdlm):
+            module.rows_loss = head_module.unfused_rows_loss
+    from lmpt.cli import main
+
+    sys.argv = ["lmpt", *keys]
+    main()
+
+
+def one_run(model: str, objective: str, head: str, steps: int, skip: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as folder:
+        keys = [
+            f"objective={objective}",
+            "data=wikitext",
+            *MODELS[model],
+            *VOCAB.get(model, ["tokenizer.vocab_size=2048"]),
+            f"trainer.max_steps={steps}",
+            "trainer.eval_every=0",
+            "trainer.sample_tokens=0",
+            "trainer.log_every=5",
+            "trainer.progress=plain",
+            f"hydra.run.dir={folder}/run",
+        ]
+        env = {**os.environ, "LMPT_THREADS": "1", "PYTHONPATH": str(REPO)}
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", head, *keys], env=env, capture_output=True, text=True, cwd=folder
+        )
+        if done.returncode != 0:
+            sys.exit(f"bench_small_models: {model} {objective} {head} failed: {done.stderr[-800:]}")
+        records = [json.loads(line) for line in Path(folder, "run", "metrics.jsonl").read_text().splitlines()]
+        timed = [r for r in records if "tokens_per_s" in r and r["step"] > skip]
+        log = Path(folder, "run", "lmpt.log").read_text()
+        parameters = log.split(" parameters)")[0].rsplit("(", 1)[-1]
+        return {
+            "tokens_per_s": statistics.median(r["tokens_per_s"] for r in timed),
+            "mfu": statistics.median(r["mfu"] for r in timed),
+            "flops_per_token": records[-1]["flops"] / records[-1]["tokens"],
+            "parameters": parameters,  # type: ignore[dict-item]
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--objectives", default="clm")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--skip", type=int, default=15, help="steps left out of the medians (warm-up)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args, rest = parser.parse_known_args()
+    if args.child:
+        child(args.child, rest)
+        return
+    rows, results = [], []
+    for model in args.models.split(","):
+        for objective in args.objectives.split(","):
+            runs: dict[str, list[dict[str, float]]] = {"fused": [], "unfused": []}
+            for _ in range(args.repeats):
+                for head in ("fused", "unfused"):
+                    runs[head].append(one_run(model, objective, head, args.steps, args.skip))
+            fused = statistics.median(r["tokens_per_s"] for r in runs["fused"])
+            unfused = statistics.median(r["tokens_per_s"] for r in runs["unfused"])
+            mfu = {head: statistics.median(r["mfu"] for r in runs[head]) for head in runs}
+            first = runs["fused"][0]
+            results.append({"model": model, "objective": objective, **{h: runs[h] for h in runs}})
+            rows.append(
+                f"| {model} | {objective} | {first['parameters']} | {first['flops_per_token'] / 1e6:.2f}M | "
+                f"{unfused:,.0f} | {fused:,.0f} | {fused / unfused:.2f} | {mfu['unfused']:.1%} | {mfu['fused']:.1%} |"
+            )
+            print(rows[-1], flush=True)
+    header = "| model | objective | parameters | FLOPs/token | tokens/s unfused | fused | ratio | MFU unfused | fused |"
+    print("\n" + header)
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n".join(rows))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
