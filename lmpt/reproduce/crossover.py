@@ -111,7 +111,7 @@ def check_ladder(widths: Sequence[int]) -> list[Shape]:
         if share > MAX_EMBEDDING_SHARE:
             raise LmptError(
                 f"ladder width {width} is too small for the {VOCAB:,}-piece tokenizer: its embedding would hold "
-                f"{share:.0%} of its {shape.parameters:,} parameters; give widths of at least 16"
+                f"{share:.1%} of its {shape.parameters:,} parameters; give widths of at least 16"
             )
         shapes.append(shape)
     return shapes
