@@ -24,13 +24,10 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-MODELS = {
-    "w16": ["model=micro", "model.d_model=16", "model.n_layers=1", "model.n_heads=1", "model.ffn_dim=48"],
-    "w32": ["model=micro", "model.d_model=32", "model.n_layers=1", "model.n_heads=1", "model.ffn_dim=96"],
-    "micro": ["model=micro"],
-    "w128": ["model=micro", "model.d_model=128", "model.n_layers=4", "model.n_heads=4", "model.ffn_dim=384"],
-    "tiny": ["model=tiny"],
-}
+sys.path.insert(0, str(REPO))  # lmpt from this checkout, as the runs take it
+from lmpt.reproduce.crossover import LADDER, Shape  # noqa: E402
+
+MODELS = {Shape(w).label: list(Shape(w).keys()) for w in LADDER} | {"tiny": ["model=tiny"]}
 """The ladder of lmpt.reproduce.crossover (its shapes: a layer and a head per 32 dimensions, feed-forward 3 widths)
 and the tiny default; all but tiny at a 2,048-piece vocabulary."""
 VOCAB = {"tiny": []}

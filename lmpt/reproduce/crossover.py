@@ -24,8 +24,16 @@ from matplotlib.ticker import NullFormatter
 
 from lmpt.downstream.intervals import seed_interval
 from lmpt.errors import LmptError
-from lmpt.objectives.registry import OBJECTIVES as REGISTRY
-from lmpt.reproduce.reproduction import Findings, FinishedRun, PlannedRun, Reproduction
+from lmpt.reproduce.repetition import AR, DIFFUSION, OBJECTIVES
+from lmpt.reproduce.reproduction import (
+    TOKENS_PER_STEP,
+    Findings,
+    FinishedRun,
+    PlannedRun,
+    Reproduction,
+    bound_note,
+    mean_cell,
+)
 from lmpt.study.tables import markdown_table
 
 LAW = (2.12e15, 2.174)
@@ -47,13 +55,8 @@ CAP_FACTOR = 5.0
 MAX_EMBEDDING_SHARE = 0.95
 """A width whose token embedding would hold more of the model's parameters than this is refused: too small for the
 tokenizer (a lookup table with a sliver of a transformer on top)."""
-AR = "clm"
-DIFFUSION = "mdlm"
-"""The two arms: autoregression and masked diffusion (their runs' objectives)."""
-OBJECTIVES = (AR, DIFFUSION)
 DATA_KEYS = ("data=wikitext", f"tokenizer.vocab_size={VOCAB}")
 COMMON = ("trainer.eval_every=0", "trainer.sample_tokens=0")
-TOKENS_PER_STEP = 16 * SEQ_LEN
 
 
 def law(unique: float) -> float:
@@ -66,6 +69,11 @@ class Shape:
     """A ladder rung: its width and the shape that follows from it."""
 
     width: int
+
+    @property
+    def label(self) -> str:
+        """Its name in run labels and SLOT_RATE: micro at width 64 (that model's shape), else wWIDTH."""
+        return "micro" if self.width == 64 else f"w{self.width}"
 
     @property
     def layers(self) -> int:
@@ -211,9 +219,6 @@ class Crossover(Reproduction):
                     planned += [_planned(o, Shape(width), unique, float(epochs), seed) for o in OBJECTIVES]
         return planned
 
-    def needs_tokens(self) -> int:
-        return max([*self.unique, *([] if self.grid else [LINE[0]])])
-
     # -- analysis ---------------------------------------------------------------------------------------------------
     def analyse(self, finished: list[FinishedRun]) -> Findings:
         points = _points(finished)
@@ -239,7 +244,7 @@ class Crossover(Reproduction):
                     f"{found / law(unique):.2f}" if found else "—",
                     _best_text(mean_fronts[AR]),
                     _best_text(mean_fronts[DIFFUSION]),
-                    _gap_text(gaps),
+                    mean_cell(gaps, "+.3f"),
                 ]
             )
         table = markdown_table(
@@ -301,7 +306,7 @@ class Crossover(Reproduction):
                 steps = frontier(cells)
                 xs, ys = zip(*steps, strict=True)
                 ax.step([*xs, max(f for f, _ in cells)], [*ys, ys[-1]], where="post", color=colours[objective],
-                        label=f"{objective} frontier" + _bound(objective))  # fmt: skip
+                        label=f"{objective} frontier" + bound_note(objective))  # fmt: skip
             ax.axvline(law(unique), linestyle=":", color="grey", label="law's C_crit")
             crossing = crossings.get(unique)
             if crossing:
@@ -332,11 +337,6 @@ class Crossover(Reproduction):
         return figure
 
 
-def _bound(objective: str) -> str:
-    """ " (bound)" after an objective whose held-out figure is an upper bound (its measure says so)."""
-    return " (bound)" if REGISTRY[objective].likelihood == "bound" else ""
-
-
 def _planned(objective: str, shape: Shape, unique: int, epochs: float, seed: int) -> PlannedRun:
     steps = max(1, round(unique * epochs / TOKENS_PER_STEP))
     return PlannedRun(
@@ -353,7 +353,7 @@ def _planned(objective: str, shape: Shape, unique: int, epochs: float, seed: int
         ),
         {
             "objective": objective,
-            "model": "micro" if shape.width == 64 else f"w{shape.width}",
+            "model": shape.label,
             "width": shape.width,
             "unique": unique,
             "epochs": epochs,
@@ -414,15 +414,10 @@ def _line_section(points: Points) -> list[tuple[str, str]]:
             values = [b for _, b in seeds.values()]
             if values:
                 means[objective, epochs] = (statistics.fmean(f for f, _ in seeds.values()), statistics.fmean(values))
-            span = seed_interval(values)
-            row.append(
-                "—"
-                if not values
-                else f"{statistics.fmean(values):.3f}" + (f" [{span[0]:.3f}, {span[1]:.3f}]" if span else "")
-            )
+            row.append(mean_cell(values))
         flops = means.get((AR, epochs), means.get((DIFFUSION, epochs), (math.nan, 0.0)))[0]
         rows.append([*row[:1], f"{flops:.2e}", *row[1:]])
-    table = markdown_table(["epochs", "clm FLOPs", f"{AR} bits per token", f"{DIFFUSION}{_bound(DIFFUSION)}"], rows)
+    table = markdown_table(["epochs", "clm FLOPs", f"{AR} bits per token", f"{DIFFUSION}{bound_note(DIFFUSION)}"], rows)
     ar = [(f, b, e) for (o, e), (f, b) in means.items() if o == AR]
     dm = [(f, b, e) for (o, e), (f, b) in means.items() if o == DIFFUSION]
     if not ar or not dm:
@@ -449,14 +444,6 @@ def _line_section(points: Points) -> list[tuple[str, str]]:
         "Mean over seeds with the 95% t interval."
     )
     return [("The micro line at 80,000 unique tokens, on to 256 epochs", "\n".join([note, "", *table, "", words]))]
-
-
-def _gap_text(gaps: list[float]) -> str:
-    if not gaps:
-        return "—"
-    span = seed_interval(gaps)
-    mean = statistics.fmean(gaps)
-    return f"{mean:+.3f}" + (f" [{span[0]:+.3f}, {span[1]:+.3f}]" if span else "")
 
 
 def _crossing_text(found: float | None, ran: float) -> str:

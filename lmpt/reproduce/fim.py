@@ -18,14 +18,13 @@ from typing import ClassVar
 from matplotlib.figure import Figure
 
 from lmpt.downstream.intervals import seed_interval
-from lmpt.reproduce.reproduction import Findings, FinishedRun, PlannedRun, Reproduction
+from lmpt.reproduce.reproduction import TOKENS_PER_STEP, Findings, FinishedRun, PlannedRun, Reproduction
 from lmpt.study.tables import markdown_table
 
 MODELS = {"tiny": 9.044e6, "micro": 2.408e6}
 """Training FLOPs per token of each model at the default tokenizer and data.seq_len 128 (as its runs log them)."""
 STEPS = (100, 300)
 """The two budgets, in optimizer steps of 16 x 128 tokens (about 0.5 and 1.5 passes over the training text)."""
-TOKENS_PER_STEP = 16 * 128
 MARGIN = 0.01
 """"For free" at lmpt's scale: fim's left-to-right bits per token within 1% of clm's (the 95% interval of the paired
 difference inside +-1% of clm's figure)."""

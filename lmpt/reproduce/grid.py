@@ -46,6 +46,8 @@ class GridPlan:
     done: list[str]
     """The runs already completed (kept on resume)."""
     slots: list[Slot]
+    prepared: bool = False
+    """The text was tokenised while planning (to count its tokens): the launch need not do it again."""
 
     @property
     def estimate_s(self) -> float:
@@ -75,15 +77,16 @@ def plan_grid(reproduction: Reproduction, folder: Path, slots: str, max_minutes:
     for run in runs:  # a folder of another grid's runs (other keys) is never taken for this one's
         refuse_another_run(folder / run.name, launch_command(folder, run), "another grid's run; give another dir=")
     done = [r.name for r in runs if completed(folder / r.name)]
-    needed = reproduction.needs_tokens()
-    if needed and len(done) < len(runs):
+    needed = max((_unique_tokens(run) for run in runs), default=0)
+    prepared = bool(needed) and len(done) < len(runs)
+    if prepared:
         held = prepare_text(reproduction)
         if held < needed:
             raise LmptError(
                 f"{reproduction.name} needs {needed:,} unique training tokens and the text holds {held:,}: give "
                 "more text (its data keys) or a smaller grid"
             )
-    plan = GridPlan(folder, runs, done, slot_list)
+    plan = GridPlan(folder, runs, done, slot_list, prepared)
     minutes = plan.estimate_s / 60
     if minutes > max_minutes:
         raise LmptError(
@@ -98,6 +101,12 @@ def plan_grid(reproduction: Reproduction, folder: Path, slots: str, max_minutes:
             f"machine has {available / 1e9:.1f} GB free: give slots={max(1, int(available // MEMORY_PER_RUN))}"
         )
     return plan
+
+
+def _unique_tokens(run: PlannedRun) -> int:
+    """The run's data.unique_tokens (0: it trains on all the text)."""
+    given = [k.split("=", 1)[1] for k in run.keys if k.startswith("data.unique_tokens=")]
+    return int(given[-1]) if given else 0
 
 
 def _available_memory() -> float | None:
@@ -149,7 +158,7 @@ def run_grid(reproduction: Reproduction, plan: GridPlan) -> None:
     started = time.perf_counter()
     queue = [r for r in plan.runs if not completed(plan.folder / r.name)]
     pool = LocalPool(plan.folder, plan.slots)
-    if queue and len(plan.slots) > 1:
+    if queue and len(plan.slots) > 1 and not plan.prepared:
         prepare_text(reproduction)
     total = len(plan.runs)
     finished = total - len(queue)

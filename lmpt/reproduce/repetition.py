@@ -27,12 +27,18 @@ from typing import ClassVar
 import numpy as np
 from matplotlib.figure import Figure
 
-from lmpt.objectives.registry import OBJECTIVES as REGISTRY
 from lmpt.reproduce.fim import FREE, free_or_not, interval
-from lmpt.reproduce.reproduction import Findings, FinishedRun, PlannedRun, Reproduction
+from lmpt.reproduce.reproduction import (
+    TOKENS_PER_STEP,
+    Findings,
+    FinishedRun,
+    PlannedRun,
+    Reproduction,
+    bound_note,
+    mean_cell,
+)
 from lmpt.study.tables import markdown_table
 
-TOKENS_PER_STEP = 16 * 128
 STEPS = 200
 """The training budget of every iso-FLOP run: 200 steps, 409,600 tokens (the bundled WikiText-2 text holds 434k)."""
 EPOCHS = (1, 2, 4, 8, 16, 32, 64)
@@ -190,9 +196,6 @@ class Repetition(Reproduction):
             FLOPS_PER_TOKEN * steps * TOKENS_PER_STEP,
         )
 
-    def needs_tokens(self) -> int:
-        return STEPS * TOKENS_PER_STEP
-
     # -- analysis ---------------------------------------------------------------------------------------------------
     def analyse(self, finished: list[FinishedRun]) -> Findings:
         bits = _bits_by_cell(finished)
@@ -202,7 +205,7 @@ class Repetition(Reproduction):
                 cells = []
                 for epochs in grid:
                     values = bits.get((objective, "repeated" if epochs == 1 else kind, epochs), [])
-                    cells.append(_mean_cell(values))
+                    cells.append(mean_cell(values))
                 label = "iso-FLOP: D over U = D/epochs" if kind == "repeated" else "fresh: U = D/epochs read once"
                 rows.append([objective, label, *cells, *[""] * (len(EPOCHS) - len(grid))])
             fits[objective] = self._fit(bits, objective, EPOCHS[-1])
@@ -248,7 +251,7 @@ class Repetition(Reproduction):
         control_rows = []
         for arm in (AR, *CONTROLS, DIFFUSION):
             values = bits.get((arm, "repeated", EPOCHS[-1]), [])
-            control_rows.append([arm, _arm_keys(arm), _mean_cell(values)])
+            control_rows.append([arm, _arm_keys(arm), mean_cell(values)])
         control_table = markdown_table(["arm", "keys", f"bits per token at {EPOCHS[-1]} epochs"], control_rows)
         verdict, headline = self._verdict(fits, free_words, costs, _first_worse(bits))
         sections = [
@@ -362,7 +365,7 @@ class Repetition(Reproduction):
                         ax.plot([EPOCHS[-1]], [statistics.fmean(values)], "x", markersize=9, label=arm)
             ax.set_xscale("log", base=2)
             ax.set_xlabel("epochs (iso-FLOP: U = D / epochs)")
-            ax.set_ylabel("held-out bits per token" + _bound(objective))
+            ax.set_ylabel("held-out bits per token" + bound_note(objective))
             ax.set_title(objective)
             ax.legend(fontsize=7)
         return figure
@@ -385,20 +388,6 @@ def _first_worse(bits: dict[tuple[str, str, int], list[float]]) -> int | None:
         if repeated and fresh and statistics.fmean(repeated) > statistics.fmean(fresh):
             return epochs
     return None
-
-
-def _bound(objective: str) -> str:
-    """ " (bound)" after an objective whose held-out figure is an upper bound (its measure says so)."""
-    return " (bound)" if REGISTRY[objective].likelihood == "bound" else ""
-
-
-def _mean_cell(values: list[float]) -> str:
-    if not values:
-        return "—"
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    mean, low, high = interval(values)
-    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def _r_text(fit: dict | None, short: bool = False) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import math
 import pkgutil
+import statistics
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +21,14 @@ from typing import Any, ClassVar
 from matplotlib.figure import Figure
 
 import lmpt.reproduce
+from lmpt.downstream.intervals import seed_interval
 from lmpt.errors import LmptError
+from lmpt.objectives.registry import OBJECTIVES
 from lmpt.report.runs import read_records
 from lmpt.rundir.directory import METRICS_FILE, read_status
+
+TOKENS_PER_STEP = 16 * 128
+"""Tokens an optimizer step of a reproduction's runs reads: lmpt's default batch, 16 windows of 128."""
 
 
 @dataclass(frozen=True)
@@ -106,10 +112,6 @@ class Reproduction(ABC):
     def analyse(self, finished: list[FinishedRun]) -> Findings:
         """The findings from the grid's completed runs."""
 
-    def needs_tokens(self) -> int:
-        """The training tokens the grid's text must hold (its largest data.unique_tokens; 0: no such need)."""
-        return 0
-
     def command_line(self) -> str:
         """The command that runs (and resumes) this reproduction."""
         keys = [f"seeds={self.seeds}"] if self.seeds != self.default_seeds else []
@@ -147,3 +149,17 @@ def read_finished(folder: Path, planned: list[PlannedRun]) -> list[FinishedRun]:
         if status.get("status") == "completed":
             finished.append(FinishedRun(run, status, read_records(folder / run.name / METRICS_FILE)))
     return finished
+
+
+def mean_cell(values: list[float], spec: str = ".3f") -> str:
+    """A table cell: the mean over seeds and its 95% t interval (the mean alone from one seed; a dash from none)."""
+    if not values:
+        return "—"
+    span = seed_interval(values)
+    mean = f"{statistics.fmean(values):{spec}}"
+    return mean if span is None else f"{mean} [{span[0]:{spec}}, {span[1]:{spec}}]"
+
+
+def bound_note(objective: str) -> str:
+    """ " (bound)" after an objective whose held-out figure is an upper bound (its measure says so)."""
+    return " (bound)" if OBJECTIVES[objective].likelihood == "bound" else ""
