@@ -6,12 +6,13 @@ eager and the head is compiled with the row count N dynamic, so batches with dif
 share one graph instead of recompiling, and the head does no work on the other positions.
 
 On a CPU in float32 a narrow model's head and its cross-entropy run fused, a block of rows at a time
-(`ChunkedCrossEntropy`): each block's logits are reduced while in the core's cache and never kept, and the backward
-pass computes them again and turns them into the gradient (softmax minus one-hot) in place. That replaces
+(`ChunkedCrossEntropy`): each block's logits are reduced while in the core's cache and never kept. That replaces
 log-softmax's output, the loss's dense zero gradient and log-softmax's backward, passes over an N x V matrix in
-memory, with one more small matmul and passes over a cache-sized block: the micro model's step spent half its time
-there (docs/benchmarks.md). The figures are those of the unfused head to float32 rounding
-(tests/model/test_head.py)."""
+memory, with passes over a cache-sized block: the micro model's step spent half its time there (docs/benchmarks.md).
+The gradient (softmax minus one-hot) is formed in place too: in the forward pass, while the block is in cache, when
+the caller weighs every row alike (`uniform`: clm's mean, and every objective but mdlm's 1/t), else in the backward
+pass from the block's logits computed again. The figures are those of the unfused head to float32 rounding
+(tests/model/test_model_head.py)."""
 
 from __future__ import annotations
 
@@ -36,13 +37,19 @@ again costs more than they did (one thread, V 4,096, 2,048 rows: fused 81 ms aga
 
 
 def rows_loss(
-    hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, excluded: torch.Tensor | None = None
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    excluded: torch.Tensor | None = None,
+    uniform: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row float32 cross-entropy of the head `weight` [V, d] on `hidden` [N, d] against `targets` [N], and
     whether the target has the top logit (amax is a cheaper pass than argmax; they differ only on exact ties).
     `excluded` [V] bool: ids given no probability (their logits -inf; mdlm never predicts [MASK]). Fused on a CPU in
     float32 up to FUSED_MAX_WIDTH (`ChunkedCrossEntropy`), the plain ops elsewhere (`unfused_rows_loss`: a GPU,
-    autocast, torch.compile, a wide model)."""
+    autocast, torch.compile, a wide model). `uniform`: the caller reduces the losses by a mean or a sum, one weight
+    for every row, so the fused head may form the gradient in the forward pass (a promise it checks: rows weighed
+    differently after all get the gradient computed again, only slower)."""
     if (
         hidden.device.type == "cpu"
         and hidden.dtype == weight.dtype == torch.float32
@@ -50,7 +57,8 @@ def rows_loss(
         and not torch.is_autocast_enabled("cpu")
         and not torch.compiler.is_compiling()
     ):
-        return ChunkedCrossEntropy.apply(hidden, weight, targets, excluded)
+        early = uniform and torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
+        return ChunkedCrossEntropy.apply(hidden, weight, targets, excluded, early)
     return unfused_rows_loss(hidden, weight, targets, excluded)
 
 
@@ -69,16 +77,18 @@ def unfused_rows_loss(
 
 class ChunkedCrossEntropy(torch.autograd.Function):
     """`rows_loss` fused, a block of rows at a time in one cache-sized buffer: each block's logits are reduced
-    (log-sum-exp, target, top) while in cache and never kept; the backward pass computes them again and turns them
-    into the gradient in place."""
+    (log-sum-exp, target, top) while in cache and never kept. The gradient for a weight of 1 on every row is formed
+    from the block in place, then and there, when `early` (the backward pass scales it by the row weight), else the
+    backward pass computes the logits again and forms it from them."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, targets, excluded):  # type: ignore[override]
+    def forward(ctx, hidden, weight, targets, excluded, early=False):  # type: ignore[override]
         rows = hidden.shape[0]
         block = max(1, min(rows, max(MIN_BLOCK_ROWS, BLOCK_ELEMENTS // max(1, weight.shape[0]))))  # 0 rows: none
         buffer = hidden.new_empty(block, weight.shape[0])
         loss, lse = hidden.new_empty(rows), hidden.new_empty(rows)
         correct = torch.empty(rows, dtype=torch.bool, device=hidden.device)
+        grads = _empty_grads(hidden, weight, ctx.needs_input_grad) if early else None
         for start in range(0, rows, block):
             end = min(rows, start + block)
             part = _block_logits(hidden[start:end], weight, excluded, buffer[: end - start])
@@ -86,30 +96,58 @@ class ChunkedCrossEntropy(torch.autograd.Function):
             top = part.amax(dim=1, keepdim=True)
             torch.ge(target, top[:, 0], out=correct[start:end])
             # log-sum-exp in place in the block (no temporaries: a fresh block-sized one is page-faulted on every call)
-            torch.add(part.sub_(top).exp_().sum(dim=1).log_(), top[:, 0], out=lse[start:end])
+            sums = part.sub_(top).exp_().sum(dim=1)
+            torch.add(sums.log(), top[:, 0], out=lse[start:end])
             torch.sub(lse[start:end], target, out=loss[start:end])
+            if grads is not None:
+                _block_gradient(part.div_(sums[:, None]), targets[start:end], hidden[start:end], weight, grads, start)
         ctx.save_for_backward(hidden, weight, targets, lse, excluded)
-        ctx.block = block
+        ctx.block, ctx.grads = block, grads
         ctx.mark_non_differentiable(correct)
         return loss, correct
 
     @staticmethod
     def backward(ctx, grad_loss, _grad_correct):  # type: ignore[override]
+        if ctx.grads is not None and (grad_loss.numel() == 0 or bool((grad_loss == grad_loss[0]).all())):
+            scale = grad_loss[0] if grad_loss.numel() else 0.0
+            return *(None if grad is None else grad.mul_(scale) for grad in ctx.grads), None, None, None
         hidden, weight, targets, lse, excluded = ctx.saved_tensors
-        grad_hidden = torch.empty_like(hidden) if ctx.needs_input_grad[0] else None
-        grad_weight = torch.zeros_like(weight) if ctx.needs_input_grad[1] else None
+        grads = _empty_grads(hidden, weight, ctx.needs_input_grad)
         buffer = hidden.new_empty(ctx.block, weight.shape[0])
         for start in range(0, hidden.shape[0], ctx.block):
             end = min(hidden.shape[0], start + ctx.block)
-            grad = _block_logits(hidden[start:end], weight, excluded, buffer[: end - start])
-            grad.sub_(lse[start:end, None]).exp_()  # the block's softmax, then minus one-hot, times the loss's grad
-            grad[torch.arange(end - start, device=grad.device), targets[start:end]] -= 1.0
-            grad.mul_(grad_loss[start:end, None])
-            if grad_hidden is not None:
-                torch.mm(grad, weight, out=grad_hidden[start:end])
-            if grad_weight is not None:
-                grad_weight.addmm_(grad.t(), hidden[start:end])
-        return grad_hidden, grad_weight, None, None
+            part = _block_logits(hidden[start:end], weight, excluded, buffer[: end - start])
+            softmax = part.sub_(lse[start:end, None]).exp_()
+            _block_gradient(softmax, targets[start:end], hidden[start:end], weight, grads, start, grad_loss[start:end])
+        return *grads, None, None, None
+
+
+def _empty_grads(
+    hidden: torch.Tensor, weight: torch.Tensor, needs: tuple[bool, ...]
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The gradients of `hidden` (filled block by block) and `weight` (summed over blocks), where asked for."""
+    return (torch.empty_like(hidden) if needs[0] else None, torch.zeros_like(weight) if needs[1] else None)
+
+
+def _block_gradient(
+    softmax: torch.Tensor,
+    targets: torch.Tensor,
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    grads: tuple[torch.Tensor | None, torch.Tensor | None],
+    start: int,
+    row_weights: torch.Tensor | None = None,
+) -> None:
+    """A block's share of the gradients: its softmax [n, V] made the logits' gradient in place (minus one-hot, times
+    the rows' weights), then multiplied out into `grads` (rows `start`.. of the hidden one, added to the weight's)."""
+    softmax[torch.arange(softmax.shape[0], device=softmax.device), targets] -= 1.0
+    if row_weights is not None:
+        softmax.mul_(row_weights[:, None])
+    grad_hidden, grad_weight = grads
+    if grad_hidden is not None:
+        torch.mm(softmax, weight, out=grad_hidden[start : start + softmax.shape[0]])
+    if grad_weight is not None:
+        grad_weight.addmm_(softmax.t(), hidden)
 
 
 def _block_logits(

@@ -194,7 +194,7 @@ class MaskPredictor(LanguageModel):
         self, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """lmpt.model.head.rows_loss without the excluded ids."""
-        return rows_loss(hidden, weight, targets, self.excluded)
+        return rows_loss(hidden, weight, targets, self.excluded, uniform=False)  # rows weighed by 1/t
 
     def compile_parts(self, backend: str = "inductor") -> None:
         """The stack compiled as LanguageModel's; the head's loss compiled with the exclusion."""

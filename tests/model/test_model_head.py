@@ -82,19 +82,30 @@ def test_fused_cpu_head_matches_the_unfused_ops_in_value_and_gradient() -> None:
     excluded[0] = True
     grad_out = torch.rand(rows)  # per-row weights, as mdlm's 1/t gives them
 
-    def run(loss_of_rows):
+    def run(loss_of_rows, row_weights=grad_out, **kwargs):
         hidden, weight = hidden0.clone().requires_grad_(), weight0.clone().requires_grad_()
-        loss, correct = loss_of_rows(hidden, weight, targets, excluded)
-        (loss * grad_out).sum().backward()
+        loss, correct = loss_of_rows(hidden, weight, targets, excluded, **kwargs)
+        (loss * row_weights).sum().backward()
         return loss, correct, hidden.grad, weight.grad
 
+    def same(fused, plain):
+        for a, b in zip(fused, plain, strict=True):
+            torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-5)
+
     fused, plain = run(head.ChunkedCrossEntropy.apply), run(head.unfused_rows_loss)
-    for a, b in zip(fused, plain, strict=True):
-        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-5)
+    same(fused, plain)
     assert fused[1].any() and not fused[1].all()
+    # one weight for every row (a mean): the gradient formed in the forward pass, scaled by it in the backward
+    mean = torch.full((rows,), 1.0 / rows)
+    same(run(head.rows_loss, mean), run(head.unfused_rows_loss, mean))
+    # the promise of one weight broken: the backward pass computes the gradient again, the same as ever
+    same(run(head.rows_loss, grad_out, uniform=True), plain)
     # rows_loss takes the fused path on a CPU in float32, the plain ops under autocast
     loss, _ = head.rows_loss(hidden0.requires_grad_(), weight0, targets)
     assert type(loss.grad_fn).__name__ == "ChunkedCrossEntropyBackward"
+    assert loss.grad_fn.grads is not None  # formed in the forward pass: one weight a row was promised
+    loss, _ = head.rows_loss(hidden0, weight0, targets, excluded, uniform=False)
+    assert loss.grad_fn.grads is None  # mdlm's rows weighed by 1/t: formed in the backward pass
     with torch.autocast("cpu", dtype=torch.bfloat16):
         loss, _ = head.rows_loss(hidden0, weight0, targets)
     assert type(loss.grad_fn).__name__ != "ChunkedCrossEntropyBackward"
