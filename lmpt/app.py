@@ -12,7 +12,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, cast
 
 import hydra
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -73,9 +73,10 @@ def sweep_overrides(hydra_cfg: DictConfig) -> list[Override] | None:
         params = multirun.hydra.sweeper.get("params")
         params = OmegaConf.to_container(params, resolve=False) if params else {}
         arguments = OmegaConf.to_container(multirun.hydra.overrides.task, resolve=False)
+        assert isinstance(params, dict) and isinstance(arguments, list)
     except (OSError, LmptError, OmegaConfBaseException):
         return None
-    return _parsed([*(f"{k}={v}" for k, v in params.items()), *arguments])
+    return _parsed([*(f"{k!s}={v}" for k, v in params.items()), *arguments])
 
 
 def sweep_size(hydra_cfg: DictConfig, overrides: list[Override] | None) -> int | None:
@@ -180,7 +181,7 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
     def guarded_task(cfg: DictConfig):
         sweeping = HydraConfig.get().mode == RunMode.MULTIRUN
         if sweeping:
-            info(f"[bold]{escape(job_header(HydraConfig.get()))}[/]")
+            info(f"[bold]{escape(job_header(cast(DictConfig, HydraConfig.get())))}[/]")  # a DictConfig at run time
         try:
             with _environment_value("HYDRA_FULL_ERROR", users_setting):  # what the task's own child processes see
                 return sweep_value(task(cfg)) if sweeping else task(cfg)

@@ -56,12 +56,12 @@ class Batch:
             for f in fields(self)
             if isinstance(v := getattr(self, f.name), torch.Tensor)
         }
-        return replace(self, **moved)
+        return replace(self, **moved)  # type: ignore[arg-type]  # mypy types **dict as every field at once
 
     def pin_memory(self) -> Batch:
         """Called by DataLoader(pin_memory=True) for custom batch types."""
         pinned = {f.name: v.pin_memory() for f in fields(self) if isinstance(v := getattr(self, f.name), torch.Tensor)}
-        return replace(self, **pinned)
+        return replace(self, **pinned)  # type: ignore[arg-type]  # as in `to`
 
     @property
     def loss_tokens(self) -> int:

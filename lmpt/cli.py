@@ -40,12 +40,15 @@ def _train(cfg: DictConfig, session: Session) -> float:
     from lmpt.train.spec import given_keys, resolve
 
     spec = resolve(cfg, given_keys())
-    check_downstream(spec.downstream, objective_class(spec.objective.name), spec.data.seq_len, spec.model.max_seq_len)
+    objective = objective_class(spec.objective.name)
+    assert objective is not None, "resolve checked the objective's name"
+    check_downstream(spec.downstream, objective, spec.data.seq_len, spec.model.max_seq_len)
     quality = quality_stage_for(spec.quality, spec.downstream)  # dedup, filters, decontamination, or None
     fits = partial(check_downstream_fits, spec.downstream, spec.model.max_seq_len)  # once the tokenizer exists
     result = run_training(spec, session, quality, curve_scorer(spec.downstream, spec.config), check=fits)
     if result.status == "completed" and session.is_main:
         with stoppable_scoring(result, session.ctx.world_size) as progress:  # a stop signal: exit for requeue
+            assert result.run_path is not None, "rank 0 knows the run directory"
             with failure_recorded(result.run_path, lambda: result.step):
                 score_downstream(spec.downstream, result.run_path, result.step, result.device, progress)
             complete_run(result, progress.seconds())  # every launch's scoring, an interrupted one's too

@@ -39,7 +39,7 @@ def _refuse_code(path: Path, what: str) -> UnsafeFile:
     )
 
 
-def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """`write(tmp)` fills a file beside `path`, which is then synced and renamed into place: `path` is whole or
     absent, never torn. Each call stages in a file of its own, so writers racing for `path` never share one (the
     last rename wins, whole). A failed write (a full disk) is one line."""

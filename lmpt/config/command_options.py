@@ -11,7 +11,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 from lmpt.console import console
 from lmpt.errors import LmptError
@@ -26,7 +26,8 @@ def field_docs(cls: type) -> dict[str, str]:
     docs = {}
     for field, after in zip(body, body[1:], strict=False):
         if isinstance(field, ast.AnnAssign) and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
-            docs[field.target.id] = " ".join(str(after.value.value).split())  # type: ignore[attr-defined]
+            assert isinstance(field.target, ast.Name)  # a class body's annotated name
+            docs[field.target.id] = " ".join(str(after.value.value).split())
     return docs
 
 
@@ -95,7 +96,7 @@ def option_keys(cls: type, prefix: str = "") -> list[OptionKey]:
 def _build(cls: type[T], given: dict[str, Any], prefix: str = "") -> T:
     """`cls` from dotted `given` values; nested dataclass fields are built from their `field.` keys."""
     hints, values = typing.get_type_hints(cls), {}
-    for field in dataclasses.fields(cls):
+    for field in dataclasses.fields(cast(Any, cls)):
         if dataclasses.is_dataclass(hints[field.name]):
             values[field.name] = _build(hints[field.name], given, f"{prefix}{field.name}.")
         elif prefix + field.name in given:

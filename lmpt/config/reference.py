@@ -35,14 +35,14 @@ def objective_schemas() -> tuple[list[type], dict[type, str]]:
     config layer never imports the objectives), then the entry classes of their list fields (ul2-mixture's
     denoisers) with their titles."""
     nodes = ConfigStore.instance().repo.get("schema", {}).get("objective", {})
-    options = [OmegaConf.get_type(node.node) for node in nodes.values()]
+    options: list[type] = [t for t in (OmegaConf.get_type(node.node) for node in nodes.values()) if t is not None]
     entries: dict[type, str] = {}
     for cls in options:
         for name, hint in typing.get_type_hints(cls).items():
             (arg,) = typing.get_args(hint) or (None,)
-            if typing.get_origin(hint) is list and dataclasses.is_dataclass(arg):
-                entries[arg] = f"{cls().name}: each entry of objective.{name}"  # type: ignore[call-arg, attr-defined]
-    return [*options, *entries], entries  # type: ignore[list-item]
+            if typing.get_origin(hint) is list and isinstance(arg, type) and dataclasses.is_dataclass(arg):
+                entries[arg] = f"{cls().name}: each entry of objective.{name}"
+    return [*options, *entries], entries
 
 
 def group_schemas() -> dict[str, list[type]]:
@@ -70,6 +70,7 @@ def _module_docstrings(modules: tuple[str, ...]) -> dict[str, dict[str, str]]:
             for field, after in zip(body, body[1:], strict=False):
                 if isinstance(field, ast.AnnAssign) and isinstance(after, ast.Expr):
                     if isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+                        assert isinstance(field.target, ast.Name)  # a class body's annotated name
                         docs[field.target.id] = " ".join(after.value.value.split())
             found[node.name] = docs
     return found
@@ -85,8 +86,8 @@ def field_doc(cls: type, name: str) -> str:
 
 
 def _default(field: dataclasses.Field) -> str:
-    if field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        value = field.default_factory()  # type: ignore[misc]
+    if field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
         return "[...]" if value and dataclasses.is_dataclass(value[0]) else str(value)
     return "???" if field.default == "???" else str(field.default)
 

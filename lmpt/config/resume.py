@@ -170,7 +170,7 @@ def resumed_overrides(overrides: list[str]) -> list[str]:
         return overrides  # the command retypes the run's configuration: the drift check guards it
     saved = load_yaml(run / CONFIG_FILE)
     choices = load_yaml(run / HYDRA_RECORD).hydra.runtime.choices
-    kept = [o.input_line for o in parsed if _kept(o, run, saved, choices)]
+    kept = [o.input_line for o in parsed if o.input_line is not None and _kept(o, run, saved, choices)]
     ConfigStore.instance().store(group=SAVED_GROUP, name="config", node=saved, package="_global_")
     groups = [f"{group}={choices[group]}" for group in GROUPS if choices.get(group)]
     # hydra.output_subdir=null: RUN/.hydra keeps the record of the launch that started the run

@@ -4,9 +4,9 @@ is its documentation (`lmpt --help` and the README's configuration reference are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 from lmpt.config.quality_schema import QualityConfig
 
@@ -302,3 +302,15 @@ class LmptConfig:
     trainer: TrainerConfig = MISSING
     downstream: DownstreamConfig = MISSING
     quality: QualityConfig = MISSING
+
+
+Schema = TypeVar("Schema")
+
+
+def settings(section: object, schema: type[Schema]) -> Schema:
+    """The composed config `section` as the plain `schema` dataclass instance it holds (`OmegaConf.to_object`), typed:
+    what code below the config layer takes instead of a config node."""
+    value = OmegaConf.to_object(section)
+    if not isinstance(value, schema):
+        raise TypeError(f"the config section holds a {type(value).__name__}, not a {schema.__name__}")
+    return value

@@ -14,7 +14,7 @@ from lmpt.config import optimizer_schema
 from lmpt.config import schema as s
 from lmpt.config.quality_schema import QualityConfig
 
-_SCHEMAS = {
+_SCHEMAS: dict[str, dict[str, type]] = {
     "tokenizer": {"sentencepiece": s.TokenizerConfig},
     "model": {"model": s.ModelConfig},
     "optimizer": {"adamw": s.AdamWConfig, "adafactor": s.AdafactorConfig, "muon": optimizer_schema.MuonConfig},

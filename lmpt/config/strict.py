@@ -20,7 +20,7 @@ def unknown_keys(node: DictConfig | ListConfig, prefix: str = "") -> list[str]:
     declared = {f.name for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else None
     found: list[str] = []
     for key in node.keys():
-        name = f"{prefix}{key}"
+        name = f"{prefix}{key!s}"
         if declared is not None and key not in declared:
             found.append(name)
         else:

@@ -226,9 +226,14 @@ def _build_cache(
                 "the cache is complete once the other parts finish"
             )
             return None
-        extra = dict(text_bytes=total_bytes, shards=plan.n_shards, shard_docs=cfg.shard_docs)
-        extra.update(build_seconds=round(time.perf_counter() - started, 3))
-        meta = _assemble(cache_dir, shards, manifests, tokenizer, len(items), extra)
+        extra = {
+            "text_bytes": total_bytes,
+            "shards": plan.n_shards,
+            "shard_docs": cfg.shard_docs,
+            "build_seconds": round(time.perf_counter() - started, 3),
+        }
+        sealed = [m for m in manifests if m is not None]  # all of them: none is missing
+        meta = _assemble(cache_dir, shards, sealed, tokenizer, len(items), extra)
     except StreamInterrupted:
         raise  # a dropped connection: the sealed shards are what the next launch resumes from
     except LmptError:
@@ -275,6 +280,8 @@ def _assemble(
         if _read_meta(cache_dir, tokenizer) is None:
             raise
         shutil.rmtree(tmp_dir, ignore_errors=True)  # another process committed the same cache first
-        meta = _read_meta(cache_dir, tokenizer)
+        committed = _read_meta(cache_dir, tokenizer)
+        assert committed is not None  # read just above
+        meta = committed
     shutil.rmtree(shards, ignore_errors=True)  # the cache holds every token now
     return meta

@@ -72,7 +72,7 @@ def resolve_sources(cfg: DataConfig, base_dir: Path) -> list[Source]:
             "data.sources and data.paths/data.val_paths both name text: give each source its paths and set "
             "data.paths=[] (data=mixture does)"
         )
-    sources, owner = [], {}
+    sources, owner = [], dict[Path, str]()
     for i, s in enumerate(cfg.sources):
         where = f"data.sources[{i}] ({s.name})"
         train = _resolved(list(s.paths), where, base_dir)

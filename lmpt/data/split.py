@@ -100,10 +100,10 @@ def _split_plan(source: Source, text_field: str, val_fraction: float) -> Items:
         else ("", "data.paths", "data.val_paths")
     )
     train_docs = lambda: iter_documents(source.train_paths, source.documents, text_field)
-    if source.dataset is not None:
+    if (dataset := source.dataset) is not None:
         from lmpt.data.readers.hf import dataset_documents
 
-        train_docs = lambda: dataset_documents(source.dataset, text_field)
+        train_docs = lambda: dataset_documents(dataset, text_field)
     if source.val_paths:
         val_docs = lambda: iter_documents(source.val_paths, source.documents, text_field)
         if next(train_docs(), None) is None:

@@ -164,7 +164,7 @@ def decode(raw: dict[str, Any]) -> TaskRecord:
         given=frozenset(k for k, v in raw.items() if v is not None),
         texts=_strings(raw),
         intervals=intervals,
-        per_seed=tuple(per_seed) if seeds_ok else None,
+        per_seed=tuple(per_seed) if seeds_ok and isinstance(per_seed, list) else None,
         per_seed_malformed="per_seed" in raw and not seeds_ok,
         gains=gains,
         control=Control.decode(raw.get(SCRATCH)),

@@ -52,7 +52,7 @@ def evaluate(argv: list[str]) -> None:
         else:
             render_held_out(result)
         return
-    if task is not None:
+    if task is not None and o.task is not None:  # a task read is a task named
         require(o.batch_size >= 1, f"batch_size={o.batch_size} must be at least 1")
         scored = score_zero_shot(trained, task, o.batch_size, o.json, o.control, o.within_word, o.choice_pll)
         result = {"task": task_name(o.task), **scored}

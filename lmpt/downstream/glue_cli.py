@@ -97,7 +97,7 @@ def glue_run(run: str | Path, o: FinetuneOptions) -> dict:
         )
         kept[job.task.hf] = keep[0]
     folder = path.with_suffix("")
-    models = {m: {} for m in MODELS}
+    models: dict[str, dict] = {m: {} for m in MODELS}
     for job in jobs:
         predicted = _predictions(job, kept[job.task.hf])
         gold = {name: [e.label for e in job.splits.labelled[name]] for name in job.task.dev_files}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lmpt.downstream.figures import ACCURACY, F1, GLUE_SCORE, MCC, PEARSON, SPEARMAN
@@ -32,7 +32,7 @@ def as_written(values: Sequence[float], classes: Sequence[str]) -> list:
     return [float(v) for v in values] if not classes else [classes[int(v)] for v in values]
 
 
-def task_metrics(task: GlueTask, gold: dict[str, Sequence], predicted: dict[str, Sequence]) -> dict[str, float]:
+def task_metrics(task: GlueTask, gold: Mapping[str, Sequence], predicted: Mapping[str, Sequence]) -> dict[str, float]:
     """The official figures of `task` from each dev file's gold labels and predictions (labels as GLUE's files write
     them; STS-B's as numbers), by dev file name (MNLI: dev_matched and dev_mismatched, the others dev)."""
     from scipy.stats import pearsonr, spearmanr  # on demand: --help needs neither
@@ -60,7 +60,7 @@ def task_metrics(task: GlueTask, gold: dict[str, Sequence], predicted: dict[str,
 
 
 def official_figures(
-    task: GlueTask, examples: dict[str, list[Example]], predicted: dict[str, Sequence[float]], classes: Sequence[str]
+    task: GlueTask, examples: dict[str, list[Example]], predicted: Mapping[str, Sequence[float]], classes: Sequence[str]
 ) -> dict[str, float]:
     """One model's official figures of `task` (`task_metrics`) and the task's score (GLUE_SCORE), from its predictions
     by figure prefix ("" the first dev file, "test_" MNLI's mismatched one: as a fine-tuning scores them) against the

@@ -137,7 +137,7 @@ def recorded_before(run_dir: Path, step: int) -> frozenset[str]:
     weights)."""
     status = read_status(run_dir)
     recorded = status.get("recorded")
-    named = frozenset()
+    named: frozenset[str] = frozenset()
     if (status.get("status"), status.get("phase"), status.get("step")) == ("preempted", SCORING, step):
         named = frozenset(t for t in recorded if isinstance(t, str)) if isinstance(recorded, list) else frozenset()
     return named | read_ledger(run_dir, step)[0]
@@ -149,6 +149,7 @@ def stoppable_scoring(result: TrainResult, world_size: int) -> Iterator[ScoringP
     signal ends the body at once: status.json says preempted in phase `scoring` with the tasks recorded, the
     resume command (for `world_size` processes) is printed, and the process exits with EXIT_PREEMPTED."""
     run_dir, step = result.run_path, result.step
+    assert run_dir is not None, "rank 0 scores, and it knows the run directory"
     progress = ScoringProgress(recorded_before(run_dir, step), step=step, earlier_s=read_ledger(run_dir, step)[1])
     write_status(
         run_dir,
@@ -171,7 +172,7 @@ def stoppable_scoring(result: TrainResult, world_size: int) -> Iterator[ScoringP
         said = f"stopped scoring the downstream tasks ({done}); the run is trained to step {result.step}"
         stop_for_requeue(
             flag,
-            result.run_path,
+            run_dir,
             result.step,
             result.wall_s,
             world_size,

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from omegaconf import OmegaConf
-
-from lmpt.config.quality_schema import check_quality
+from lmpt.config.quality_schema import QualityConfig, check_quality
+from lmpt.config.schema import settings as schema_settings
 from lmpt.downstream.kinds.registry import kind_of_task
 from lmpt.errors import LmptError
 from lmpt.quality.decontamination import TaskItems
@@ -20,7 +19,7 @@ def quality_stage_for(quality: Any, downstream: Any) -> QualityStage | None:
     """The quality stage `quality` (the config group) asks for, None for quality=none: its settings checked and,
     when it decontaminates, every task read now, so a bad value or an unreadable task stops the command before any
     cache is touched."""
-    settings = OmegaConf.to_object(quality)
+    settings = schema_settings(quality, QualityConfig)
     check_quality(settings)
     if not settings.active:
         return None

@@ -32,7 +32,7 @@ def llama_layout(model: LanguageModel) -> list[HfTensor]:
     if not isinstance(body, Decoder) or body.embed.segments is not None:
         raise ValueError(f"a {model.arch} with segment embeddings has no Llama layout")
     layout = [HfTensor("model.embed_tokens.weight", "body.embed.tokens.weight")]
-    for i, block in enumerate(body.stack.blocks):
+    for i, block in enumerate(body.stack.layers):
         hf, ours = f"model.layers.{i}", f"body.stack.blocks.{i}"
         layout += _attention(f"{hf}.self_attn", "{}_proj", f"{ours}.attn", block.attn)
         layout += _mlp(f"{hf}.mlp", ("gate_proj", "up_proj", "down_proj"), f"{ours}.mlp", block.mlp.down.in_features)
@@ -75,7 +75,7 @@ def _mlp(hf: str, names: tuple[str, str, str], ours: str, ffn: int) -> list[HfTe
 def _t5_stack(hf: str, ours: str, stack: Stack) -> list[HfTensor]:
     assert stack.relative_bias is not None
     layout = []
-    for i, block in enumerate(stack.blocks):
+    for i, block in enumerate(stack.layers):
         layer, mine = f"{hf}.block.{i}.layer", f"{ours}.blocks.{i}"
         layout += _attention(f"{layer}.0.SelfAttention", "{}", f"{mine}.attn", block.attn)
         layout.append(HfTensor(f"{layer}.0.layer_norm.weight", f"{mine}.attn_norm.weight"))

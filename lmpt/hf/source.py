@@ -52,6 +52,7 @@ def check_sizes(path: Path, c: dict[str, Any]) -> None:
         value = c.get(key, kv_heads if key == "num_key_value_heads" else None)
         if not _whole(value):
             raise LmptError(f"{where}: {key}={value!r} must be a positive whole number: fix or re-create it")
+    assert isinstance(heads, int) and isinstance(kv_heads, int)  # whole numbers, as checked just above
     if c["hidden_size"] % heads or heads % kv_heads:
         raise LmptError(
             f"{where}: hidden_size={c['hidden_size']}, num_attention_heads={heads} and num_key_value_heads="

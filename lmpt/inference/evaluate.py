@@ -161,7 +161,7 @@ def evaluate_held_out(trained: Trained) -> dict:
     evaluation computes them (lmpt.train.evaluation), in fp32 on one process."""
     from omegaconf import OmegaConf
 
-    from lmpt.config.schema import DataConfig, TokenizerConfig
+    from lmpt.config.schema import DataConfig, TokenizerConfig, settings
     from lmpt.data.cache import default_cache_root, prepare_corpora
     from lmpt.data.sampling import hold_unique_tokens, validation_sets
     from lmpt.train.batches import validation_batches, yardstick_batches
@@ -171,8 +171,8 @@ def evaluate_held_out(trained: Trained) -> dict:
 
     cfg = trained.config
     data = prepare_corpora(
-        OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(DataConfig), cfg.data)),
-        OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TokenizerConfig), cfg.tokenizer)),
+        settings(OmegaConf.merge(OmegaConf.structured(DataConfig), cfg.data), DataConfig),
+        settings(OmegaConf.merge(OmegaConf.structured(TokenizerConfig), cfg.tokenizer), TokenizerConfig),
         Path.cwd(),
         default_cache_root(cfg.data.get("cache_dir")),
         tokenizer=trained.tokenizer,

@@ -5,7 +5,15 @@ counts units of equal cost (tokens through the model, examples through the body)
 
 from __future__ import annotations
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from lmpt.console import console
 
@@ -33,7 +41,7 @@ class WorkBar:
             speed_estimate_period=SPEED_WINDOW_S,
         )
         self.description = description
-        self.task: int | None = None
+        self.task: TaskID | None = None
 
     def __enter__(self) -> WorkBar:
         self.progress.start()

@@ -85,8 +85,9 @@ class Generator(nn.Module):
         width, std = int(cfg.d_model), float(cfg.init_std)
         self.project_in = nn.Linear(d_embed, width, bias=False) if width != d_embed else None
         self.stack = Stack(cfg, int(cfg.n_layers), cross=False)
-        self.head_transform = nn.Sequential(nn.Linear(width, d_embed), nn.GELU(), nn.LayerNorm(d_embed))
-        for layer in (self.project_in, self.head_transform[0]):
+        transform = nn.Linear(width, d_embed)
+        self.head_transform = nn.Sequential(transform, nn.GELU(), nn.LayerNorm(d_embed))
+        for layer in (self.project_in, transform):
             if layer is not None:
                 _init_linear(layer, std)
 
@@ -110,6 +111,8 @@ def gumbel_sample(logits: torch.Tensor, allowed: torch.Tensor, seed: int, temper
 class ElectraModel(nn.Module):
     """Generator -> sample -> discriminator in one forward; see the module docstring."""
 
+    samplable: torch.Tensor
+
     def __init__(
         self, cfg: Any, vocab_size: int, pad_id: int, samplable: torch.Tensor, generator_size: float, temperature: float
     ) -> None:
@@ -119,8 +122,9 @@ class ElectraModel(nn.Module):
         self.d_model, self.max_seq_len = int(cfg.d_model), int(cfg.max_seq_len)
         self.discriminator = LanguageModel(cfg, "encoder", vocab_size, pad_id)
         self.generator = Generator(generator_config(cfg, generator_size), self.d_model)
-        self.replaced_head = nn.Sequential(nn.Linear(self.d_model, self.d_model), nn.GELU(), nn.Linear(self.d_model, 1))
-        for layer in (self.replaced_head[0], self.replaced_head[2]):
+        first, last = nn.Linear(self.d_model, self.d_model), nn.Linear(self.d_model, 1)
+        self.replaced_head = nn.Sequential(first, nn.GELU(), last)
+        for layer in (first, last):
             _init_linear(layer, float(cfg.init_std))
         self.register_buffer("samplable", samplable.bool(), persistent=False)
 

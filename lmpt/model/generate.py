@@ -11,6 +11,7 @@ import torch
 
 from lmpt.batch import Batch
 from lmpt.errors import LmptError
+from lmpt.model.attention import Rope
 from lmpt.model.language_model import LanguageModel
 from lmpt.model.stacks import Decoder, Encoder, EncoderDecoder, Stack, padding_mask_if_any
 from lmpt.model.t5 import biased_mask
@@ -40,10 +41,11 @@ def stack_forward_cached(
     """`Stack.forward` of causal self-attention for new positions x [B, S, d] after the `cache.length` cached
     ones (the cache grows by S): final-norm hidden states [B, S, d]. Eval only: dropout is not applied."""
     start, length = cache.length, x.shape[1]
-    rope, bias = (stack.rope_cos[start : start + length], stack.rope_sin[start : start + length]), None
+    rope: Rope | None = (stack.rope_cos[start : start + length], stack.rope_sin[start : start + length])
+    bias = None
     if stack.relative_bias is not None:  # t5 flavour: the position bias of the new queries over every key
         rope, bias = None, biased_mask(stack.relative_bias(length, start + length, start), None, causal=True)
-    for i, block in enumerate(stack.blocks):
+    for i, block in enumerate(stack.layers):
         out, cache.layers[i] = block.attn.forward_cached(block.attn_norm(x), rope, cache.layers[i], bias)
         x = x + out
         if block.cross_attn is not None:

@@ -82,7 +82,7 @@ class ChunkedCrossEntropy(torch.autograd.Function):
     backward pass computes the logits again and forms it from them."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, targets, excluded, early=False):  # type: ignore[override]
+    def forward(ctx, hidden, weight, targets, excluded, early=False):
         rows = hidden.shape[0]
         block = max(1, min(rows, max(MIN_BLOCK_ROWS, BLOCK_ELEMENTS // max(1, weight.shape[0]))))  # 0 rows: none
         buffer = hidden.new_empty(block, weight.shape[0])
@@ -107,7 +107,7 @@ class ChunkedCrossEntropy(torch.autograd.Function):
         return loss, correct
 
     @staticmethod
-    def backward(ctx, grad_loss, _grad_correct):  # type: ignore[override]
+    def backward(ctx, grad_loss, _grad_correct):
         if ctx.grads is not None and (grad_loss.numel() == 0 or bool((grad_loss == grad_loss[0]).all())):
             scale = grad_loss[0] if grad_loss.numel() else 0.0
             return *(None if grad is None else grad.mul_(scale) for grad in ctx.grads), None, None, None

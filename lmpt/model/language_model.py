@@ -42,7 +42,11 @@ class LanguageModel(nn.Module):
         self.pad_id = pad_id
         self.d_model = int(cfg.d_model)
         self.max_seq_len = int(cfg.max_seq_len)
-        bodies = {"decoder": Decoder, "encoder": Encoder, "encoder-decoder": EncoderDecoder}
+        bodies: dict[str, type[Decoder | EncoderDecoder]] = {
+            "decoder": Decoder,
+            "encoder": Encoder,
+            "encoder-decoder": EncoderDecoder,
+        }
         self.body: Decoder | EncoderDecoder = bodies[arch](cfg, vocab_size, pad_id, n_segments)
         self.lm_head: nn.Linear | None = None
         if flavour(cfg) == "t5":
@@ -51,10 +55,9 @@ class LanguageModel(nn.Module):
         self.sequence_head: nn.Sequential | None = None
         self.loss_of_rows: RowsLoss = rows_loss
         if n_sequence_classes > 0:
-            self.sequence_head = nn.Sequential(
-                nn.Linear(cfg.d_model, cfg.d_model), nn.Tanh(), nn.Linear(cfg.d_model, n_sequence_classes)
-            )
-            for layer in (self.sequence_head[0], self.sequence_head[2]):
+            first, last = nn.Linear(cfg.d_model, cfg.d_model), nn.Linear(cfg.d_model, n_sequence_classes)
+            self.sequence_head = nn.Sequential(first, nn.Tanh(), last)
+            for layer in (first, last):
                 nn.init.normal_(layer.weight, mean=0.0, std=cfg.init_std)
                 nn.init.zeros_(layer.bias)
         self.mtp = MultiTokenPrediction(cfg, mtp_depth) if mtp_depth > 0 else None
@@ -159,7 +162,7 @@ class LanguageModel(nn.Module):
         d, head = self.d_model, 6.0 * self.d_model * self.vocab_size * head_fraction
         if isinstance(self.body, EncoderDecoder):
             enc, dec = self.body.encoder, self.body.decoder
-            cross_kv = sum(b.cross_attn.kv.weight.numel() for b in dec.blocks)
+            cross_kv = sum(b.cross_attn.kv.weight.numel() for b in dec.layers if b.cross_attn is not None)
             encoder = seq_len * (6.0 * (matmul_parameters(enc) + cross_kv) + 12.0 * len(enc.blocks) * d * seq_len)
             dec_attention = 12.0 * len(dec.blocks) * d * (target_len + seq_len)
             decoder = target_len * (6.0 * (matmul_parameters(dec) - cross_kv) + dec_attention + head)

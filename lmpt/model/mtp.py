@@ -9,7 +9,7 @@ main model's; the modules sit beside the body, so generation and export never se
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -73,7 +73,7 @@ class MultiTokenPrediction(nn.Module):
         """(per-token loss, correct) of each depth at its loss-bearing positions; `mtp_labels` [B, D, S]."""
         losses, corrects = [], []
         previous = labels
-        for k, module in enumerate(self.depths):
+        for k, module in enumerate(cast(list[MtpModule], list(self.depths))):
             ahead = previous.masked_fill(previous == IGNORE, pad_id)
             hidden = module(hidden, embed(ahead), rope, mask, causal)
             targets = mtp_labels[:, k]
@@ -86,7 +86,7 @@ class MultiTokenPrediction(nn.Module):
     def flops_per_token(self, seq_len: int, head: float) -> float:
         """Training FLOPs per position of all depths: each one's projection and block (6 N_mm + 12 d S for its
         one attention layer) and its pass through the shared head (`head`, as the main one counts it)."""
-        d = self.depths[0].proj.out_features
+        d = cast(MtpModule, self.depths[0]).proj.out_features
         matmul = sum(m.weight.numel() for m in self.modules() if isinstance(m, nn.Linear))
         return 6.0 * matmul + len(self) * (12.0 * d * seq_len + head)
 

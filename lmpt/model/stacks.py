@@ -4,7 +4,7 @@ final RMSNorm. Each returns final hidden states; the head lives in `LanguageMode
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -90,6 +90,9 @@ class Stack(nn.Module):
     one relative position bias shared by every layer (bidirectional unless the stack has cross-attention,
     i.e. is the decoder of an encoder-decoder)."""
 
+    rope_cos: torch.Tensor
+    rope_sin: torch.Tensor
+
     def __init__(self, cfg: Any, n_layers: int, cross: bool) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(Block(cfg, cross) for _ in range(n_layers))
@@ -100,6 +103,11 @@ class Stack(nn.Module):
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
         init_stack(self, cfg.init_std, n_layers)
+
+    @property
+    def layers(self) -> list[Block]:
+        """The blocks, first to last (typed: an nn.ModuleList yields plain modules)."""
+        return cast(list[Block], list(self.blocks))
 
     def positions(
         self, length: int, mask: torch.Tensor | None, is_causal: bool
@@ -120,7 +128,7 @@ class Stack(nn.Module):
     ) -> torch.Tensor:
         rope, mask, is_causal = self.positions(x.shape[1], mask, is_causal)
         recompute = self.activation_checkpointing and self.training and torch.is_grad_enabled()
-        for block in self.blocks:
+        for block in self.layers:
             if recompute:  # keep only each block's input; its activations are recomputed in backward
                 x = checkpoint(block, x, rope, mask, is_causal, context, context_mask, use_reentrant=False)
             else:

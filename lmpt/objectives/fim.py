@@ -56,7 +56,8 @@ def rearrange(document: list[int], low: int, high: int, spm: bool, sentinels: tu
 
 def split_documents(row: list[int], eos: int) -> list[tuple[list[int], bool]]:
     """The documents of a window row: (tokens without the eos, whether an eos ended it inside the row)."""
-    documents, current = [], []
+    documents: list[tuple[list[int], bool]] = []
+    current: list[int] = []
     for token in row:
         if token == eos:
             documents.append((current, True))

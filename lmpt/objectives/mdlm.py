@@ -185,6 +185,8 @@ class MaskPredictor(LanguageModel):
     """An encoder whose output head never predicts the `excluded` ids (SUBS: the logit of [MASK] is -inf). The
     weights are a plain LanguageModel's: inference loads them as one and excludes the same ids when it samples."""
 
+    excluded: torch.Tensor
+
     def __init__(self, *args: Any, excluded: torch.Tensor, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.register_buffer("excluded", excluded, persistent=False)  # follows .to(device), not in the state

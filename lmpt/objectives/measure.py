@@ -136,7 +136,7 @@ class TextScore:
 
 def concat_batches(batches: list[Batch]) -> Batch:
     """One batch of equally shaped single batches (tensors concatenated along the batch dimension)."""
-    merged = {}
+    merged: dict[str, Any] = {}
     for f in fields(Batch):
         value = getattr(batches[0], f.name)
         merged[f.name] = torch.cat([getattr(b, f.name) for b in batches]) if isinstance(value, torch.Tensor) else value
@@ -222,7 +222,7 @@ def sum_token_losses(
 ) -> TextScore:
     """Single-window `batches` through the model `batch_size` at a time: their summed token loss, tokens, right
     predictions and windows; `sizes` [V] (piece bytes) also counts the bytes of the scored targets."""
-    score, pending = TextScore(), []
+    score, pending = TextScore(), list[Batch]()
 
     def run() -> None:
         batch = concat_batches(pending).to(device)

@@ -243,6 +243,7 @@ class NextSentencePrediction(Objective):
         n = torch.tensor(token_loss.numel(), device=token_loss.device)
         mlm_loss = token_loss.sum() / n.clamp(min=1)
         logits = out.sequence_logits
+        assert logits is not None and batch.sequence_labels is not None, "nsp's model and batches carry both"
         targets = batch.sequence_labels.to(logits.device)
         pair_sum = F.cross_entropy(logits.float(), targets, reduction="sum")
         n_pairs = torch.tensor(targets.numel(), device=logits.device)

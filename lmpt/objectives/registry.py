@@ -26,8 +26,9 @@ from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import SpecialTokens
 
 
-def _subclasses(cls: type[Objective]) -> list[type[Objective]]:
-    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
+def _subclasses(cls: type) -> list[type]:
+    subclasses: list[type] = cls.__subclasses__()
+    return [c for sub in subclasses for c in (sub, *_subclasses(sub))]
 
 
 def discover_objectives() -> dict[str, type[Objective]]:
@@ -35,7 +36,9 @@ def discover_objectives() -> dict[str, type[Objective]]:
     package = lmpt.objectives.__name__
     for module in pkgutil.iter_modules(lmpt.objectives.__path__):
         importlib.import_module(f"{package}.{module.name}")
-    found = [c for c in _subclasses(Objective) if "name" in vars(c) and c.__module__.startswith(f"{package}.")]
+    found: list[type[Objective]] = [
+        c for c in _subclasses(Objective) if "name" in vars(c) and c.__module__.startswith(f"{package}.")
+    ]
     return {c.name: c for c in sorted(found, key=lambda c: c.listing_order)}
 
 

@@ -208,6 +208,7 @@ class Ul2Mixture(Objective):
     def loss(self, out: ModelOutput, batch: Batch) -> tuple[torch.Tensor, Stats]:
         """The mean over all loss-bearing tokens, with loss/<denoiser> (sum, count) per denoiser."""
         total, stats = super().loss(out, batch)
+        assert batch.example_kinds is not None, "ul2's batches name each example's denoiser"
         kinds = batch.example_kinds.to(out.token_rows.device)[out.token_rows]
         for i, d in enumerate(self.denoisers):
             mine = kinds == i

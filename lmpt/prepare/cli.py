@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from lmpt.app import run_hydra_app
+from lmpt.config.schema import DataConfig, TokenizerConfig, settings
 from lmpt.console import console
 from lmpt.errors import LmptError
 
@@ -36,7 +37,7 @@ def prepare(cfg: DictConfig) -> None:
     if isinstance(_part, str):
         raise LmptError(f"{SHARD_KEY}={_part} must be i/N with 0 <= i < N (for example {SHARD_KEY}=2/8)")
     validate_config(cfg)
-    data_cfg, tokenizer_cfg = OmegaConf.to_object(cfg.data), OmegaConf.to_object(cfg.tokenizer)
+    data_cfg, tokenizer_cfg = settings(cfg.data, DataConfig), settings(cfg.tokenizer, TokenizerConfig)
     quality = quality_stage_for(cfg.quality, cfg.downstream)
     cache_root = default_cache_root(cfg.data.cache_dir)
     data = prepare_part(data_cfg, tokenizer_cfg, Path.cwd(), cache_root, _part, quality=quality)

@@ -14,6 +14,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from lmpt.batch import IGNORE, Batch
+from lmpt.config.schema import DataConfig, TokenizerConfig, settings
 from lmpt.config.validate import validate_config
 from lmpt.data.cache import default_cache_root, prepare_corpora
 from lmpt.data.corpus import TokenCorpus
@@ -89,7 +90,7 @@ def build_preview(cfg: DictConfig) -> Preview:
     check_preview_config(options)
     validate_config(cfg)
     preflight_objective(cfg.objective, cfg.tokenizer, cfg.data.seq_len, cfg.model.arch)
-    data_cfg, tokenizer_cfg = OmegaConf.to_object(cfg.data), OmegaConf.to_object(cfg.tokenizer)
+    data_cfg, tokenizer_cfg = settings(cfg.data, DataConfig), settings(cfg.tokenizer, TokenizerConfig)
     data = prepare_corpora(data_cfg, tokenizer_cfg, Path.cwd(), default_cache_root(cfg.data.cache_dir))
     objective = build_objective(cfg.objective, data.tokenizer, cfg.data.seq_len, cfg.model.arch)
     seed = int(cfg.trainer.seed)
@@ -117,8 +118,8 @@ def preview_windows(corpus: TokenCorpus, window_length: int, n: int) -> Windows:
             f"the val text has {corpus.n_tokens} tokens, fewer than one window of {window_length}: "
             "add text or lower data.seq_len"
         )
-    starts = [corpus.doc_span(corpus.doc_of(k * corpus.n_tokens // n))[0] for k in range(n)]
-    starts = np.minimum(np.asarray(starts, dtype=np.int64), corpus.n_tokens - window_length)
+    firsts = [corpus.doc_span(corpus.doc_of(k * corpus.n_tokens // n))[0] for k in range(n)]
+    starts = np.minimum(np.asarray(firsts, dtype=np.int64), corpus.n_tokens - window_length)
     return gather_windows(corpus, starts, window_length)
 
 

@@ -175,7 +175,8 @@ class QualityStage:
         rank, documents, size, ranks = 0, 0, 0, []
         for s, source in enumerate(sources):
             train = (doc for split, doc in source() if split == "train")
-            mine, i = [], 0
+            mine: list[int] = []
+            i = 0
             while True:
                 chunk = list(itertools.islice(train, self.cfg.shard_docs))
                 if not chunk and mine:

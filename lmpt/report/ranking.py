@@ -15,9 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lmpt.downstream.figures import ACCURACY, ACCURACY_MEAN, ACCURACY_NORM, GLUE_SCORE_MEAN, PEARSON_MEAN
 from lmpt.report.runs import RunSummary
+
+if TYPE_CHECKING:
+    from lmpt.objectives.measure import Measure
 
 BITS_PER_TOKEN = "val_bits_per_token"  # lmpt.objectives.yardstick.BITS_PER_TOKEN: the report imports no torch
 
@@ -74,7 +78,7 @@ def loss_family(objective: str | None) -> str | None:
     return cls.loss_family if cls is not None else None
 
 
-def _measure_class(objective: str | None) -> type | None:
+def _measure_class(objective: str | None) -> type[Measure] | None:
     """The run's objective's measure (Objective.measure_class); None for an objective lmpt does not know."""
     from lmpt.objectives.registry import objective_class
 

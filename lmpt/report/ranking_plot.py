@@ -120,8 +120,16 @@ def draw_ranking(chart: RankingChart, title: str) -> Figure:
         if ref.shared is not None:
             ax.axvline(ref.shared, linestyle="--", color=f"C{k}", label=f"{ref.name} {ref.shared:.3f}")
         else:  # each run's own (a scratch control of its own size): a mark on its row
-            marked = [i for i in rows if ref.values[i] is not None]
-            ax.plot([ref.values[i] for i in marked], marked, "|", markersize=14, mew=2, color=f"C{k}", label=ref.name)
+            marked = [(i, value) for i in rows if (value := ref.values[i]) is not None]
+            ax.plot(
+                [value for _, value in marked],
+                [i for i, _ in marked],
+                "|",
+                markersize=14,
+                mew=2,
+                color=f"C{k}",
+                label=ref.name,
+            )
     ax.set_yticks(rows, [textwrap.fill(label, LABEL_WIDTH) for label in chart.labels], fontsize="small")
     ax.set_ylim(n - 0.5, -0.5)  # the best run on top
     ax.set_xlabel(f"{chart.figure} ({'higher' if chart.higher_is_better else 'lower'} is better)")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from omegaconf import OmegaConf
 from rich.markup import escape
@@ -99,7 +100,7 @@ def natural_key(path: Path) -> list:
     return [int(part) if part.isdecimal() else part for part in re.split(r"(\d+)", str(path))]
 
 
-def find_runs(paths: list[Path | str]) -> list[RunSummary]:
+def find_runs(paths: Sequence[Path | str]) -> list[RunSummary]:
     """Every run under `paths`: each a run directory, or a sweep directory (or any parent) searched for them."""
     found: list[Path] = []
     for path in map(Path, paths):
@@ -171,13 +172,13 @@ def read_run(path: Path) -> RunSummary:
         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         model=str(_section(config, "model").get("name")) if _section(config, "model").get("name") else None,
         shape=_shape(config),
-        unique_tokens=unique_tokens if _is_number(unique_tokens) else None,
+        unique_tokens=int(unique_tokens) if _is_number(unique_tokens) else None,
         budget=str(budget) if budget is not None else None,
         epochs=float(epochs) if _is_number(epochs) else None,
     )
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

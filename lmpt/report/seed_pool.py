@@ -9,6 +9,7 @@ differ (two copies of one seed are not two samples). Every other column of a poo
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -92,7 +93,7 @@ def pooled_run(members: list[RunSummary]) -> RunSummary:
     )
 
 
-def _seed_list(seeds: list[int | None]) -> str:
+def _seed_list(seeds: Sequence[int | None]) -> str:
     return ", ".join("?" if s is None else str(s) for s in seeds)
 
 
@@ -127,7 +128,8 @@ def _loss_evidence(row: RunSummary, ranking: Ranking) -> Evidence:
     """A row's ranked loss per seed, with its t interval (none for a row of one seed)."""
     values = [ranking.value(m) for m in row.members] if row.members else [ranking.value(row)]
     interval = seed_interval(values)  # type: ignore[arg-type]
-    return Evidence(*(interval or (None, None)), seeds=np.asarray(values, dtype=np.float64))
+    low, high = interval or (None, None)
+    return Evidence(low, high, seeds=np.asarray(values, dtype=np.float64))
 
 
 def seed_columns(pool: SeedPool) -> list[Column]:

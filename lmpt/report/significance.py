@@ -165,7 +165,8 @@ def read_evidence(run: RunSummary, key: str) -> Evidence | None:
         if logged is not None and not math.isclose(mean, logged):
             return _contradicted(path, MISMATCH, f"its seeds' mean is {mean:.4f}, metrics.jsonl logged {logged:.4f}")
         interval = seed_interval(seeds)  # type: ignore[arg-type]
-        return Evidence(*(interval or (None, None)), seeds=np.asarray(seeds, dtype=np.float64))
+        low, high = interval or (None, None)
+        return Evidence(low, high, seeds=np.asarray(seeds, dtype=np.float64))
     value = record.figure(figure)
     if value is None:
         return _contradicted(path, MALFORMED, f"{figure} is not a number") if record.malformed(figure) else None
@@ -233,8 +234,8 @@ def significance_columns(significance: Significance | None) -> list[Column]:
     return [
         Column(f"{figure}_low", lambda r: bound(r, 0), digits, numeric=True),
         Column(f"{figure}_high", lambda r: bound(r, 1), digits, numeric=True),
-        Column("vs_next", lambda r: g.mark if (g := gap(id(r))) else None, lambda v: v or ""),
-        Column("vs_next_test", lambda r: g.test if (g := gap(id(r))) else None, lambda v: v or ""),
+        Column("vs_next", lambda r: g.mark if (g := gap(id(r))) else None, lambda v: str(v or "")),
+        Column("vs_next_test", lambda r: g.test if (g := gap(id(r))) else None, lambda v: str(v or "")),
         Column("vs_next_holm_p", lambda r: g.adjusted if (g := gap(id(r))) else None, p_value, numeric=True),
         *flagged,
     ]

@@ -54,12 +54,13 @@ def write_report(
     from lmpt.report.plot import plot_val_curves  # matplotlib only once there is something to draw
     from lmpt.report.ranking_plot import plot_ranking, ranking_chart
     from lmpt.report.seed_pool import one_seed_caveat, pool_seeds, seed_columns
-    from lmpt.report.significance import legend, neighbour_significance, significance_columns
+    from lmpt.report.significance import Significance, legend, neighbour_significance, significance_columns
     from lmpt.report.table import run_labels, write_csv, write_markdown
 
     every_run = runs
     runs, ranking = rank_runs(runs, ranking)
     pool = pool_seeds(runs, ranking)
+    significance: Significance | None
     if pool is not None:  # a setting over several seeds is one row: its mean, spread and interval
         runs, ranking, significance = pool.rows, pool.ranking, pool.significance
     else:

@@ -43,11 +43,15 @@ def _number(digits: int) -> Callable[[Value], str]:
 def format_rate(value: Value) -> str:
     if value is None:
         return ""
+    value = float(value)
     return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.1f}k" if value >= 1e3 else f"{value:.0f}"
 
 
 def format_duration(value: Value) -> str:
-    if value is None or not math.isfinite(value):
+    if value is None:
+        return ""
+    value = float(value)
+    if not math.isfinite(value):
         return ""
     seconds = int(round(value))
     if value < 60:
@@ -59,6 +63,11 @@ def format_duration(value: Value) -> str:
 
 def format_flops(value: Value) -> str:
     return "" if value is None else f"{value:.2e}"
+
+
+def _reader(field: str, key: str) -> Callable[[RunSummary], Value]:
+    """The run's figure `key` of its `field` dict (downstream, measures), None where it has none."""
+    return lambda run: getattr(run, field).get(key)
 
 
 def columns(runs: list[RunSummary], extra: Sequence[Column] = ()) -> list[Column]:
@@ -80,14 +89,11 @@ def columns(runs: list[RunSummary], extra: Sequence[Column] = ()) -> list[Column
         Column("objective", lambda r: r.objective, optional),
         Column("status", lambda r: r.status),
         Column("step", lambda r: r.step, optional, numeric=True),
-        *(
-            Column(task_figure(key), lambda r, key=key: r.downstream.get(key), _number(4), numeric=True)
-            for key in downstream
-        ),
+        *(Column(task_figure(key), _reader("downstream", key), _number(4), numeric=True) for key in downstream),
         *(fixed if any(r.fixed_loss is not None for r in runs) else []),
         Column("val_loss", lambda r: r.val_loss, _number(4), numeric=True),
         Column("val_ppl", lambda r: r.val_ppl, _number(2), numeric=True),
-        *(Column(key, lambda r, key=key: r.measures.get(key), _number(4), numeric=True) for key in measures),
+        *(Column(key, _reader("measures", key), _number(4), numeric=True) for key in measures),
         Column("tokens_per_s", lambda r: r.tokens_per_s, format_rate, numeric=True),
         Column("loss_tokens_per_s", lambda r: r.loss_tokens_per_s, format_rate, numeric=True),
         Column("flops", lambda r: r.flops, format_flops, numeric=True),

@@ -352,12 +352,12 @@ class Repetition(Reproduction):
                 ax.errorbar(xs, ys, yerr=errs, marker=marker, capsize=3, label=label)
             fit = fits.get(f"{objective}, to {LAW_REGIME} epochs")
             if fit:
-                grid = np.geomspace(1, EPOCHS[-1], 100)
+                epochs = np.geomspace(1, EPOCHS[-1], 100)
                 lines = ((fit["r"], "-", f"fit to {LAW_REGIME} epochs, R_D* = {fit['r']:.3g}"),
                          (PAPER_R[objective], ":", "paper's R_D*"))  # fmt: skip
                 for r, style, name in lines:
-                    curve = data_law(effective_data(d / grid, grid, r), *fit["law"])
-                    ax.plot(grid, curve, style, color="grey", label=name)
+                    curve = data_law(effective_data(d / epochs, epochs, r), *fit["law"])
+                    ax.plot(epochs, curve, style, color="grey", label=name)
             if objective == AR:
                 for arm in CONTROLS:
                     values = bits.get((arm, "repeated", EPOCHS[-1]), [])

@@ -93,7 +93,12 @@ class CheckpointStore:
     def begin(self, step: int) -> Path:
         """A fresh staging directory; sharded writers (torch.distributed.checkpoint) fill it before commit."""
         tmp = self.staging(step)
-        self._guard(step, tmp, lambda: (shutil.rmtree(tmp, ignore_errors=True), tmp.mkdir(parents=True)))
+
+        def fresh() -> None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+
+        self._guard(step, tmp, fresh)
         return tmp
 
     def commit(self, step: int, tmp: Path, parts: dict[str, Any]) -> Path:
@@ -165,7 +170,7 @@ class CheckpointStore:
         # every step directory, with or without its manifest: only a commit's rename makes one, so a missing
         # manifest is damage to report, never a half-written checkpoint to pass over in silence
         candidates = sorted((p for p in self.directory.iterdir() if _STEP_DIR.match(p.name)), key=lambda p: p.name)
-        broken = []
+        broken: list[str] = []
         for path in reversed(candidates):
             problem = manifest_problem(path)
             if problem is None:
@@ -218,6 +223,5 @@ def load_sharded_into(model: torch.nn.Module, optimizer: torch.optim.Optimizer, 
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
     model_state, optimizer_state = get_state_dict(model, optimizer)
-    state = {"model": model_state, "optimizer": optimizer_state}
-    load_sharded(state, checkpoint / "sharded")
-    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    load_sharded({"model": model_state, "optimizer": optimizer_state}, checkpoint / "sharded")  # in place
+    set_state_dict(model, optimizer, model_state_dict=model_state, optim_state_dict=optimizer_state)

@@ -83,6 +83,7 @@ def locate_run(trainer: Any, hydra_dir: Path, discard: bool = True) -> RunDir:
             )
         return RunDir(hydra_dir, latest)
     target = Path(mode).expanduser().resolve()
+    checkpoint: Path | None
     if (target / MANIFEST).exists():
         run, checkpoint = target.parent.parent, target
     elif (target / "checkpoints").is_dir():
@@ -140,6 +141,7 @@ def write_run_config(run: RunDir, cfg: DictConfig) -> None:
     lmpt.config.resume.MAY_CHANGE), so `lmpt trainer.resume=RUN` continues with the latest settings. The saved
     trainer.resume is auto: the next resume continues this directory's newest checkpoint, wherever it was moved."""
     saved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(saved, dict)
     saved["trainer"]["resume"] = "auto"
     tmp = run.path / f".{CONFIG_FILE}.tmp"
     tmp.write_text(OmegaConf.to_yaml(saved))

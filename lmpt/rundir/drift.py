@@ -35,7 +35,9 @@ def schema_default(cfg: DictConfig, key: str) -> Any:
     kind = OmegaConf.get_type(node) if isinstance(node, DictConfig) else None
     if kind is None or not dataclasses.is_dataclass(kind) or name not in {f.name for f in dataclasses.fields(kind)}:
         return _NO_DEFAULT
-    return OmegaConf.to_container(OmegaConf.structured(kind))[name]
+    defaults = OmegaConf.to_container(OmegaConf.structured(kind))
+    assert isinstance(defaults, dict)
+    return defaults[name]
 
 
 def drifted_keys(old: dict[str, Any], cfg: DictConfig) -> list[str]:

@@ -143,7 +143,9 @@ def _in_checkpoint(checkpoint: Path, run_dir: Path) -> LocatedWeights:
     weights = _final_model(checkpoint)
     if weights is None or not isinstance(trainer, dict) or not isinstance(trainer.get("config"), dict):
         raise LmptError(f"checkpoint {checkpoint} has no model weights or no config: it was not written by lmpt")
-    return LocatedWeights(weights, run_dir, _with_new_keys(OmegaConf.create(trainer["config"])))
+    config = OmegaConf.create(trainer["config"])
+    assert isinstance(config, DictConfig)  # made from a dict
+    return LocatedWeights(weights, run_dir, _with_new_keys(config))
 
 
 def read_weights(weights: Path) -> tuple[dict[str, torch.Tensor], str | None]:

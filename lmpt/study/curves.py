@@ -22,10 +22,10 @@ X_AXES = {"step": "step", "training FLOPs": "flops"}
 """Each column's x axis: its label, and the key of a curve point that holds it."""
 
 
-def curve_points(run_dir: Path) -> dict[str, list[dict[str, float]]]:
+def curve_points(run_dir: Path) -> dict[str, list[dict[str, float | None]]]:
     """Task -> the run's curve points in step order, each {step, flops, accuracy, accuracy_low, accuracy_high,
     chance} as far as logged (a step logged twice keeps its last point)."""
-    by_task: dict[str, dict[int, dict[str, float]]] = defaultdict(dict)
+    by_task: dict[str, dict[int, dict[str, float | None]]] = defaultdict(dict)
     for record in read_records(run_dir / METRICS_FILE):
         for key, value in record.items():
             if not key.startswith(CURVE_PREFIX) or not isinstance(value, int | float):

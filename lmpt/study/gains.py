@@ -173,7 +173,8 @@ def _fine_tuned(records: list[TaskRecord], figure: str = ACCURACY) -> PooledGain
         interval = entries[0].interval  # type: ignore[union-attr]
         if interval is None:
             return None
-        return PooledGain(gains[0], *interval, 1, "paired bootstrap over fine-tuning seeds and items")
+        low, high = interval
+        return PooledGain(gains[0], low, high, 1, "paired bootstrap over fine-tuning seeds and items")
     interval = seed_interval(gains)
     assert interval is not None
     return PooledGain(float(np.mean(gains)), *interval, len(gains), "t over pre-training seeds")

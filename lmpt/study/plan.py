@@ -231,7 +231,9 @@ def _check_objective(
     run += [f"{k}={v}" for k, v in recipes[0].items()]
     cfg = compose(config_name="config", overrides=run)
     try:
-        check_downstream(cfg.downstream, objective_class(name), cfg.data.seq_len, cfg.model.max_seq_len)
+        objective = objective_class(name)
+        assert objective is not None, "the study's objectives were checked by name"
+        check_downstream(cfg.downstream, objective, cfg.data.seq_len, cfg.model.max_seq_len)
     except LmptError as exc:
         raise LmptError(f"study.objectives: {name} cannot score the study's downstream tasks: {exc}") from None
     steps = planned_steps(cfg, {override_key(o) for o in run})

@@ -164,7 +164,8 @@ def write_study(plan: StudyPlan, searches: dict[str, Search], finals: dict[str, 
     caveat = rule.caveat(gains) if rule.task is not None else within_noise_sentence(ranked, ranking)
     names = {str(f.path): (f.objective, f.seed) for fs in largest.values() for f in fs}
     finals_lines = final_runs_markdown(plan, ranked, names, ranking)
-    text = study_markdown(plan, searches, summaries, ranking, gains, rule, caveat, finals_lines, record["crossover"])
+    crossover = record["crossover"]
+    text = study_markdown(plan, searches, summaries, ranking, gains, rule, caveat, finals_lines, list(crossover))
     _write(plan.directory / STUDY_MD, text)
     _write(plan.directory / STUDY_FULL_MD, study_full_markdown(plan, summaries))
     if rule.task is not None:  # the console's verdict is study.md's: the objectives by the one rule, with their gains

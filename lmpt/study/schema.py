@@ -82,7 +82,7 @@ def study_keys(*, _root_: DictConfig) -> str:
         if isinstance(value, ListConfig):
             shown = f"[{','.join(map(str, value))}]"
         elif isinstance(value, DictConfig):
-            shown = "{" + ",".join(f"{k}:'{v}'" for k, v in value.items()) + "}"
+            shown = "{" + ",".join(f"{k!s}:'{v}'" for k, v in value.items()) + "}"
         else:
             shown = {"space": "{}  (empty: the optimizer's default space)", "slurm": "{}"}.get(f.name, str(value))
             shown = shown if value is None else str(value)

@@ -62,7 +62,7 @@ class Search:
     def chosen(self) -> Trial | None:
         """The completed trial with the lowest finite val_loss (the first of equals), or None."""
         scored = [t for t in self.finished if t.val_loss is not None and math.isfinite(t.val_loss)]
-        return min(scored, key=lambda t: t.val_loss) if scored else None
+        return min(scored, key=lambda t: float(t.val_loss or 0.0)) if scored else None  # all scored: none is None
 
     def describe(self) -> dict[str, Any]:
         best = self.chosen()

@@ -187,8 +187,8 @@ def objectives_table(
     table = []
     for row in rows:
         cells = [row["objective"], *([row["budget"]] if several else []), recipe_text(row["recipe"])]
-        cells += [str(row["seeds_completed"]), mean_std(*row["val_loss"], digits=digits)]
-        cells += [mean_std(*row["downstream"].get(k, (None, None)), digits=digits) for k in keys]
+        pairs = [row["val_loss"], *(row["downstream"].get(k, (None, None)) for k in keys)]
+        cells += [str(row["seeds_completed"]), *(mean_std(mean, std, digits=digits) for mean, std in pairs)]
         if full:
             cells.append(f"{row['epochs']:.2f}" if row["epochs"] is not None else "—")
         table.append(cells)

@@ -39,7 +39,7 @@ class Tokenizer(ABC):
         return {"path": self.path, "model_bytes": self._model_bytes}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"], state["model_bytes"])
+        type(self).__init__(self, state["path"], state["model_bytes"])
 
     def __repr__(self) -> str:
         return (

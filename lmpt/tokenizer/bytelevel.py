@@ -18,6 +18,7 @@ def reserved_pieces(num_sentinels: int) -> list[str]:
 
 def train_bytelevel(cfg: TokenizerConfig, sentences: list[str]) -> bytes:
     """tokenizer.json of a byte-level BPE with `cfg.vocab_size` tokens trained on `sentences`."""
+    assert cfg.vocab_size is not None, "a trained tokenizer has a configured size"
     tok = FastTokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()

@@ -40,7 +40,7 @@ _OPTIONAL = {"unk"}  # never added
 
 
 def _existing_sentinels(tok: FastTokenizer) -> list[int]:
-    ids = []
+    ids: list[int] = []
     while (i := tok.token_to_id(sentinel_piece(len(ids)))) is not None:
         ids.append(i)
     return ids

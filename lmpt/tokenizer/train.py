@@ -89,6 +89,7 @@ def known_tokenizer(
     """The pretrained file of `cfg.path` (hf) or `cfg.model_file`, else the one cached for this corpus and these
     settings; None when it must be trained first. `quiet`: no line about the reuse (a dry run's look-up)."""
     if cfg.backend == "hf":
+        assert cfg.path is not None, "validation asks tokenizer=hf for its path"
         return load_tokenizer(cfg.path, "tokenizer.path", cfg.num_sentinels)
     if cfg.model_file:
         return load_tokenizer(cfg.model_file)

@@ -25,7 +25,7 @@ class BestKeeper:
         """The best after the evaluation `val` of `step`: a lower val_loss than `best` writes its weights (collective
         under FSDP: every rank agrees, the loss being summed over all ranks) and becomes the best."""
         val_loss = val.get("val_loss")
-        if not improves(val_loss, best):
+        if val_loss is None or not improves(val_loss, best):
             return best
         state = full_model_state(self.model, self.strategy)
         if self.ctx.is_main:

@@ -15,8 +15,10 @@ from lmpt.objectives.base import Objective
 
 
 class CurveScorer(Protocol):
-    every: int
-    """Steps between curve points (a multiple of trainer.eval_every); the last step takes one too."""
+    @property
+    def every(self) -> int:
+        """Steps between curve points (a multiple of trainer.eval_every); the last step takes one too."""
+        ...
 
     def __call__(self, model: LanguageModel, objective: Objective) -> dict[str, float]:
         """The figures of `model` (in eval mode) as metrics.jsonl keys."""

@@ -90,14 +90,14 @@ class Display:
         """Seconds left: with a time budget, the training time it has left (the run stops when it is spent, whatever
         the step count); with a token or FLOP budget, its unspent share at the rate this launch spends it; else the
         steps left at this launch's mean time per step. None until there is a rate to go by."""
-        budget = self.budget
-        if budget is not None and budget.unit == "minutes":
-            return max(0.0, 60 * budget.amount - self.length.work.seconds)
+        budget, length = self.budget, self.length
+        if budget is not None and length is not None and budget.unit == "minutes":
+            return max(0.0, 60 * budget.amount - length.work.seconds)
         if self.first_step is None or step <= self.first_step:
             return None
         elapsed = time.perf_counter() - self.started
-        if budget is not None:
-            spent = self.length.spent_fraction()
+        if budget is not None and length is not None:
+            spent = length.spent_fraction()
             done = spent - self.spent_at_start
             return elapsed * max(0.0, 1.0 - spent) / done if done > 0 else None
         return elapsed / (step - self.first_step) * (self.max_steps - step)
@@ -109,7 +109,7 @@ class Display:
     def start(self, step: int) -> None:
         self.first_step = step
         self.started = time.perf_counter()
-        self.spent_at_start = self.length.spent_fraction() if self.budget is not None else 0.0
+        self.spent_at_start = self.length.spent_fraction() if self.length is not None and self.budget else 0.0
 
     def log(self, step: int, record: dict) -> None:
         console.print(f"step {step:>6}/{self.max_steps} | {format_record(record)} | eta {self.eta(step)}")

@@ -71,7 +71,8 @@ class Distributed:
     def main_first(self, work: Callable[[], T]) -> T:
         """Rank 0 does `work` first (e.g. builds caches) and the others then repeat it (reusing them). A user
         error on rank 0 is raised on every rank, so none is left waiting in a collective."""
-        error, result = None, None
+        error: object = None
+        result = None
         if self.is_main:
             try:
                 result = work()
@@ -144,11 +145,11 @@ def parallelize(model: torch.nn.Module, ctx: Distributed, device: torch.device, 
         from lmpt.model.block import Block
 
         bf16 = precision_name == "bf16"
+        # fully_shard's own default policy (parameters in their dtype) unless bf16
         policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else None
-        kwargs = {"mp_policy": policy} if policy else {}
         for block in [m for m in model.modules() if isinstance(m, Block)]:
-            fully_shard(block, **kwargs)
-        fully_shard(model, **kwargs)
+            fully_shard(block, mp_policy=policy or MixedPrecisionPolicy())
+        fully_shard(model, mp_policy=policy or MixedPrecisionPolicy())
         return model
     if not ctx.enabled:
         return model

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -40,13 +40,13 @@ class Evaluator:
         stats.sum_over(self.ctx)
         return stats
 
-    def __call__(self, batches: dict[str, list[Batch]], fixed_batches: list[Batch] = ()) -> dict:
+    def __call__(self, batches: dict[str, list[Batch]], fixed_batches: Sequence[Batch] = ()) -> dict:
         """Validation metrics over every source's held-out batches (val_*), and per source (val_*/NAME) when
         the run mixes several; and the objective's yardstick (lmpt.objectives.measure) from `fixed_batches`: bits
         per token for a likelihood (exact for clm, the bound over mdlm's fixed passes), val_fixed_* at the shared
         masking rate for masked objectives, fim's val_fim_* on rearranged text."""
         self.model.eval()
-        overall, record = RunningStats(), {}
+        overall, record = RunningStats(), dict[str, float]()
         for name, source_batches in batches.items():
             stats = self.stats(source_batches)
             overall.merge(stats)

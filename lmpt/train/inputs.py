@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import OmegaConf
 
+from lmpt.config.schema import DataConfig, TokenizerConfig, settings
 from lmpt.data.cache import PreparedData, default_cache_root, prepare_corpora
 from lmpt.data.sampler import StepLayout, StepSamples, ValidationWindows
 from lmpt.data.sampling import hold_unique_tokens, training_sampler, validation_sets
@@ -41,11 +41,11 @@ def prepare_inputs(
     cached or configured one; `quality`: the stage the text passes first, its record copied into `record_in`;
     `check`: run on the tokenizer and objective before they are returned."""
     data_cfg, model_cfg = spec.data, spec.model
-    data_settings = OmegaConf.to_object(data_cfg)
+    data_settings = settings(data_cfg, DataConfig)
     cache_root = default_cache_root(data_cfg.cache_dir)
     data = prepare_corpora(
         data_settings,
-        OmegaConf.to_object(spec.tokenizer),
+        settings(spec.tokenizer, TokenizerConfig),
         Path.cwd(),
         cache_root,
         tokenizer=run_tokenizer,

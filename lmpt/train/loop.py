@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -185,10 +185,12 @@ class TrainLoop:
     # -- steps ------------------------------------------------------------------------------------
     def gradient_sync(self, final_micro_step: bool) -> contextlib.AbstractContextManager:
         """Gradients are reduced across ranks only on the last micro-step of an optimizer step."""
-        if hasattr(self.forward, "set_requires_gradient_sync"):  # FSDP2
-            self.forward.set_requires_gradient_sync(final_micro_step)
-        elif not final_micro_step and hasattr(self.forward, "no_sync"):  # DDP
-            return self.forward.no_sync()
+        fsdp_sync = getattr(self.forward, "set_requires_gradient_sync", None)
+        ddp_no_sync = getattr(self.forward, "no_sync", None)
+        if fsdp_sync is not None:  # FSDP2
+            fsdp_sync(final_micro_step)
+        elif not final_micro_step and ddp_no_sync is not None:  # DDP
+            return ddp_no_sync()
         return contextlib.nullcontext()
 
     def train_step(self, micro_batches: list[Batch]) -> torch.Tensor:
@@ -242,11 +244,11 @@ class TrainLoop:
         self.stats.sum_over(self.ctx)  # global-batch means: sums and counts add up over ranks
         means = self.stats.means()
         start, work = self.interval_start, self.work
-        record = {"step": self.state.step, **means}
+        record: dict[str, float | None] = {"step": self.state.step, **means}
         if self.objective.perplexity_of in means:  # absent when every step since the last log was skipped
             record["ppl"] = perplexity(means[self.objective.perplexity_of])
         record.update(
-            lr=self.scheduler.get_last_lr()[0],
+            lr=float(self.scheduler.get_last_lr()[0]),
             grad_norm=float(grad_norm),
             interval_s=elapsed,  # the seconds the rates below are over: since the last log or this launch's start
             tokens_per_s=(work.tokens - start.tokens) / elapsed,
@@ -270,7 +272,7 @@ class TrainLoop:
         return flops_per_s / self.peak_flops
 
     # -- the loop ---------------------------------------------------------------------------------
-    def run(self, loader, val_batches: dict[str, list[Batch]], fixed_batches: list[Batch] = ()) -> str:
+    def run(self, loader, val_batches: dict[str, list[Batch]], fixed_batches: Sequence[Batch] = ()) -> str:
         """Train to max_steps or until the budget is spent; returns "completed", or "preempted" after a stop
         signal (checkpointed). `fixed_batches`: the objective's yardstick batches (lmpt.objectives.measure)."""
         t = self.t
@@ -310,8 +312,8 @@ class TrainLoop:
                         self.display.evaluation(step, self.state.last_val)
                         if self.best is not None:  # before the checkpoint of this step, which records the best
                             self.state.best = self.best.consider(self.state.best, step, self.state.last_val)
-                    if curve_due(self.curves, step, last):  # after validation, before the checkpoint of this step
-                        self.display.evaluating(step, "downstream curves")
+                    if self.curves is not None and curve_due(self.curves, step, last):  # after validation, before
+                        self.display.evaluating(step, "downstream curves")  # the checkpoint of this step
                         point = take_curve_point(self.curves, self.model, self.objective, self.device)
                         self.emit({"step": step, **self.work.record(), **point})
                     if (t.ckpt_every and step % t.ckpt_every == 0) or last or overdue or stop:

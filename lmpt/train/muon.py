@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 import torch.optim._muon as torch_muon
-from omegaconf import DictConfig
 from torch import Tensor, nn
 
+from lmpt.config.optimizer_schema import MuonConfig
 from lmpt.train.param_groups import muon_parameter_names, parameter_groups
 from lmpt.train.precision import emulates_bf16
 
@@ -70,7 +70,7 @@ class MuonWithAdamW(torch.optim.Optimizer):
         self.param_groups = [group for part in self.parts.values() for group in part.param_groups]
 
     @torch.no_grad()
-    def step(self, closure: Any = None) -> None:
+    def step(self, closure: None = None) -> None:  # type: ignore[override]  # takes no closure, as it says
         if closure is not None:
             raise ValueError("MuonWithAdamW.step takes no closure")
         in_float32 = float32_newton_schulz() if self.newton_schulz == torch.float32 else contextlib.nullcontext()
@@ -91,7 +91,7 @@ class MuonWithAdamW(torch.optim.Optimizer):
         self.param_groups = [group for part in self.parts.values() for group in part.param_groups]
 
 
-def build_muon(cfg: DictConfig, model: nn.Module, device: torch.device) -> MuonWithAdamW:
+def build_muon(cfg: MuonConfig, model: nn.Module, device: torch.device) -> MuonWithAdamW:
     """Muon with `cfg.lr` etc. on `muon_parameter_names`, AdamW with `cfg.adamw_*` on the rest (fused where the
     device has it; no decay on norms, biases or embeddings); Muon's Newton–Schulz in `newton_schulz_dtype`."""
     names = muon_parameter_names(model)
@@ -107,5 +107,6 @@ def build_muon(cfg: DictConfig, model: nn.Module, device: torch.device) -> MuonW
     )
     groups = [g for g in parameter_groups(model, cfg.adamw_weight_decay, skip=set(names)) if g["params"]]
     fused = device.type in ("cuda", "cpu", "mps")
-    adamw = torch.optim.AdamW(groups, lr=cfg.adamw_lr, betas=tuple(cfg.adamw_betas), eps=cfg.adamw_eps, fused=fused)
+    beta1, beta2 = cfg.adamw_betas
+    adamw = torch.optim.AdamW(groups, lr=cfg.adamw_lr, betas=(beta1, beta2), eps=cfg.adamw_eps, fused=fused)
     return MuonWithAdamW(muon, adamw, newton_schulz_dtype(device))

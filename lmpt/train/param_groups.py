@@ -3,6 +3,8 @@ and lmpt.train.muon (Muon on the blocks' matrices, AdamW on the rest)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from torch import nn
 
 
@@ -11,9 +13,10 @@ def _no_decay(name: str, param: nn.Parameter) -> bool:
     return param.ndim < 2 or "embed" in name
 
 
-def parameter_groups(model: nn.Module, weight_decay: float, skip: set[str] = frozenset()) -> list[dict]:
+def parameter_groups(model: nn.Module, weight_decay: float, skip: Collection[str] = frozenset()) -> list[dict]:
     """A decayed and an undecayed group of the trainable parameters whose names are not in `skip`."""
-    decay, keep = [], []
+    decay: list[nn.Parameter] = []
+    keep: list[nn.Parameter] = []
     for name, param in model.named_parameters():
         if param.requires_grad and name not in skip:
             (keep if _no_decay(name, param) else decay).append(param)

@@ -12,6 +12,8 @@ from rich.table import Table
 from rich.tree import Tree
 
 from lmpt.config.budget import Budget
+from lmpt.config.quality_schema import QualityConfig
+from lmpt.config.schema import DataConfig, TokenizerConfig, settings
 from lmpt.config.validate import parse_max_tokens
 from lmpt.console import console, warn
 from lmpt.data.cache import cached_train_tokens, default_cache_root
@@ -29,8 +31,10 @@ from lmpt.train.spec import RunSpec
 
 def config_tree(cfg: DictConfig) -> Tree:
     tree = Tree("[bold]config")
-    for group, node in OmegaConf.to_container(cfg, resolve=True).items():
-        branch = tree.add(f"[bold cyan]{group}")
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    for group, node in container.items():
+        branch = tree.add(f"[bold cyan]{group!s}")
         for key, value in node.items():
             branch.add(f"{key}: [green]{value}")
     return tree
@@ -119,12 +123,12 @@ def _epoch_tokens(planned: tuple[list[tuple[str, float, int]] | None, bool]) -> 
 def _train_sources(spec: RunSpec) -> tuple[list[tuple[str, float, int]] | None, str]:
     """(name, weight, training tokens) of each source from a warm token cache (a dry run tokenises nothing), the
     first data.unique_tokens only where it is set; or None and why they are unknown."""
-    if OmegaConf.to_object(spec.quality).active:
+    if settings(spec.quality, QualityConfig).active:
         return None, "the quality stage decides the training text (a launch reports it)"
     try:
-        data = OmegaConf.to_object(spec.data)
+        data = settings(spec.data, DataConfig)
         sources = cached_train_tokens(
-            data, OmegaConf.to_object(spec.tokenizer), Path.cwd(), default_cache_root(data.cache_dir)
+            data, settings(spec.tokenizer, TokenizerConfig), Path.cwd(), default_cache_root(data.cache_dir)
         )
     except LmptError as exc:
         return None, str(exc)

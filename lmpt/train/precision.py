@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig
 
+from lmpt.config.schema import TrainerConfig
 from lmpt.console import info
 from lmpt.errors import LmptError
 
@@ -101,7 +101,7 @@ def _lacks(name: str) -> str:
     return f"this CPU has no native {name} (none of {', '.join(NATIVE_CPU_FLAGS[name])} in /proc/cpuinfo)"
 
 
-def pick_precision(trainer: DictConfig, device: torch.device, flags: frozenset[str] | None = None) -> Precision:
+def pick_precision(trainer: TrainerConfig, device: torch.device, flags: frozenset[str] | None = None) -> Precision:
     """`trainer.precision` wins; else `trainer.amp` means the fastest safe mixed precision on the device: bf16 on a
     CUDA GPU that has it, fp16 (with a GradScaler) on older ones, bf16 on a CPU with native bf16 and fp32 on any
     other CPU (saying why). An explicit bf16/fp16 on a CPU that emulates it runs, with a warning naming the

@@ -12,14 +12,18 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from lmpt.config.resume import resume_command
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.rundir.directory import write_status
+
+Handler = Callable[[int, FrameType | None], Any] | int | None
+"""A signal's handler as `signal.signal` takes and returns it (a function, SIG_DFL or SIG_IGN, or None)."""
 
 EXIT_PREEMPTED = 75
 """Exit code after a graceful stop (EX_TEMPFAIL: "try again later"); requeue the job and it resumes."""
@@ -45,7 +49,7 @@ class PreemptionFlag:
         self.signal: signal.Signals | None = None
         """The stop signal received, if any."""
         self.stops = stops
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Handler] = {}
 
     @property
     def requested(self) -> bool:
@@ -75,7 +79,7 @@ class PreemptionFlag:
         (submitit's, which requeues the job and exits); otherwise do nothing. A handler that declines to requeue
         (submitit once `max_num_timeout` is used up) ends the job with one line; the checkpoint stands."""
         previous = self._previous.get(self.signal) if self.signal is not None else None
-        if not callable(previous) or previous is signal.default_int_handler:
+        if self.signal is None or not callable(previous) or previous is signal.default_int_handler:
             return
         owner = getattr(previous, "__qualname__", repr(previous))
         console.print(f"handing {self.signal.name} to the job's own handler ({owner})")

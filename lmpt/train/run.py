@@ -185,6 +185,7 @@ def run_training(
         return result
     if status == "preempted":
         stop_for_requeue(loop.preemption, run.path, loop.state.step, result.wall_s, ctx.world_size, train_s=train_s)
+    assert final_state is not None, "a completed run has its final weights"
     with rundir.failure_recorded(run.path, lambda: loop.state.step):  # "completed" is never written without it
         rundir.save_final_model(run.path, final_state, objective.arch, model_vocab)
     print_summary(loop, run.path, result.wall_s, model)
@@ -200,6 +201,7 @@ def complete_run(result: TrainResult, downstream_s: float = 0.0) -> None:
     """The last word of a completed run (after its downstream scores, which took `downstream_s`): status.json says
     so, with the run's wall_s and train_s over every launch (train_s <= wall_s: see TrainResult), the scoring time,
     the epochs over the training text, and the last evaluation's val_loss and val_bpb (held-out bits per byte)."""
+    assert result.run_path is not None, "rank 0 completes the run, and it knows the run directory"
     times = {"wall_s": result.wall_s, "train_s": result.train_s, "downstream_s": round(downstream_s, 3)}
     held_out = {"val_loss": finite_or_none(result.val_loss), "val_bpb": finite_or_none(result.val_bpb)}
     rundir.write_status(result.run_path, result.status, step=result.step, epochs=result.epochs, **times, **held_out)

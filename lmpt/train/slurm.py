@@ -89,5 +89,5 @@ class _WithoutSbatchEcho:
 def without_sbatch_echo() -> Iterator[None]:
     """While launching: submitit echoes sbatch's refusal on stderr before raising it, and lmpt reports the raised
     error as one line (`sbatch_refusal`), so the echo is held back; everything else written passes through."""
-    with contextlib.redirect_stderr(_WithoutSbatchEcho(sys.stderr)):  # type: ignore[arg-type]
+    with contextlib.redirect_stderr(_WithoutSbatchEcho(sys.stderr)):
         yield

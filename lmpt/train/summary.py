@@ -50,7 +50,8 @@ def print_sample(model: Any, tokenizer: Tokenizer, val_corpus: TokenCorpus, toke
     prompt = [int(i) for i in val_corpus.window(start, min(8, end - start))]
     new = sample(model, prompt, tokens, generator=generator(seed, "sample"), vocab_size=tokenizer.vocab_size)
     ids = prompt + new
-    documents, current = [], []
+    documents: list[str] = []
+    current: list[int] = []
     for token in ids:  # decode each document whole so pieces keep their leading spaces
         if token == tokenizer.special.eos:
             documents.append(tokenizer.decode(current))

@@ -10,7 +10,6 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
 
 import zstandard
 
@@ -30,12 +29,12 @@ def compression_of(path: Path) -> str:
 
 
 @contextmanager
-def open_bytes(path: Path) -> Iterator[BinaryIO]:
+def open_bytes(path: Path) -> Iterator[io.BufferedIOBase]:
     """The decompressed bytes of `path` as a binary stream; a corrupt .gz or .zst becomes one LmptError."""
     compression = compression_of(path)
     with open(path, "rb") as raw:
         if compression == ".gz":
-            stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")
+            stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw, mode="rb")
         elif compression == ".zst":
             stream = io.BufferedReader(ZstdFrames(raw))
         else:

@@ -19,6 +19,7 @@ from torch import nn
 from lmpt.batch import Batch
 from lmpt.errors import LmptError
 from lmpt.model import LanguageModel
+from lmpt.model.stacks import EncoderDecoder
 
 POOLINGS = {"encoder": ("mean", "first"), "decoder": ("last",), "encoder-decoder": ("encoder_mean", "decoder_first")}
 """Poolings each architecture offers; the first is the default (pooling=auto)."""
@@ -47,7 +48,8 @@ class SequenceClassifier(nn.Module):
         """[B, d] representation of each example, read as the module docstring's table says."""
         keep = (batch.input_ids != self.model.pad_id).unsqueeze(-1)
         if self.pooling == "encoder_mean":
-            states = self.model.body.encode(batch.input_ids, batch.segment_ids)  # type: ignore[union-attr]
+            assert isinstance(self.model.body, EncoderDecoder), "encoder_mean pools an encoder-decoder's encoder"
+            states = self.model.body.encode(batch.input_ids, batch.segment_ids)
         else:
             states = self.model.hidden_states(batch)
         if self.pooling in ("first", "decoder_first"):

@@ -157,7 +157,7 @@ def decode_entry(entry: object, shape: Shape, target: Target = CLASSES) -> tuple
         matches = isinstance(digest, str) and content_digest(control) == digest
     except (TypeError, ValueError):  # a NaN or a value JSON cannot hold: never what was stored
         matches = False
-    if not matches:
+    if not matches or not isinstance(digest, str):
         raise EntryProblem("does not match its digest (changed after it was stored)")
     runs = _typed(control.get("runs"), dict, "runs")
     assert isinstance(runs, dict)

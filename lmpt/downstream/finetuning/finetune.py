@@ -15,10 +15,9 @@ from __future__ import annotations
 import copy
 import math
 
-from omegaconf import OmegaConf
-
 from lmpt.config.choices import CONTROLS, FINETUNE_MODES
 from lmpt.config.command_options import require
+from lmpt.config.schema import TrainerConfig
 from lmpt.downstream.control import scratch_model
 from lmpt.downstream.figures import (
     ACCURACY,
@@ -116,7 +115,7 @@ def finetune(
     seq_len, labelled = check_task(o, trained.model.max_seq_len, int(trained.config.data.seq_len), target, labelled)
     task = encode_task(trained, labelled, seq_len, target, unlabelled)
     device = trained.model.head_weight.device
-    precision = pick_precision(OmegaConf.create({"precision": o.precision, "amp": o.amp}), device)
+    precision = pick_precision(TrainerConfig(precision=o.precision, amp=o.amp), device)
     bodies = {"pretrained": trained.model if o.mode == "probe" else copy.deepcopy(trained.model)}  # probe only reads
     glue = glue_task(o.task or "", "task") if o.data.dir is not None else None  # a GLUE task: its official figures
     floor, key, shared = None, None, None

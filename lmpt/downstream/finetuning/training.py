@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -189,7 +189,12 @@ UNLABELLED = "unlabelled"
 
 
 def run_seeds(
-    plan: SeedPlan, splits: dict[str, EncodedSplit | None], probe: bool, seeds: range, bar: WorkBar, phase: str = ""
+    plan: SeedPlan,
+    splits: Mapping[str, EncodedSplit | None],
+    probe: bool,
+    seeds: range,
+    bar: WorkBar,
+    phase: str = "",
 ) -> SeedRuns:
     """One fine-tuning per seed, each scored. `splits`: "train", then the scored splits keyed by their figures'
     prefix ("" dev, "test_" test). `bar` shows `phase` and the seed running, and counts `seeds_work`."""
@@ -199,10 +204,14 @@ def run_seeds(
         features = {key: pooled_features(plan, split, bar) for key, split in splits.items() if split is not None}
         mean, std = features["train"].mean(dim=0), features["train"].std(dim=0).clamp(min=1e-6)
         features = {key: (f - mean) / std for key, f in features.items()}  # standardised, as linear probes are
-    per_seed, correct, predictions, examples, seconds = [], {}, {}, 0, 0.0
+    per_seed, examples, seconds = [], 0, 0.0
+    correct: dict[str, list[torch.Tensor]] = {}
+    predictions: dict[str, list] = {}
     for i, seed in enumerate(seeds, 1):
         bar.describe(f"{phase} seed {i}/{len(seeds)}".lstrip() if len(seeds) > 1 else phase)
-        loss, trained, took = train_seed(plan, splits["train"], features.get("train"), seed, bar)
+        train = splits["train"]
+        assert train is not None, "fine-tuning has a training split"
+        loss, trained, took = train_seed(plan, train, features.get("train"), seed, bar)
         examples, seconds = examples + trained, seconds + took
         figures = {"seed": seed, "train_loss": loss}
         for prefix, split in splits.items():

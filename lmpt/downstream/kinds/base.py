@@ -34,7 +34,7 @@ class ZeroShotTask:
 
     def with_items(self, items: list[Any]) -> ZeroShotTask:
         """The same task holding `items` (records of its own kind) instead of its own."""
-        return replace(self, **{"pairs" if self.pairs is not None else "questions": items})
+        return replace(self, pairs=items) if self.pairs is not None else replace(self, questions=items)
 
 
 CHARS_PER_TOKEN = 4.0

@@ -63,7 +63,7 @@ class FineTunedKind(TaskKind):
             _, examples = glue_examples(found.data.dir, found.name, key)
             texts = [" ".join(filter(None, (e.text, e.pair))) for s in ("dev", "test") for e in examples.get(s, [])]
             return TaskItems(found.name, texts)
-        files = [Path(found.data.dev), *([Path(found.data.test)] if found.data.test else [])]
+        files = [Path(file) for file in (found.data.dev, found.data.test) if file]
         return TaskItems(found.name, [text for file in files for text in _record_texts(file)])
 
     @classmethod

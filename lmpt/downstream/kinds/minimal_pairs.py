@@ -31,8 +31,9 @@ class MinimalPairs(ZeroShotKind):
     def record_intervals(cls, raw: dict[str, Any]) -> dict[str, tuple[float, float]]:
         """Accuracy's interval, kept as `interval: [low, high]`."""
         interval = raw.get("interval")
-        numbers = isinstance(interval, list) and len(interval) >= 2
-        if numbers and all(isinstance(v, int | float) and not isinstance(v, bool) for v in interval[:2]):
+        if not isinstance(interval, list) or len(interval) < 2:
+            return {}
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in interval[:2]):
             return {ACCURACY: (float(interval[0]), float(interval[1]))}
         return {}
 

@@ -66,14 +66,14 @@ def score_zero_shot(
     if control != SCRATCH:
         return result
     named = dataclasses.replace(task, name=f"{task.name} (scratch control)")
-    control = evaluate_zero_shot(scratch_twin(trained), named, batch_size, hidden, within_word, choice_pll)
-    kept = {k: control[k] for k in (ACCURACY, EQUAL_LENGTH_ACCURACY, items_key(ACCURACY)) if k in control}
+    scratch = evaluate_zero_shot(scratch_twin(trained), named, batch_size, hidden, within_word, choice_pll)
+    kept = {k: scratch[k] for k in (ACCURACY, EQUAL_LENGTH_ACCURACY, items_key(ACCURACY)) if k in scratch}
     init_seed = int(trained.config.trainer.seed)
     return {
         **result,
         "control": SCRATCH,
         SCRATCH: {"init_seed": init_seed, **kept},
-        GAIN: zero_shot_gains(result, control),
+        GAIN: zero_shot_gains(result, scratch),
     }
 
 

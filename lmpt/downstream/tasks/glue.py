@@ -336,14 +336,14 @@ def _label(path: Path, line: int, value: str, task: GlueTask) -> str:
 def _read_tsv(path: Path, task: GlueTask, labelled: bool) -> list[Example]:
     rows = _rows(path)
     if isinstance(task.label, int):  # CoLA: no header, columns by number
-        width = max(task.columns) + 1
-        index = {c: c for c in task.columns}
+        width = max(int(c) for c in task.columns) + 1
+        index: dict[str | int, int] = {c: int(c) for c in task.columns}
     else:
         header = rows.pop(0)[1] if rows else []
         missing = [c for c in task.columns if c not in header]
         if missing:
-            raise _not_its_columns(path, task, header, list(task.columns))
-        width, index = len(header), {c: header.index(c) for c in task.columns}  # type: ignore[arg-type]
+            raise _not_its_columns(path, task, header, [str(c) for c in task.columns])
+        width, index = len(header), {c: header.index(str(c)) for c in task.columns}
     examples = []
     for line, row in rows:
         if len(row) < width and not isinstance(task.label, int) and task.skip_bad_rows:

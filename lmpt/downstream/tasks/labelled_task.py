@@ -19,7 +19,7 @@ def task_name(options: FinetuneOptions) -> str:
     """`task=`, else the train file's name without its suffixes (its folder's when the file is train.*)."""
     if options.task:
         return options.task
-    path = Path(options.data.train)
+    path = Path(options.data.train or "")
     stem = path.name.split(".")[0]
     return path.resolve().parent.name if stem.lower() in ("train", "training") else stem
 
@@ -131,6 +131,7 @@ def read_labelled(o: FinetuneOptions, numbers: bool = False) -> LabelledTask:
         if data.test is not None:
             splits["test"] = read_examples(data.test, "test", data, numbers=True)
         return LabelledTask(task_name(o), [], splits)
+    assert data.train is not None and data.dev is not None, "check_task asked for both files"
     train = read_examples(data.train, "train", data)
     check_labels_agree(train, data.train)
     classes = label_order([e.label for e in train])
@@ -139,6 +140,6 @@ def read_labelled(o: FinetuneOptions, numbers: bool = False) -> LabelledTask:
     splits = {"dev": read_examples(data.dev, "dev", data)}
     if data.test is not None:
         splits["test"] = read_examples(data.test, "test", data)
-    for role, examples in splits.items():
-        _check_labels(examples, classes, role, getattr(data, role))
+    for role, split in splits.items():
+        _check_labels(split, classes, role, getattr(data, role))
     return LabelledTask(task_name(o), classes, {"train": train, **splits})

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from lmpt.config.command_options import require
 from lmpt.data.readers.jsonl import jsonl_records, shown
@@ -160,10 +160,10 @@ def _text_records(path: Path, fmt: str, data: TaskData) -> Iterator[tuple[str, d
     if fmt == ".jsonl":
         yield from _jsonl_records(path)
         return
-    dialect = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == ".tsv" else {}
     with open_bytes(path) as raw:  # utf-8-sig: a byte-order mark is not part of the first column's name
-        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
-        reader = csv.reader(_lines(path, text), **dialect)
+        text = io.TextIOWrapper(cast(IO[bytes], raw), encoding="utf-8-sig", newline="")
+        lines = _lines(path, text)
+        reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE) if fmt == ".tsv" else csv.reader(lines)
         try:
             names = _column_names(path, next(reader), data) if _has_header(data) else None
             for row in reader:
