@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import NoReturn, cast
 
 import hydra
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -32,6 +31,7 @@ from lmpt.config.store import conf_dir, register_schemas
 from lmpt.console import info
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import register_objective_schemas
+from lmpt.private_api import BASIC_SWEEPER, basic_sweep_jobs, hydra_args_parser
 from lmpt.train.slurm import sbatch_refusal, without_sbatch_echo
 
 register_resolvers()  # also in launcher worker processes, which import this module to run the task
@@ -83,10 +83,10 @@ def sweep_size(hydra_cfg: DictConfig, overrides: list[Override] | None) -> int |
     """How many jobs the sweep runs: under Hydra's basic sweeper the product of its sweep overrides' values, counted
     as the sweeper counts them (BasicSweeper.split_arguments); None for other sweepers (optuna decides as it goes) or
     when the sweep's overrides cannot be read."""
-    if overrides is None or hydra_cfg.sweeper.get("_target_") != f"{BasicSweeper.__module__}.{BasicSweeper.__name__}":
+    if overrides is None or hydra_cfg.sweeper.get("_target_") != BASIC_SWEEPER:
         return None
     try:
-        return len(BasicSweeper.split_arguments(overrides, None)[0])
+        return basic_sweep_jobs(overrides)
     except HydraException:
         return None
 
@@ -122,9 +122,7 @@ def _continue_runs(argv: list[str]) -> list[str]:
 def _check_launcher_overrides(argv: list[str]) -> None:
     """The command line's launcher settings Hydra hands on unread, checked before the sweeper writes anything:
     hydra/launcher=parallel's n_jobs is a whole number, not 0 (joblib's -1: every core)."""
-    from hydra._internal.utils import get_args_parser
-
-    args, _ = get_args_parser().parse_known_args(argv[1:])
+    args, _ = hydra_args_parser().parse_known_args(argv[1:])
     for override in _parsed(args.overrides or []) or ():
         if override.key_or_group == "hydra.launcher.n_jobs" and not override.is_sweep_override():
             jobs = override.value()

@@ -20,6 +20,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from safetensors import SafetensorError, safe_open
 
 from lmpt.errors import LmptError
+from lmpt.private_api import set_nested_element
 
 if TYPE_CHECKING:
     import torch
@@ -253,9 +254,7 @@ def load_sharded(state: dict, directory: Path) -> None:
             except pickle.UnpicklingError:
                 raise _refuse_code(directory, "Python objects beyond tensors and plain data") from None
             if self.flatten_state_dict:
-                from torch.distributed.checkpoint._traverse import set_element
-
-                set_element(self.original_state_dict, self.mappings[read_item.dest_index.fqn], loaded)
+                set_nested_element(self.original_state_dict, self.mappings[read_item.dest_index.fqn], loaded)
             else:
                 self.state_dict[read_item.dest_index.fqn] = loaded
 

@@ -16,7 +16,19 @@ from pathlib import Path
 # Lowest layer first. A module belongs to the first group whose prefix matches (whole dotted components); a top-level
 # name such as "lmpt" matches only the package __init__ itself.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("lmpt.errors", "lmpt.console", "lmpt.rng", "lmpt.safe_files", "lmpt.cores", "lmpt.locks", "lmpt")),
+    (
+        "foundation",
+        (
+            "lmpt.errors",
+            "lmpt.console",
+            "lmpt.rng",
+            "lmpt.safe_files",
+            "lmpt.cores",
+            "lmpt.locks",
+            "lmpt.private_api",
+            "lmpt",
+        ),
+    ),
     ("config", ("lmpt.config",)),
     ("tokenizer", ("lmpt.tokenizer",)),
     ("data", ("lmpt.data", "lmpt.quality")),  # quality: the dedup and filter step of the data path

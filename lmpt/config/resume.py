@@ -18,7 +18,6 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from hydra._internal.utils import get_args_parser
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
@@ -26,6 +25,7 @@ from omegaconf import OmegaConf
 
 from lmpt.config.schema import LmptConfig
 from lmpt.errors import LmptError
+from lmpt.private_api import hydra_args_parser
 from lmpt.safe_files import load_yaml
 
 MAY_CHANGE = frozenset(
@@ -179,7 +179,7 @@ def resumed_overrides(overrides: list[str]) -> list[str]:
 
 def _single_run(argv: list[str]):
     """The parsed command line of a single training run, or None (a sweep, help, --info, no overrides)."""
-    args = get_args_parser().parse_args(argv[1:])
+    args = hydra_args_parser().parse_args(argv[1:])
     if args.multirun or args.help or args.hydra_help or args.info or args.shell_completion or not args.overrides:
         return None
     return args

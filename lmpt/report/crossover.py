@@ -18,12 +18,16 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lmpt.downstream.intervals import seed_interval
 from lmpt.report.ranking import BITS_PER_TOKEN, is_bound, on_bits_axis
 from lmpt.report.runs import RunSummary
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CROSSOVER_PLOT = "crossover.png"
 TREND_POINTS = 3
@@ -213,24 +217,20 @@ def plot_crossover(lines: list[Line], crossovers: list[Crossover], path: Path, t
     figure = draw_crossover(lines, crossovers, title)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120)
-    import matplotlib.pyplot as plt
-
-    plt.close(figure)
     return True
 
 
-def draw_crossover(lines: list[Line], crossovers: list[Crossover], title: str = ""):  # -> matplotlib Figure
+def draw_crossover(lines: list[Line], crossovers: list[Crossover], title: str = "") -> Figure:
     """Held-out bits per token against training FLOPs (log): a line per objective and count of unique tokens (solid
     exact, dashed bound; one colour per count), the seeds' 95% interval shaded, each point labelled with its epochs,
     the exact line's best starred and the bound's crossing ringed."""
-    import matplotlib
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure  # on demand: the report's tables need no matplotlib
 
-    matplotlib.use("Agg")  # files only
-    import matplotlib.pyplot as plt
-
-    figure, ax = plt.subplots(figsize=(8.5, 5.2))
+    figure = Figure(figsize=(8.5, 5.2))
+    ax = figure.subplots()
     pairs = sorted({(line.model or "", line.unique_tokens or 0) for line in lines})
-    colours = {pair: plt.get_cmap("tab10")(i) for i, pair in enumerate(pairs)}
+    colours = {pair: colormaps["tab10"](i) for i, pair in enumerate(pairs)}
     for line in lines:
         colour = colours[(line.model or "", line.unique_tokens or 0)]
         x = [p.flops for p in line.points]

@@ -7,16 +7,11 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # files only: no display, no GUI toolkit
-
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from lmpt.report.ranking import Ranking, choose_ranking  # noqa: E402
-from lmpt.report.runs import RunSummary  # noqa: E402
-from lmpt.report.table import run_labels  # noqa: E402
+from lmpt.report.ranking import Ranking, choose_ranking
+from lmpt.report.runs import RunSummary
+from lmpt.report.table import run_labels
 
 MARKERS_UP_TO = 30  # evaluations per run below which each point gets a marker
 X_AXES: dict[str, Callable[[RunSummary, int], float | None]] = {
@@ -39,23 +34,20 @@ def plot_val_curves(
     ranking: Ranking | None = None,
 ) -> None:
     """`draw_val_curves` written as a PNG at `path`."""
-    fig = draw_val_curves(runs, log_y, title, ranking)
-    try:
-        fig.savefig(path, format="png")
-    finally:
-        plt.close(fig)
+    draw_val_curves(runs, log_y, title, ranking).savefig(path, format="png")
 
 
 def draw_val_curves(
     runs: list[RunSummary], log_y: bool = False, title: str = "validation loss", ranking: Ranking | None = None
 ) -> Figure:
     """Every run's curve of the ranked validation loss (the fixed-rate loss when the runs are ranked by it),
-    against steps, FLOPs and loss-bearing tokens, labelled by the overrides that tell the runs apart (the caller
-    closes the figure). A run evaluated once is a marker, not a line; when every run was, a note says so. Runs
-    without an evaluation are left out (a chart that says so is drawn when none has one)."""
+    against steps, FLOPs and loss-bearing tokens, labelled by the overrides that tell the runs apart. A run
+    evaluated once is a marker, not a line; when every run was, a note says so. Runs without an evaluation are left
+    out (a chart that says so is drawn when none has one)."""
     ranking = ranking or choose_ranking(runs)
     labels, common = run_labels(runs)
-    fig, axes = plt.subplots(1, len(X_AXES), figsize=(16, 5.5), dpi=110, sharey=True, layout="constrained")
+    fig = Figure(figsize=(16, 5.5), dpi=110, layout="constrained")
+    axes = fig.subplots(1, len(X_AXES), sharey=True)
     plotted = 0
     for ax, (x_label, x_of) in zip(axes, X_AXES.items(), strict=True):
         for run, label in zip(runs, labels, strict=True):

@@ -10,20 +10,15 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # files only: no display, no GUI toolkit
-
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from lmpt.downstream.figures import CHANCE, MAJORITY_ACCURACY, task_figure  # noqa: E402
-from lmpt.downstream.intervals import LEVEL  # noqa: E402
-from lmpt.report.control_gain import control_key  # noqa: E402
-from lmpt.report.ranking import Ranking  # noqa: E402
-from lmpt.report.runs import RunSummary  # noqa: E402
-from lmpt.report.significance import Significance  # noqa: E402
-from lmpt.report.table import run_labels  # noqa: E402
+from lmpt.downstream.figures import CHANCE, MAJORITY_ACCURACY, task_figure
+from lmpt.downstream.intervals import LEVEL
+from lmpt.report.control_gain import control_key
+from lmpt.report.ranking import Ranking
+from lmpt.report.runs import RunSummary
+from lmpt.report.significance import Significance
+from lmpt.report.table import run_labels
 
 REFERENCES = ((CHANCE, "chance"), (MAJORITY_ACCURACY, "majority class"))
 """The task's figures drawn beside the ranked one when the runs logged them: (figure, legend name); the untrained
@@ -89,9 +84,10 @@ def ranking_chart(runs: list[RunSummary], ranking: Ranking, significance: Signif
 
 
 def draw_ranking(chart: RankingChart, title: str) -> Figure:
-    """The chart as a matplotlib figure (the caller closes it): the best run on top, the figure along x."""
+    """The chart as a matplotlib figure: the best run on top, the figure along x."""
     n = len(chart.values)
-    fig, ax = plt.subplots(figsize=(10, max(3.0, 1.6 + 0.45 * n)), dpi=110, layout="constrained")
+    fig = Figure(figsize=(10, max(3.0, 1.6 + 0.45 * n)), dpi=110, layout="constrained")
+    ax = fig.subplots()
     rows = list(range(n))
     shown = [i for i in rows if chart.intervals[i] is not None]
     if shown:
@@ -142,8 +138,4 @@ def draw_ranking(chart: RankingChart, title: str) -> Figure:
 
 def plot_ranking(chart: RankingChart, path: Path, title: str) -> None:
     """The chart written as a PNG at `path`."""
-    fig = draw_ranking(chart, title)
-    try:
-        fig.savefig(path, format="png")
-    finally:
-        plt.close(fig)
+    draw_ranking(chart, title).savefig(path, format="png")

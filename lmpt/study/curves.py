@@ -41,12 +41,7 @@ def plot_curves(finals: dict[str, list[FinalRun]], path: Path) -> bool:
     fig = draw_curves(finals)
     if fig is None:
         return False
-    import matplotlib.pyplot as plt
-
-    try:
-        fig.savefig(path, format="png")
-    finally:
-        plt.close(fig)
+    fig.savefig(path, format="png")
     return True
 
 
@@ -56,15 +51,11 @@ def draw_curves(finals: dict[str, list[FinalRun]]) -> Figure | None:
     tasks = sorted({task for _, curves in runs for task in curves})
     if not tasks:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     colour = {objective: f"C{i}" for i, objective in enumerate(finals)}
-    fig, axes = plt.subplots(
-        len(tasks), len(X_AXES), figsize=(12, 4 * len(tasks)), dpi=110, squeeze=False, layout="constrained"
-    )
+    fig = Figure(figsize=(12, 4 * len(tasks)), dpi=110, layout="constrained")
+    axes = fig.subplots(len(tasks), len(X_AXES), squeeze=False)
     for row, task in zip(axes, tasks, strict=True):
         for ax, (x_label, x_key) in zip(row, X_AXES.items(), strict=True):
             _draw(ax, runs, task, x_key, colour)

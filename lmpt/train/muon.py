@@ -10,14 +10,13 @@ default run's step, 20 times what the same iteration costs in float32. There the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import torch
-import torch.optim._muon as torch_muon
 from torch import Tensor, nn
 
 from lmpt.config.optimizer_schema import MuonConfig
+from lmpt.private_api import muon_newton_schulz
 from lmpt.train.param_groups import muon_parameter_names, parameter_groups
 from lmpt.train.precision import emulates_bf16
 
@@ -35,18 +34,6 @@ def newton_schulz_float32(
         gram = x @ x.T
         x = torch.addmm(x, torch.addmm(gram, gram, gram, beta=b, alpha=c), x, beta=a)
     return x.T if tall else x
-
-
-@contextlib.contextmanager
-def float32_newton_schulz() -> Iterator[None]:
-    """torch.optim.Muon's steps inside this block orthogonalise in float32: PyTorch's Muon takes no dtype, so its
-    module's iteration is swapped for `newton_schulz_float32` for the block and put back after."""
-    bf16 = torch_muon._zeropower_via_newtonschulz
-    torch_muon._zeropower_via_newtonschulz = newton_schulz_float32
-    try:
-        yield
-    finally:
-        torch_muon._zeropower_via_newtonschulz = bf16
 
 
 def newton_schulz_dtype(device: torch.device, flags: frozenset[str] | None = None) -> torch.dtype:
@@ -73,7 +60,11 @@ class MuonWithAdamW(torch.optim.Optimizer):
     def step(self, closure: None = None) -> None:  # type: ignore[override]  # takes no closure, as it says
         if closure is not None:
             raise ValueError("MuonWithAdamW.step takes no closure")
-        in_float32 = float32_newton_schulz() if self.newton_schulz == torch.float32 else contextlib.nullcontext()
+        in_float32 = (
+            muon_newton_schulz(newton_schulz_float32)
+            if self.newton_schulz == torch.float32
+            else contextlib.nullcontext()
+        )
         with in_float32:
             self.parts["muon"].step()
         self.parts["adamw"].step()

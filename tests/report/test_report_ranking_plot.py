@@ -7,7 +7,6 @@ import csv
 import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from report_fakes import SHARED, eval_record, fine_tuned_run, make_run, make_sweep, train_record
@@ -58,20 +57,17 @@ def test_a_sweep_ranked_by_a_fine_tuned_figure_plots_it_with_the_records_interva
     assert scratch.values == [SCRATCH["mlm"], SCRATCH["clm"], SCRATCH["span"]]
 
     fig = draw_ranking(chart, "title")
-    try:
-        ax = fig.axes[0]
-        (bars,) = ax.containers
-        points, _, (whiskers,) = bars.lines
-        assert list(points.get_xdata()) == pytest.approx(chart.values) and list(points.get_ydata()) == [0, 1, 2]
-        drawn = [(segment[0][0], segment[1][0]) for segment in whiskers.get_segments()]
-        assert np.allclose(drawn, chart.intervals)
-        assert [t.get_text() for t in ax.get_yticklabels()] == chart.labels
-        assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the best run on top
-        lines = {line.get_label(): line for line in ax.get_lines()}
-        assert list(lines["majority class 0.500"].get_xdata()) == [0.5, 0.5]
-        assert list(lines["scratch control"].get_xdata()) == scratch.values
-    finally:
-        plt.close(fig)
+    ax = fig.axes[0]
+    (bars,) = ax.containers
+    points, _, (whiskers,) = bars.lines
+    assert list(points.get_xdata()) == pytest.approx(chart.values) and list(points.get_ydata()) == [0, 1, 2]
+    drawn = [(segment[0][0], segment[1][0]) for segment in whiskers.get_segments()]
+    assert np.allclose(drawn, chart.intervals)
+    assert [t.get_text() for t in ax.get_yticklabels()] == chart.labels
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the best run on top
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert list(lines["majority class 0.500"].get_xdata()) == [0.5, 0.5]
+    assert list(lines["scratch control"].get_xdata()) == scratch.values
 
     markdown = (sweep / "summary.md").read_text()
     assert "![ranking.png](ranking.png)" in markdown and "![val_loss.png](val_loss.png)" in markdown
@@ -92,12 +88,9 @@ def test_a_zero_shot_ranking_draws_chance_and_a_run_without_an_interval_apart(tm
     assert chart.values == [0.40, 0.30] and chart.intervals == [(0.35, 0.45), None]
     assert [(r.name, r.shared) for r in chart.references] == [("chance", 0.25)]
     fig = draw_ranking(chart, "title")
-    try:
-        lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
-        assert list(lines["cloze/accuracy (no interval in its record)"].get_xdata()) == [0.30]
-        assert list(lines["chance 0.250"].get_xdata()) == [0.25, 0.25]
-    finally:
-        plt.close(fig)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert list(lines["cloze/accuracy (no interval in its record)"].get_xdata()) == [0.30]
+    assert list(lines["chance 0.250"].get_xdata()) == [0.25, 0.25]
 
 
 def test_a_loss_ranking_writes_no_ranking_chart(tmp_path: Path, charts) -> None:
@@ -116,21 +109,15 @@ def test_runs_evaluated_once_are_points_with_a_note_and_curves_stay_lines(tmp_pa
         )
     runs, ranking = rank_runs(find_runs([tmp_path / "once"]))
     fig = draw_val_curves(runs, ranking=ranking)
-    try:
-        lines = fig.axes[0].get_lines()
-        assert len(lines) == 2 and all(line.get_linestyle() == "None" and line.get_marker() == "o" for line in lines)
-        assert sorted(float(line.get_ydata()[0]) for line in lines) == [4.5, 5.0]
-        assert ONCE_NOTE in fig.texts[0].get_text()  # the suptitle
-    finally:
-        plt.close(fig)
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 2 and all(line.get_linestyle() == "None" and line.get_marker() == "o" for line in lines)
+    assert sorted(float(line.get_ydata()[0]) for line in lines) == [4.5, 5.0]
+    assert ONCE_NOTE in fig.texts[0].get_text()  # the suptitle
 
     fig = draw_val_curves(find_runs([make_sweep(tmp_path / "curves")]))
-    try:
-        styles = {line.get_label(): line.get_linestyle() for line in fig.axes[0].get_lines()}
-        assert styles["optimizer.lr=0.001"] == "-" and styles["optimizer.lr=0.01"] == "None"  # 3 evaluations; 1
-        assert ONCE_NOTE not in fig.texts[0].get_text()
-    finally:
-        plt.close(fig)
+    styles = {line.get_label(): line.get_linestyle() for line in fig.axes[0].get_lines()}
+    assert styles["optimizer.lr=0.001"] == "-" and styles["optimizer.lr=0.01"] == "None"  # 3 evaluations; 1
+    assert ONCE_NOTE not in fig.texts[0].get_text()
 
 
 def test_a_zero_shot_ranking_draws_each_runs_control_and_its_csv_carries_the_control_and_gain(
@@ -171,11 +158,8 @@ def test_a_zero_shot_ranking_draws_each_runs_control_and_its_csv_carries_the_con
     references = {r.name: r for r in chart.references}
     assert references["scratch control"].values == [0.532, 0.470]  # a mark on each run's row
     fig = draw_ranking(chart, "title")
-    try:
-        marks = {line.get_label(): line for line in fig.axes[0].get_lines()}["scratch control"]
-        assert list(marks.get_xdata()) == [0.532, 0.470] and list(marks.get_ydata()) == [0, 1]
-    finally:
-        plt.close(fig)
+    marks = {line.get_label(): line for line in fig.axes[0].get_lines()}["scratch control"]
+    assert list(marks.get_xdata()) == [0.532, 0.470] and list(marks.get_ydata()) == [0, 1]
     with open(tmp_path / "summary.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [float(r["cloze/accuracy_control"]) for r in rows] == [0.532, 0.470]

@@ -136,8 +136,6 @@ def test_the_pooled_curves_are_the_seeds_mean(tmp_path: Path) -> None:
 def test_the_curve_charts_title_names_no_machine_path_and_every_line_fits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import matplotlib.pyplot as plt
-
     from lmpt.report import plot
 
     titles: list[str] = []
@@ -145,7 +143,6 @@ def test_the_curve_charts_title_names_no_machine_path_and_every_line_fits(
     def spy(runs, path, log_y=False, title="", ranking=None) -> None:
         fig = plot.draw_val_curves(runs, log_y, title, ranking)
         titles.append(fig.texts[0].get_text())  # the suptitle as drawn
-        plt.close(fig)
 
     monkeypatch.setattr(plot, "plot_val_curves", spy)
     summarize_sweep(mask_sweep(tmp_path / "sweep"))

@@ -233,22 +233,17 @@ def _overlaps(fig, box) -> list[int]:
 
 
 def test_the_val_loss_chart_keeps_its_legend_off_the_panels(study: dict) -> None:
-    import matplotlib.pyplot as plt
 
     from lmpt.report.plot import draw_val_curves
     from lmpt.report.runs import find_runs
 
     fig = draw_val_curves(find_runs([study["dir"] / "runs"]))
-    try:
-        fig.canvas.draw()
-        (legend,) = fig.legends
-        assert len(legend.get_texts()) == 4 and _overlaps(fig, legend.get_window_extent()) == []
-    finally:
-        plt.close(fig)
+    fig.canvas.draw()
+    (legend,) = fig.legends
+    assert len(legend.get_texts()) == 4 and _overlaps(fig, legend.get_window_extent()) == []
 
 
 def test_the_ranking_chart_keeps_its_legend_off_the_runs(study: dict) -> None:
-    import matplotlib.pyplot as plt
 
     from lmpt.report.ranking import rank_runs
     from lmpt.report.ranking_plot import draw_ranking, ranking_chart
@@ -257,10 +252,7 @@ def test_the_ranking_chart_keeps_its_legend_off_the_runs(study: dict) -> None:
 
     runs, ranking = rank_runs(find_runs([study["dir"] / "runs"]), RankRule("pairs").ranking())
     fig = draw_ranking(ranking_chart(runs, ranking, neighbour_significance(runs, ranking)), "title")
-    try:
-        fig.canvas.draw()
-        (legend,) = fig.legends
-        assert "scratch control" in [t.get_text() for t in legend.get_texts()]
-        assert _overlaps(fig, legend.get_window_extent()) == []
-    finally:
-        plt.close(fig)
+    fig.canvas.draw()
+    (legend,) = fig.legends
+    assert "scratch control" in [t.get_text() for t in legend.get_texts()]
+    assert _overlaps(fig, legend.get_window_extent()) == []

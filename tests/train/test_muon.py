@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.optim._muon as torch_muon
 from composed import composed
 from golden import BASE, assert_same, describe, golden_run, interrupted_run, records, run, start_golden
 from omegaconf import OmegaConf
@@ -20,6 +19,7 @@ from lmpt.config.schema import ModelConfig, SchedulerConfig
 from lmpt.config.validate import validate_config
 from lmpt.errors import LmptError
 from lmpt.model.build import build_model
+from lmpt.private_api import muon_default_newton_schulz
 from lmpt.train.muon import MuonWithAdamW, newton_schulz_dtype, newton_schulz_float32
 from lmpt.train.optim import build_optimizer, build_scheduler
 
@@ -120,8 +120,9 @@ def test_the_float32_iteration_is_torchs_iteration(shape: tuple[int, int]) -> No
     """Same quintic, coefficients, steps and orientation as torch.optim.Muon's bf16 one: the two agree to bf16's
     precision, and the float32 result is nearer the exact orthogonalisation's singular values (about 1)."""
     grad = torch.randn(shape, generator=torch.Generator().manual_seed(0))
-    args = ((torch_muon.DEFAULT_A, torch_muon.DEFAULT_B, torch_muon.DEFAULT_C), torch_muon.DEFAULT_NS_STEPS, 1e-7)
-    ours, torchs = newton_schulz_float32(grad, *args), torch_muon._zeropower_via_newtonschulz(grad, *args)
+    defaults = torch.optim.Muon([torch.nn.Parameter(grad.clone())]).defaults
+    args = (defaults["ns_coefficients"], defaults["ns_steps"], 1e-7)
+    ours, torchs = newton_schulz_float32(grad, *args), muon_default_newton_schulz()(grad, *args)
     assert ours.dtype == torch.float32 and ours.shape == grad.shape
     assert (ours - torchs.float()).abs().max() < 0.05
     singular = torch.linalg.svdvals(ours)
@@ -139,12 +140,12 @@ def test_a_muon_step_orthogonalises_in_its_dtype_and_leaves_torch_as_it_was(dtyp
     bias = torch.nn.Parameter(torch.zeros(3))
     optimizer = MuonWithAdamW(muon, torch.optim.AdamW([bias]), newton_schulz=dtype)
     weight.grad, bias.grad = grad.clone(), torch.zeros(3)
-    iteration = newton_schulz_float32 if dtype == torch.float32 else torch_muon._zeropower_via_newtonschulz
+    iteration = newton_schulz_float32 if dtype == torch.float32 else muon_default_newton_schulz()
     ns = (muon.defaults["ns_coefficients"], muon.defaults["ns_steps"], muon.defaults["eps"])
     expected = start.add(iteration(grad, *ns), alpha=-0.1)
     optimizer.step()
     assert torch.equal(weight.detach(), expected)
-    assert torch_muon._zeropower_via_newtonschulz is not newton_schulz_float32
+    assert muon_default_newton_schulz() is not newton_schulz_float32
 
 
 def test_fsdp_is_refused_in_one_line() -> None:
