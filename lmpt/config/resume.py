@@ -16,12 +16,11 @@ from __future__ import annotations
 import dataclasses
 import shlex
 from pathlib import Path
-from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
-from omegaconf import OmegaConf
+from omegaconf import Container, OmegaConf
 
 from lmpt.config.schema import LmptConfig
 from lmpt.errors import LmptError
@@ -86,7 +85,7 @@ def _run_to_resume(overrides: list[Override]) -> Path | None:
     return None
 
 
-def _refuse(run: Path, what: str, saved: Any) -> LmptError:
+def _refuse(run: Path, what: str, saved: object) -> LmptError:
     return LmptError(
         f"{what}: {run} continues with {saved!r}, and a resume may change only run length, logging, evaluation, "
         "checkpoint intervals, device and workers (`lmpt --help` lists the keys); start a new run (another "
@@ -94,7 +93,7 @@ def _refuse(run: Path, what: str, saved: Any) -> LmptError:
     )
 
 
-def _kept(override: Override, run: Path, saved: Any, choices: dict) -> bool:
+def _kept(override: Override, run: Path, saved: Container, choices: dict) -> bool:
     """Whether the resumed command keeps `override`; raises when it would change what the run is."""
     key = override.key_or_group
     if key == "hydra" or key.startswith(("hydra.", "hydra/")):
@@ -118,7 +117,7 @@ def _kept(override: Override, run: Path, saved: Any, choices: dict) -> bool:
     return False  # the saved value already
 
 
-def _same_value(given: Any, saved: Any) -> bool:
+def _same_value(given: object, saved: object) -> bool:
     """`given` on the command line means `saved`: equal, or a path lmpt saved resolved (model.init_from=../a)."""
     if given == saved:
         return True

@@ -31,7 +31,7 @@ _LABEL = re.compile(r"[A-Za-z0-9_.-]+")
 _TOKEN_COUNT = re.compile(r"^\s*([+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([kKMGBT]?)\s*(?:tokens?)?\s*$")
 
 
-def _require(ok: bool, key: str, value: Any, rule: str) -> None:
+def _require(ok: bool, key: str, value: object, rule: str) -> None:
     if not ok:
         raise LmptError(f"{key}={value!r} is invalid: it must be {rule}")
 
@@ -43,7 +43,7 @@ def _positive(section: DictConfig, prefix: str, *names: str, allow_zero: bool = 
         _require(value >= 0 if allow_zero else value > 0, f"{prefix}.{name}", value, rule)
 
 
-def _choice(value: Any, key: str, choices: tuple) -> None:
+def _choice(value: object, key: str, choices: tuple) -> None:
     _require(value in choices, key, value, "one of " + ", ".join(str(c) for c in choices))
 
 

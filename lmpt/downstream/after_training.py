@@ -11,10 +11,10 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any
 
 from rich.table import Table
 
+from lmpt.config.schema import DownstreamConfig
 from lmpt.console import console
 from lmpt.downstream.figures import METRIC_PREFIX, metric_key, task_figure
 from lmpt.downstream.kinds.registry import fine_tuned_kind
@@ -36,7 +36,7 @@ def _names_unique(names: list[str]) -> None:
         raise LmptError(f"downstream tasks share the name {doubled[0]}: each task needs a name of its own")
 
 
-def check_downstream(downstream: Any, objective: type[Objective], seq_len: int, max_seq_len: int) -> None:
+def check_downstream(downstream: DownstreamConfig, objective: type[Objective], seq_len: int, max_seq_len: int) -> None:
     """Every task of the `downstream` section is readable and named uniquely, and the run's `objective` can score
     it (before any training); its numbers and mode are checked with the rest of the config (lmpt.config.validate).
     A fine-tuned task is checked by its kind as fine-tuning checks it (`FineTunedKind.check`). Zero-shot tasks score
@@ -64,7 +64,9 @@ def check_downstream(downstream: Any, objective: type[Objective], seq_len: int, 
         record_path(Path("."), name)  # a name that cannot be a file is refused now, not after training
 
 
-def check_downstream_fits(downstream: Any, max_seq_len: int, tokenizer: Tokenizer, objective: Objective) -> None:
+def check_downstream_fits(
+    downstream: DownstreamConfig, max_seq_len: int, tokenizer: Tokenizer, objective: Objective
+) -> None:
     """Every choice of the zero-shot tasks fits a model of `max_seq_len` as the run's `objective` frames it with
     its `tokenizer` (lmpt.downstream.kinds.zero_shot.check_zero_shot_fits): run once the tokenizer exists, before step 1
     (lmpt.train.inputs.prepare_inputs), so a choice too long costs no training."""
@@ -81,7 +83,7 @@ def check_downstream_fits(downstream: Any, max_seq_len: int, tokenizer: Tokenize
 
 
 def score_downstream(
-    downstream: Any, run_dir: Path, step: int, device: str = "cpu", progress: ScoringProgress | None = None
+    downstream: DownstreamConfig, run_dir: Path, step: int, device: str = "cpu", progress: ScoringProgress | None = None
 ) -> dict[str, float]:
     """Score the final model of `run_dir` on `device` (cpu or cuda) on every task of `downstream`; log the figures
     at `step`, in place of those an earlier scoring of `step` logged, and print them. `progress`: the tasks a scoring

@@ -14,10 +14,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from lmpt.config.schema import DownstreamConfig
 from lmpt.downstream.curves import fast_subset, fast_twin
 from lmpt.downstream.kinds.base import ScoringRun
 from lmpt.downstream.kinds.registry import fine_tuned_kind, zero_shot_kind
-from lmpt.objectives.base import Reading
+from lmpt.objectives.base import Objective, Reading
+from lmpt.objectives.schema import ObjectiveConfig
 
 
 def scoring_tokens(run: ScoringRun) -> float:
@@ -45,7 +47,9 @@ def curve_tokens(run: ScoringRun, steps: int) -> float:
     return total * points
 
 
-def scoring_flops(downstream: Any, objective: Any, objective_cfg: Any, model: Any, steps: int) -> float:
+def scoring_flops(
+    downstream: DownstreamConfig, objective: Objective, objective_cfg: ObjectiveConfig, model: Any, steps: int
+) -> float:
     """FLOPs a run of `objective` (built, with its config `objective_cfg`) training `model` for `steps` steps spends
     on `downstream`'s tasks: its curve points and its scoring when it ends, the untrained control's included."""
     if not (downstream.choice_tasks or downstream.classification_tasks):

@@ -14,17 +14,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from omegaconf import DictConfig
 
+from lmpt.config.schema import DownstreamConfig
 from lmpt.downstream.figures import ACCURACY, curve_key
 from lmpt.downstream.kinds.zero_shot import ZeroShotTask, evaluate_zero_shot, logged_zero_shot, read_zero_shot
 from lmpt.downstream.significance import high_key, low_key
 from lmpt.downstream.tasks.choice_tasks import BUNDLED_PREFIX, resolve_task, task_name
 from lmpt.errors import LmptError
 from lmpt.rundir.trained import Trained
+
+if TYPE_CHECKING:
+    from lmpt.model.language_model import LanguageModel
+    from lmpt.objectives.base import Objective
 
 FAST_SUFFIX = "-fast"
 SUBSET_SEED = 0
@@ -75,7 +80,7 @@ class TaskCurves:
     config: DictConfig
     """The run's config, as a Trained model carries it."""
 
-    def __call__(self, model: Any, objective: Any) -> dict[str, float]:
+    def __call__(self, model: LanguageModel, objective: Objective) -> dict[str, float]:
         """`curve/TASK/FIGURE` of every task on `model` (a LanguageModel in eval mode) trained by `objective`."""
         trained = Trained(model, objective.tokenizer, self.config, objective.arch, objective.name, LIVE_WEIGHTS)
         figures: dict[str, float] = {}
@@ -85,7 +90,7 @@ class TaskCurves:
         return figures
 
 
-def curve_scorer(downstream: Any, config: DictConfig) -> TaskCurves | None:
+def curve_scorer(downstream: DownstreamConfig, config: DictConfig) -> TaskCurves | None:
     """The scorer of `downstream`'s choice tasks every downstream.score_every steps, or None when it is 0; each fast
     subset is read now, before training (two tasks with one twin are scored once)."""
     if not downstream.score_every or not downstream.choice_tasks:

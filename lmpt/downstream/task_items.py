@@ -5,9 +5,8 @@ prepare built with them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from lmpt.config.quality_schema import QualityConfig, check_quality
+from lmpt.config.schema import DownstreamConfig
 from lmpt.config.schema import settings as schema_settings
 from lmpt.downstream.kinds.registry import kind_of_task
 from lmpt.errors import LmptError
@@ -15,7 +14,7 @@ from lmpt.quality.decontamination import TaskItems
 from lmpt.quality.stage import QualityStage
 
 
-def quality_stage_for(quality: Any, downstream: Any) -> QualityStage | None:
+def quality_stage_for(quality: QualityConfig, downstream: DownstreamConfig) -> QualityStage | None:
     """The quality stage `quality` (the config group) asks for, None for quality=none: its settings checked and,
     when it decontaminates, every task read now, so a bad value or an unreadable task stops the command before any
     cache is touched."""

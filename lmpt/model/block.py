@@ -3,21 +3,20 @@ cross-attention, gated MLP (SwiGLU, or T5's gated GELU)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
+from lmpt.config.schema import ModelConfig
 from lmpt.model.attention import Attention, Rope
 
 
-def kv_heads(cfg: Any) -> int:
+def kv_heads(cfg: ModelConfig) -> int:
     """model.n_kv_heads, or n_heads when it is null (or absent: a config saved before grouped-query attention)."""
     value = getattr(cfg, "n_kv_heads", None)
     return int(cfg.n_heads) if value is None else int(value)
 
 
-def flavour(cfg: Any) -> str:
+def flavour(cfg: ModelConfig) -> str:
     """model.flavour (llama for a config saved before flavours existed)."""
     return str(getattr(cfg, "flavour", None) or "llama")
 
@@ -42,7 +41,7 @@ class Block(nn.Module):
     """x + attn(norm(x)) [+ cross(norm(x), context)] + mlp(norm(x)), dropout on each residual branch.
     The t5 flavour: attention scores unscaled (T5 folds 1/sqrt(head_dim) into its initialisation), gated GELU."""
 
-    def __init__(self, cfg: Any, cross: bool) -> None:
+    def __init__(self, cfg: ModelConfig, cross: bool) -> None:
         super().__init__()
         d_model, n_heads, n_kv_heads, eps = int(cfg.d_model), int(cfg.n_heads), kv_heads(cfg), float(cfg.norm_eps)
         self.attn_norm = nn.RMSNorm(d_model, eps=eps)

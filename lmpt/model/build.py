@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from lmpt.config.choices import ARCHITECTURES, FLAVOURS
+from lmpt.config.schema import ModelConfig
 from lmpt.errors import LmptError
 from lmpt.model.block import flavour, kv_heads
 from lmpt.model.language_model import LanguageModel
 
 
-def check_model_config(cfg: Any, arch: str, vocab_size: int) -> None:
+def check_model_config(cfg: ModelConfig, arch: str, vocab_size: int) -> None:
     """Raise LmptError, naming the key, when the sizes cannot make a model."""
     if arch not in ARCHITECTURES:
         raise LmptError(f"model.arch={arch!r} is not one of {', '.join(ARCHITECTURES)}")
@@ -58,7 +57,7 @@ def padded_vocab_size(tokenizer_vocab_size: int) -> int:
 
 
 def build_model(
-    cfg: Any,
+    cfg: ModelConfig,
     arch: str,
     vocab_size: int,
     pad_id: int,
@@ -72,7 +71,7 @@ def build_model(
     return LanguageModel(cfg, arch, vocab_size, pad_id, n_segments, n_sequence_classes, mtp_depth)
 
 
-def count_parameters(cfg: Any, arch: str, vocab_size: int, non_embedding: bool = False) -> int:
+def count_parameters(cfg: ModelConfig, arch: str, vocab_size: int, non_embedding: bool = False) -> int:
     """Parameter count without allocating: the model is built on the meta device."""
     with torch.device("meta"):
         return build_model(cfg, arch, vocab_size, pad_id=0).num_parameters(non_embedding)

@@ -15,13 +15,15 @@ which is how lmpt-export and downstream tools take the discriminator), `generato
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 import torch
 import torch.nn.functional as F
+from omegaconf import OmegaConf
 from torch import nn
 
 from lmpt.batch import IGNORE, Batch
+from lmpt.config.schema import ModelConfig
 from lmpt.errors import LmptError
 from lmpt.model.language_model import LanguageModel, matmul_parameters
 from lmpt.model.output import ModelOutput
@@ -42,18 +44,7 @@ class ElectraOutput(ModelOutput):
     """[M] bool: the token there was replaced (a sample equal to the original counts as original)."""
 
 
-class ScaledConfig:
-    """The model config with some sizes overridden (the generator's); every other key reads through."""
-
-    def __init__(self, base: Any, **overrides: Any) -> None:
-        self._base, self._overrides = base, overrides
-
-    def __getattr__(self, key: str) -> Any:
-        overrides = self.__dict__["_overrides"]
-        return overrides[key] if key in overrides else getattr(self.__dict__["_base"], key)
-
-
-def generator_config(cfg: Any, generator_size: float) -> ScaledConfig:
+def generator_config(cfg: ModelConfig, generator_size: float) -> ModelConfig:
     """The generator's sizes: width round(d_model * size), heads of the discriminator's head width (at least one),
     ffn_dim scaled by the same fraction, plain multi-head attention; refuses a width that cannot make heads."""
     head_dim = int(cfg.d_model) // int(cfg.n_heads)
@@ -65,9 +56,13 @@ def generator_config(cfg: Any, generator_size: float) -> ScaledConfig:
             f"heads of even width (model.d_model={cfg.d_model}, head width {head_dim}): choose a size whose width "
             f"is a multiple of {head_dim}, or an even width below it"
         )
-    return ScaledConfig(
-        cfg, d_model=width, n_heads=heads, n_kv_heads=None, ffn_dim=max(1, round(cfg.ffn_dim * generator_size))
-    )
+    sizes = {
+        "d_model": width,
+        "n_heads": heads,
+        "n_kv_heads": None,
+        "ffn_dim": max(1, round(cfg.ffn_dim * generator_size)),
+    }
+    return cast(ModelConfig, OmegaConf.merge(cfg, sizes))  # a config node of ModelConfig's fields, as spec.model is
 
 
 def _init_linear(layer: nn.Linear, std: float) -> None:
@@ -80,7 +75,7 @@ class Generator(nn.Module):
     """The small MLM encoder over the shared embedding: projection in (none when as wide), a Stack, and the MLM head's
     transform back to the embedding width."""
 
-    def __init__(self, cfg: ScaledConfig, d_embed: int) -> None:
+    def __init__(self, cfg: ModelConfig, d_embed: int) -> None:
         super().__init__()
         width, std = int(cfg.d_model), float(cfg.init_std)
         self.project_in = nn.Linear(d_embed, width, bias=False) if width != d_embed else None
@@ -114,7 +109,13 @@ class ElectraModel(nn.Module):
     samplable: torch.Tensor
 
     def __init__(
-        self, cfg: Any, vocab_size: int, pad_id: int, samplable: torch.Tensor, generator_size: float, temperature: float
+        self,
+        cfg: ModelConfig,
+        vocab_size: int,
+        pad_id: int,
+        samplable: torch.Tensor,
+        generator_size: float,
+        temperature: float,
     ) -> None:
         super().__init__()
         self.arch = "encoder"

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from lmpt.batch import Batch
+from lmpt.config.schema import ModelConfig
 from lmpt.model.block import flavour
 from lmpt.model.head import RowsLoss, compiled_rows_loss, rows_loss, token_losses
 from lmpt.model.mtp import MultiTokenPrediction
@@ -28,7 +29,7 @@ class LanguageModel(nn.Module):
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: ModelConfig,
         arch: str,
         vocab_size: int,
         pad_id: int,

@@ -9,12 +9,13 @@ main model's; the modules sit beside the body, so generation and export never se
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import cast
 
 import torch
 from torch import nn
 
 from lmpt.batch import IGNORE
+from lmpt.config.schema import ModelConfig
 from lmpt.model.attention import Rope
 from lmpt.model.block import Block
 from lmpt.model.head import RowsLoss, token_losses
@@ -23,7 +24,7 @@ from lmpt.model.head import RowsLoss, token_losses
 class MtpModule(nn.Module):
     """One depth: h' = TRM(M [RMSNorm(h); RMSNorm(emb)]); `norm` is applied before the shared head."""
 
-    def __init__(self, cfg: Any, n_layers: int) -> None:
+    def __init__(self, cfg: ModelConfig, n_layers: int) -> None:
         super().__init__()
         d, eps = int(cfg.d_model), float(cfg.norm_eps)
         self.hidden_norm = nn.RMSNorm(d, eps=eps)
@@ -50,7 +51,7 @@ class MultiTokenPrediction(nn.Module):
     that is t_{i+k}. Where that target is IGNORE (past the window, padding, another document) the pad token is
     embedded instead; depth k's own target there is IGNORE too, since a later token is no nearer."""
 
-    def __init__(self, cfg: Any, depth: int) -> None:
+    def __init__(self, cfg: ModelConfig, depth: int) -> None:
         super().__init__()
         self.depths = nn.ModuleList(MtpModule(cfg, int(cfg.n_layers)) for _ in range(depth))
 

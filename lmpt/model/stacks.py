@@ -4,12 +4,13 @@ final RMSNorm. Each returns final hidden states; the head lives in `LanguageMode
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import cast
 
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from lmpt.config.schema import ModelConfig
 from lmpt.model.attention import Rope, rotary_tables
 from lmpt.model.block import Block, flavour
 from lmpt.model.masks import (
@@ -93,7 +94,7 @@ class Stack(nn.Module):
     rope_cos: torch.Tensor
     rope_sin: torch.Tensor
 
-    def __init__(self, cfg: Any, n_layers: int, cross: bool) -> None:
+    def __init__(self, cfg: ModelConfig, n_layers: int, cross: bool) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(Block(cfg, cross) for _ in range(n_layers))
         self.norm = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
@@ -151,7 +152,7 @@ def init_stack(stack: Stack, init_std: float, n_layers: int) -> None:
 class Decoder(nn.Module):
     """Decoder-only stack: causal or prefix self-attention, optionally within documents."""
 
-    def __init__(self, cfg: Any, vocab_size: int, pad_id: int, n_segments: int = 0) -> None:
+    def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int, n_segments: int = 0) -> None:
         super().__init__()
         self.pad_id = pad_id
         self.embed = Embedding(vocab_size, cfg.d_model, n_segments, cfg.dropout, cfg.init_std)
@@ -192,7 +193,7 @@ class EncoderDecoder(nn.Module):
     """T5-style: bidirectional encoder over `input_ids`, causal decoder with cross-attention over
     `decoder_input_ids`; one token embedding serves both and the head."""
 
-    def __init__(self, cfg: Any, vocab_size: int, pad_id: int, n_segments: int = 0) -> None:
+    def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int, n_segments: int = 0) -> None:
         super().__init__()
         self.pad_id = pad_id
         self.embed = Embedding(vocab_size, cfg.d_model, n_segments, cfg.dropout, cfg.init_std)

@@ -6,13 +6,14 @@ import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, cast
 
 import torch
 from omegaconf import OmegaConf
 from torch import nn
 
 from lmpt.batch import IGNORE, Batch
+from lmpt.config.schema import ModelConfig
 from lmpt.data.windows import Windows
 from lmpt.model.build import build_model
 from lmpt.model.output import ModelOutput
@@ -138,7 +139,7 @@ class Objective(ABC):
         super().__init_subclass__(**kwargs)
         cls.likelihood = cls.measure_class.likelihood
 
-    def __init__(self, cfg: Any, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: ObjectiveConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         self.cfg = cfg
         self.tokenizer = tokenizer
         self.special = tokenizer.special
@@ -154,7 +155,8 @@ class Objective(ABC):
 
     def with_settings(self, settings: dict[str, Any]) -> Objective:
         """The same objective with some of its settings changed (the fixed-rate yardstick's masking)."""
-        return type(self)(OmegaConf.merge(self.cfg, settings), self.tokenizer, self.seq_len, self.arch)
+        changed = cast(ObjectiveConfig, OmegaConf.merge(self.cfg, settings))  # a node of the same schema's fields
+        return type(self)(changed, self.tokenizer, self.seq_len, self.arch)
 
     def inference_predictor(self, model: LanguageModel) -> LanguageModel:
         """The model lmpt-eval loads, predicting as it did in training (mdlm: never [MASK]); by default as it is."""
@@ -215,7 +217,7 @@ class Objective(ABC):
         kinds); then a pure function of (windows, gen, step, max_steps)."""
         return self.make_batch(windows, gen)
 
-    def build_model(self, model_cfg: Any, model_vocab: int) -> nn.Module:
+    def build_model(self, model_cfg: ModelConfig, model_vocab: int) -> nn.Module:
         """A freshly initialised model for this objective (the objective decides the architecture): a
         LanguageModel of `self.arch`; electra overrides it with its generator and discriminator."""
         return build_model(
@@ -249,7 +251,7 @@ class Objective(ABC):
         return ScoringFrame([], [special.eos, *context], [], target)
 
     @classmethod
-    def choice_scorer(cls, cfg: Any, tokenizer: Tokenizer) -> ChoiceScorer | None:
+    def choice_scorer(cls, cfg: ObjectiveConfig, tokenizer: Tokenizer) -> ChoiceScorer | None:
         """How zero-shot choices (multiple choice, minimal pairs) are scored when the objective has its own way, from
         the run's objective settings `cfg` (None: unknown, the defaults) (mdlm: the diffusion bound over fixed
         draws); None (the default): by the architecture, a decoder's or encoder-decoder's log-likelihood, an

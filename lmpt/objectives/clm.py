@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
@@ -13,6 +13,7 @@ from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.measure import Measure, NextTokenLikelihood
 from lmpt.objectives.schema import ObjectiveConfig
+from lmpt.tokenizer.base import Tokenizer
 
 
 def document_ids(input_ids: torch.Tensor, eos: int) -> torch.Tensor:
@@ -37,6 +38,7 @@ class CausalLM(Objective):
 
     name: ClassVar[str] = "clm"
     config_class: ClassVar[type] = ClmConfig
+    cfg: ClmConfig
     natural_arch: ClassVar[str] = "decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("decoder",)
     measure_class: ClassVar[type[Measure]] = NextTokenLikelihood
@@ -59,7 +61,7 @@ class CausalLM(Objective):
             text += " of its own document (never across the eos between documents)"
         return text
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: ClmConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         self.input_mask_prob = float(cfg.input_mask_prob)
         if not 0.0 <= self.input_mask_prob < 1.0:

@@ -5,12 +5,13 @@ as an encoder: its held-out batches, its saved model, lmpt-eval and lmpt-export 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 from torch import nn
 
 from lmpt.batch import IGNORE, Batch
+from lmpt.config.schema import ModelConfig
 from lmpt.data.windows import Windows
 from lmpt.model.build import build_model
 from lmpt.objectives.base import Objective
@@ -18,6 +19,7 @@ from lmpt.objectives.checks import require_fraction
 from lmpt.objectives.masking import mask_tokens
 from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
 from lmpt.objectives.mlm import BertMasking, check_masking
+from lmpt.tokenizer.base import Tokenizer
 
 
 def causal_batch(tokens: torch.Tensor, pad: int) -> Batch:
@@ -47,6 +49,7 @@ class ClmThenMlm(Objective):
 
     name: ClassVar[str] = "clm-then-mlm"
     config_class: ClassVar[type] = ClmThenMlmConfig
+    cfg: ClmThenMlmConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
     measure_class: ClassVar[type[Measure]] = FixedRateMaskedLoss
@@ -56,13 +59,13 @@ class ClmThenMlm(Objective):
     loss_family: ClassVar[str | None] = "masked"
     preview_targets_caption: ClassVar[str] = "next token at every position (clm phase): "
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: ClmThenMlmConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         check_masking(cfg)
         require_fraction(cfg.switch_at, "objective.switch_at")
         self.word_starts = tokenizer.word_starts() if cfg.whole_word else None
 
-    def build_model(self, model_cfg: Any, model_vocab: int) -> nn.Module:
+    def build_model(self, model_cfg: ModelConfig, model_vocab: int) -> nn.Module:
         """A decoder stack: it honours each batch's attention (an Encoder is always bidirectional)."""
         return build_model(model_cfg, "decoder", model_vocab, self.special.pad)
 

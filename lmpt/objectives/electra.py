@@ -8,11 +8,12 @@ position (the reference's gen_weight 1, disc_weight 50)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
 from lmpt.batch import Batch
+from lmpt.config.schema import ModelConfig
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.model.build import check_model_config
@@ -22,6 +23,7 @@ from lmpt.objectives.checks import require_at_least, require_fraction, require_o
 from lmpt.objectives.masking import mask_tokens
 from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
 from lmpt.objectives.schema import ObjectiveConfig
+from lmpt.tokenizer.base import Tokenizer
 
 SEED_BOUND = 1 << 62
 """Sample seeds are drawn uniformly below this."""
@@ -62,6 +64,7 @@ class ReplacedTokenDetection(Objective):
 
     name: ClassVar[str] = "electra"
     config_class: ClassVar[type] = ElectraConfig
+    cfg: ElectraConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
     measure_class: ClassVar[type[Measure]] = FixedRateMaskedLoss
@@ -86,7 +89,7 @@ class ReplacedTokenDetection(Objective):
             f"{self.seq_len} positions replaced or original"
         ]
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: ElectraConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         self.mask_prob = require_open_unit(cfg.mask_prob, "objective.mask_prob")
         self.mask_token_frac = require_fraction(cfg.mask_token_frac, "objective.mask_token_frac")
@@ -128,7 +131,7 @@ class ReplacedTokenDetection(Objective):
         allowed[[i for i in self.special.reserved_ids() if i < model_vocab]] = False
         return allowed
 
-    def build_model(self, model_cfg: Any, model_vocab: int) -> ElectraModel:
+    def build_model(self, model_cfg: ModelConfig, model_vocab: int) -> ElectraModel:
         check_model_config(model_cfg, self.arch, model_vocab)
         return ElectraModel(
             model_cfg, model_vocab, self.special.pad, self.samplable(model_vocab), self.generator_size, self.temperature

@@ -18,7 +18,7 @@ sentinels each rearranged document adds push the window's last tokens out (it st
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
@@ -28,11 +28,11 @@ from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.clm import CausalLM, ClmConfig
 from lmpt.objectives.measure import FimLikelihood, Measure
-from lmpt.tokenizer.base import piece_bytes
-from lmpt.tokenizer.special import sentinel_piece
+from lmpt.tokenizer.base import Tokenizer, piece_bytes
+from lmpt.tokenizer.special import SpecialTokens, sentinel_piece
 
 
-def fim_sentinels(special: Any) -> tuple[int, int, int]:
+def fim_sentinels(special: SpecialTokens) -> tuple[int, int, int]:
     """(<fim_prefix>, <fim_suffix>, <fim_middle>) ids of a tokenizer, or a refusal when it has no room for them."""
     sentinels = special.fim_sentinels()
     if sentinels is None:
@@ -83,6 +83,7 @@ class FillInTheMiddle(CausalLM):
 
     name: ClassVar[str] = "fim"
     config_class: ClassVar[type] = FimConfig
+    cfg: FimConfig
     measure_class: ClassVar[type[Measure]] = FimLikelihood
 
     listing_order: ClassVar[int] = 8
@@ -100,7 +101,7 @@ class FillInTheMiddle(CausalLM):
             "<fim_prefix> <fim_suffix> suffix <fim_middle> prefix middle (SPM)"
         ]
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: FimConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         for key in ("fim_rate", "spm_rate"):
             if not 0.0 <= float(getattr(cfg, key)) <= 1.0:

@@ -5,7 +5,7 @@ at the position before it, so both kinds share clm's shifted output; masked batc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
@@ -17,6 +17,7 @@ from lmpt.objectives.checks import require_fraction
 from lmpt.objectives.clm_then_mlm import causal_batch
 from lmpt.objectives.measure import CausalFixedRate, Measure
 from lmpt.objectives.mlm import MaskedLM, MlmConfig
+from lmpt.tokenizer.base import Tokenizer
 
 KINDS = ("clm", "mntp")
 """Batch kinds, by the name of their loss in metrics.jsonl (clm_loss, mntp_loss)."""
@@ -49,6 +50,7 @@ class GptBert(MaskedLM):
 
     name: ClassVar[str] = "gpt-bert"
     config_class: ClassVar[type] = GptBertConfig
+    cfg: GptBertConfig
     natural_arch: ClassVar[str] = "decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("decoder",)
     measure_class: ClassVar[type[Measure]] = CausalFixedRate
@@ -58,7 +60,7 @@ class GptBert(MaskedLM):
     loss_family: ClassVar[str | None] = None
     preview_targets_caption: ClassVar[str] = "next token at every position (causal batch): "
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: GptBertConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         require_fraction(cfg.causal_ratio, "objective.causal_ratio")
 

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lmpt.batch import IGNORE, Batch
+from lmpt.config.schema import ModelConfig
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.model.build import check_model_config
@@ -31,6 +32,7 @@ from lmpt.objectives.base import Objective, Reading, Sampling, Stats
 from lmpt.objectives.measure import DiffusionBound, Measure
 from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.rng import generator
+from lmpt.tokenizer.special import SpecialTokens
 
 if TYPE_CHECKING:
     from lmpt.tokenizer.base import Tokenizer
@@ -96,7 +98,7 @@ def exact_count_mask(
     return inputs, labels, (k / counts).float()
 
 
-def never_predicted(special: Any, model_vocab: int, tokenizer_vocab: int) -> torch.Tensor:
+def never_predicted(special: SpecialTokens, model_vocab: int, tokenizer_vocab: int) -> torch.Tensor:
     """[model_vocab] bool: the ids a mask predictor gives no probability ([MASK], and the rows padding the vocabulary
     past the tokenizer's), so its distribution is over the tokens text can hold."""
     excluded = torch.zeros(model_vocab, dtype=torch.bool)
@@ -209,6 +211,7 @@ class MaskedDiffusion(Objective):
 
     name: ClassVar[str] = "mdlm"
     config_class: ClassVar[type] = MdlmConfig
+    cfg: MdlmConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
     measure_class: ClassVar[type[Measure]] = DiffusionBound
@@ -220,7 +223,7 @@ class MaskedDiffusion(Objective):
         "transformers has no model class for it (a ForMaskedLM class would run but not as it was trained)"
     )
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: MdlmConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         eps = float(cfg.eps)
         if not 0.0 < eps <= 1.0:
@@ -256,7 +259,7 @@ class MaskedDiffusion(Objective):
         inputs, labels, rates = exact_count_mask(windows.tokens[:, 1:], gen, self.special.pad, self.special.mask)
         return Batch(input_ids=inputs, labels=labels, attention="bidirectional", mask_rate=rates)
 
-    def build_model(self, model_cfg: Any, model_vocab: int) -> nn.Module:
+    def build_model(self, model_cfg: ModelConfig, model_vocab: int) -> nn.Module:
         check_model_config(model_cfg, self.arch, model_vocab)
         excluded = never_predicted(self.special, model_vocab, self.vocab_size)
         return MaskPredictor(model_cfg, self.arch, model_vocab, self.special.pad, excluded=excluded)
@@ -298,7 +301,7 @@ class MaskedDiffusion(Objective):
         return Sampling.UNMASK
 
     @classmethod
-    def choice_scorer(cls, cfg: Any, tokenizer: Tokenizer) -> BoundScorer:
+    def choice_scorer(cls, cfg: ObjectiveConfig, tokenizer: Tokenizer) -> BoundScorer:
         """Zero-shot choices scored by their diffusion bound over objective.score_draws fixed draws (a run saved
         before the key existed, or unknown settings, take its default)."""
         draws = int(getattr(cfg, "score_draws", MdlmConfig.score_draws))  # a DictConfig's missing key: AttributeError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
@@ -16,6 +16,7 @@ from lmpt.objectives.checks import require_fraction, require_open_unit
 from lmpt.objectives.masking import mask_tokens
 from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
 from lmpt.objectives.schema import ObjectiveConfig
+from lmpt.tokenizer.base import Tokenizer
 
 MASK_SCHEDULES = ("constant", "linear", "cosine")
 """Shapes of objective.mask_prob_schedule."""
@@ -30,7 +31,7 @@ def scheduled_rate(start: float, end: float, shape: str, progress: float) -> flo
     return start + (end - start) * weight
 
 
-def check_schedule(cfg: Any) -> None:
+def check_schedule(cfg: MlmConfig) -> None:
     """objective.mask_prob_schedule and its start rate."""
     if cfg.mask_prob_schedule not in MASK_SCHEDULES:
         raise LmptError(
@@ -39,7 +40,7 @@ def check_schedule(cfg: Any) -> None:
     require_open_unit(cfg.mask_prob_start, "objective.mask_prob_start")
 
 
-def check_masking(cfg: Any) -> None:
+def check_masking(cfg: BertMasking) -> None:
     """The masking settings shared by mlm and nsp."""
     require_open_unit(cfg.mask_prob, "objective.mask_prob")
     require_open_unit(cfg.eval_mask_prob, "objective.eval_mask_prob")
@@ -84,6 +85,7 @@ class MaskedLM(Objective):
 
     name: ClassVar[str] = "mlm"
     config_class: ClassVar[type] = MlmConfig
+    cfg: MlmConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
     measure_class: ClassVar[type[Measure]] = FixedRateMaskedLoss
@@ -92,7 +94,7 @@ class MaskedLM(Objective):
     reference_order: ClassVar[int] = 1
     loss_family: ClassVar[str | None] = "masked"
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: MlmConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         check_masking(cfg)
         check_schedule(cfg)

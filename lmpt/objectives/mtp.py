@@ -12,11 +12,12 @@ predicts the next document's first token), so its loss is exactly clm's."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
 from lmpt.batch import IGNORE, Batch
+from lmpt.config.schema import ModelConfig
 from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.model.build import build_model
@@ -24,6 +25,7 @@ from lmpt.model.language_model import LanguageModel
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import Objective, Stats
 from lmpt.objectives.clm import CausalLM, ClmConfig, document_ids
+from lmpt.tokenizer.base import Tokenizer
 
 
 def tokens_ahead(tokens: torch.Tensor, depth: int, eos: int, pad: int) -> torch.Tensor:
@@ -58,6 +60,7 @@ class MultiTokenPredictionLM(CausalLM):
 
     name: ClassVar[str] = "mtp"
     config_class: ClassVar[type] = MtpConfig
+    cfg: MtpConfig
 
     listing_order: ClassVar[int] = 7
     reference_order: ClassVar[int] = 7
@@ -75,7 +78,7 @@ class MultiTokenPredictionLM(CausalLM):
             f"targets: the main head's next token, and module k = 1..{depth} the token k+1 ahead within its document"
         ]
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: MtpConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         self.depth, self.weight = int(cfg.mtp_depth), float(cfg.mtp_weight)
         if self.depth < 0:
@@ -88,7 +91,7 @@ class MultiTokenPredictionLM(CausalLM):
         if self.weight < 0:
             raise LmptError(f"objective.mtp_weight={self.weight} must be 0 or more (DeepSeek-V3: 0.3, later 0.1)")
 
-    def build_model(self, model_cfg: Any, model_vocab: int) -> LanguageModel:
+    def build_model(self, model_cfg: ModelConfig, model_vocab: int) -> LanguageModel:
         """A decoder with `mtp_depth` prediction modules beside it."""
         return build_model(model_cfg, self.arch, model_vocab, self.special.pad, mtp_depth=self.depth)
 

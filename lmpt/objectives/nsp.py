@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import torch
@@ -19,6 +19,7 @@ from lmpt.objectives.masking import mask_tokens
 from lmpt.objectives.measure import FixedRateMaskedLoss, Measure
 from lmpt.objectives.mlm import BertMasking, check_masking
 from lmpt.objectives.sequences import pad_rows
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.special import SpecialTokens
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ class NextSentencePrediction(Objective):
 
     name: ClassVar[str] = "nsp"
     config_class: ClassVar[type] = NspConfig
+    cfg: NspConfig
     natural_arch: ClassVar[str] = "encoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder",)
     measure_class: ClassVar[type[Measure]] = FixedRateMaskedLoss
@@ -129,9 +131,9 @@ class NextSentencePrediction(Objective):
         return [*super().preview_legend(), ("segment B", "segment_b"), ("[CLS] [SEP]", "special")]
 
     def pair_labels(self) -> tuple[str, str]:
-        return PAIR_LABELS.get(str(self.cfg.get("variant", "nsp")), PAIR_LABELS["nsp"])
+        return PAIR_LABELS.get(str(getattr(self.cfg, "variant", "nsp")), PAIR_LABELS["nsp"])
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: NspConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         check_masking(cfg)
         if cfg.variant not in ("nsp", "sop"):

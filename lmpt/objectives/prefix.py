@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
@@ -16,6 +16,7 @@ from lmpt.objectives.checks import require_fraction
 from lmpt.objectives.measure import CausalReading, Measure
 from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.objectives.sequences import prefix_lm_batch
+from lmpt.tokenizer.base import Tokenizer
 
 PREFIX_ATTENTION = (
     "prefix: every prefix position sees the whole prefix; a suffix position sees the prefix and earlier suffix "
@@ -50,6 +51,7 @@ class PrefixLM(Objective):
 
     name: ClassVar[str] = "prefix"
     config_class: ClassVar[type] = PrefixConfig
+    cfg: PrefixConfig
     natural_arch: ClassVar[str] = "decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("decoder",)
     measure_class: ClassVar[type[Measure]] = CausalReading
@@ -61,7 +63,7 @@ class PrefixLM(Objective):
     def preview_settings(self) -> list[str]:
         return [f"prefix length {self.low}..{self.high} of {self.seq_len}"]
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: PrefixConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         split_min = require_fraction(cfg.split_min, "objective.split_min")
         split_max = require_fraction(cfg.split_max, "objective.split_max")

@@ -11,7 +11,6 @@ import dataclasses
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from hydra.core.config_store import ConfigStore
@@ -19,8 +18,10 @@ from omegaconf import DictConfig, open_dict
 
 import lmpt.objectives
 from lmpt.config.choices import ARCHITECTURES
+from lmpt.config.schema import TokenizerConfig
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
+from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import SpecialTokens
@@ -108,7 +109,7 @@ def with_new_keys(cfg: DictConfig) -> DictConfig:
     return completed
 
 
-def build_objective(cfg: Any, tokenizer: Tokenizer, seq_len: int, requested_arch: str) -> Objective:
+def build_objective(cfg: ObjectiveConfig, tokenizer: Tokenizer, seq_len: int, requested_arch: str) -> Objective:
     """The objective `cfg.name` for this tokenizer and model input length; refuses bad settings (LmptError)."""
     cls = OBJECTIVES.get(str(cfg.name))
     if cls is None:
@@ -129,10 +130,13 @@ class PlannedTokenizer:
         return torch.ones(self.vocab_size, dtype=torch.bool)
 
 
-def preflight_objective(cfg: Any, tokenizer_cfg: Any, seq_len: int, requested_arch: str) -> None:
+def preflight_objective(
+    cfg: ObjectiveConfig, tokenizer_cfg: TokenizerConfig, seq_len: int, requested_arch: str
+) -> None:
     """Refuse bad objective settings before any data work. A user-supplied tokenizer file is only known once
     loaded, so then only the architecture is checked here; build_objective checks the rest."""
     if tokenizer_cfg.backend == "hf":  # the pretrained file is known: check against its real roles now
+        assert tokenizer_cfg.path is not None, "validation asks tokenizer=hf for its path"
         pretrained = load_tokenizer(tokenizer_cfg.path, "tokenizer.path", tokenizer_cfg.num_sentinels)
         build_objective(cfg, pretrained, seq_len, requested_arch)
         return
@@ -141,6 +145,7 @@ def preflight_objective(cfg: Any, tokenizer_cfg: Any, seq_len: int, requested_ar
         if cls is not None:
             resolve_arch(cls, requested_arch)
         return
+    assert tokenizer_cfg.vocab_size is not None, "a tokenizer lmpt trains has a configured size"
     planned = PlannedTokenizer(SpecialTokens(num_sentinels=tokenizer_cfg.num_sentinels), tokenizer_cfg.vocab_size)
     build_objective(cfg, planned, seq_len, requested_arch)  # type: ignore[arg-type]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
@@ -16,6 +16,7 @@ from lmpt.objectives.checks import require_at_least, require_open_unit
 from lmpt.objectives.measure import CorruptionLoss, Measure
 from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.objectives.sequences import encoder_decoder_batch, prefix_lm_batch
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.special import SpecialTokens
 
 _ABSENT = -1  # marks an empty slot while interleaving sentinels and tokens
@@ -152,6 +153,7 @@ class SpanCorruption(Objective):
 
     name: ClassVar[str] = "span"
     config_class: ClassVar[type] = SpanConfig
+    cfg: SpanConfig
     natural_arch: ClassVar[str] = "encoder-decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder-decoder", "decoder")
     measure_class: ClassVar[type[Measure]] = CorruptionLoss
@@ -172,7 +174,7 @@ class SpanCorruption(Objective):
     def preview_settings(self) -> list[str]:
         return [f"{self.raw_length} raw tokens -> {self.n_noise} noise in {self.n_spans} spans"]
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: SpanConfig, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         self.r = require_open_unit(cfg.noise_density, "objective.noise_density")
         self.mu = require_at_least(cfg.mean_span_length, "objective.mean_span_length", 1.0)

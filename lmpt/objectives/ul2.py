@@ -4,7 +4,7 @@ starts with that denoiser's mode token: R (regular spans) [NLU], X (extreme span
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
@@ -26,6 +26,7 @@ from lmpt.objectives.span import (
     raw_length_for,
     span_lengths,
 )
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.special import SpecialTokens
 
 
@@ -76,7 +77,7 @@ def denoiser_label(kind: str, mu: float, r: float) -> str:
     return "S" if kind == "S" else f"{kind}{mu:g}-{r:g}"
 
 
-def build_denoisers(cfg: Any, special: SpecialTokens, seq_len: int, arch: str) -> list[Denoiser]:
+def build_denoisers(cfg: Ul2Config, special: SpecialTokens, seq_len: int, arch: str) -> list[Denoiser]:
     """Check `objective.denoisers` and size each for this model (raw window, target length)."""
     entries = list(cfg.denoisers)
     if not entries:
@@ -149,6 +150,7 @@ class Ul2Mixture(Objective):
 
     name: ClassVar[str] = "ul2-mixture"
     config_class: ClassVar[type] = Ul2Config
+    cfg: Ul2Config
     natural_arch: ClassVar[str] = "encoder-decoder"
     supported_archs: ClassVar[tuple[str, ...]] = ("encoder-decoder", "decoder")
     measure_class: ClassVar[type[Measure]] = CorruptionLoss
@@ -173,7 +175,7 @@ class Ul2Mixture(Objective):
     def preview_settings(self) -> list[str]:
         return ["denoisers " + ", ".join(f"{d.label} (weight {d.weight:g})" for d in self.denoisers)]
 
-    def __init__(self, cfg: Any, tokenizer: Any, seq_len: int, arch: str) -> None:
+    def __init__(self, cfg: Ul2Config, tokenizer: Tokenizer, seq_len: int, arch: str) -> None:
         super().__init__(cfg, tokenizer, seq_len, arch)
         if seq_len < 4:
             raise LmptError(f"data.seq_len={seq_len} is too short for ul2-mixture: use at least 4")

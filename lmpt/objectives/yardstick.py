@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from lmpt.objectives.schema import ObjectiveConfig
 from lmpt.rng import generator
 
 BITS_PER_TOKEN = "val_bits_per_token"
@@ -32,7 +33,7 @@ YARDSTICK_PREFIX = "val_fixed_"
 """metrics.jsonl keys of the yardstick: val_fixed_loss (masked-token nats), val_fixed_acc, val_fixed_ppl."""
 
 
-def eval_mask_prob(objective_cfg: Any) -> float | None:
+def eval_mask_prob(objective_cfg: ObjectiveConfig) -> float | None:
     """The yardstick's masking rate, or None for objectives without one (clm, span, prefix, ul2-mixture)."""
     rate = getattr(objective_cfg, "eval_mask_prob", None)  # a DictConfig's missing key is an AttributeError too
     return None if rate is None else float(rate)

@@ -13,7 +13,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 from rich.table import Table
 
@@ -23,6 +22,7 @@ from lmpt.reproduce.reproduction import PlannedRun, Reproduction
 from lmpt.rundir.directory import read_status
 from lmpt.study.launch import lock_study, refuse_another_run, stop_left_run
 from lmpt.study.pool import Launch, LocalPool
+from lmpt.study.schema import StudyConfig
 from lmpt.study.slots import Slot, plan_slots
 from lmpt.train.display import format_duration
 
@@ -72,7 +72,7 @@ def completed(path: Path) -> bool:
 def plan_grid(reproduction: Reproduction, folder: Path, slots: str, max_minutes: float) -> GridPlan:
     """The grid's plan; one LmptError line when the slots are wrong, or when what is left would take longer than
     `max_minutes` or hold more memory than the machine has (said before anything starts)."""
-    slot_list = plan_slots(SimpleNamespace(slots=slots, slot_device="cpu", launcher="local"))
+    slot_list = plan_slots(StudyConfig(slots=slots, slot_device="cpu", launcher="local"))
     runs = reproduction.runs()
     for run in runs:  # a folder of another grid's runs (other keys) is never taken for this one's
         refuse_another_run(folder / run.name, launch_command(folder, run), "another grid's run; give another dir=")

@@ -10,10 +10,10 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from lmpt.config.schema import TrainerConfig
 from lmpt.console import info
 from lmpt.errors import LmptError
 from lmpt.rundir.checkpoint import MANIFEST, CheckpointStore
@@ -24,6 +24,7 @@ from lmpt.safe_files import load_yaml, save_weights
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.remedy import RUN_FILE
+from lmpt.train.distributed import Distributed
 
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"
@@ -70,7 +71,7 @@ def discard_if_fresh(path: Path) -> None:
         parent.rmdir()
 
 
-def locate_run(trainer: Any, hydra_dir: Path, discard: bool = True) -> RunDir:
+def locate_run(trainer: TrainerConfig, hydra_dir: Path, discard: bool = True) -> RunDir:
     """Resolve `trainer.resume`: auto (this directory's newest checkpoint), never, or a path to continue.
     `discard`: remove this launch's own fresh directory when continuing another (rank 0 only)."""
     mode = trainer.resume
@@ -101,7 +102,7 @@ def locate_run(trainer: Any, hydra_dir: Path, discard: bool = True) -> RunDir:
     return RunDir(run, checkpoint)
 
 
-def claim_run(trainer: Any, hydra_dir: Path, config: DictConfig, ctx: Any) -> RunDir:
+def claim_run(trainer: TrainerConfig, hydra_dir: Path, config: DictConfig, ctx: Distributed) -> RunDir:
     """The run directory this launch trains in (`trainer.resume`), locked for the job (`ctx`: the process group),
     checked to hold this run's config, its log opened (rank 0), and a resumed checkpoint checked for drift."""
     run = locate_run(trainer, hydra_dir, discard=ctx.is_main)

@@ -14,7 +14,9 @@ from hydra import compose
 from omegaconf import DictConfig
 
 from lmpt.config.budget import Budget, parse_budget
+from lmpt.config.schema import DownstreamConfig
 from lmpt.errors import LmptError
+from lmpt.study.schema import StudyConfig
 from lmpt.study.space import draw_recipes, read_space
 
 DEFAULT_SPACES = {
@@ -109,7 +111,7 @@ def search_overrides(overrides: list[str], objective: str, search_budget: str) -
     return [*at_budget(overrides, search_budget), f"objective={objective}"]
 
 
-def run_keys(study: Any, overrides: list[str]) -> list[str]:
+def run_keys(study: StudyConfig, overrides: list[str]) -> list[str]:
     """The run keys every run of the study is launched with: study.run_keys (the default scale) but those the
     command line sets, then the command line's own (every override but study.*)."""
     own = (DRY_RUN, PRESET)
@@ -118,7 +120,7 @@ def run_keys(study: Any, overrides: list[str]) -> list[str]:
     return [str(k) for k in study.run_keys if override_key(str(k)) not in keys] + given
 
 
-def _check_study_keys(study: Any) -> None:
+def _check_study_keys(study: StudyConfig) -> None:
     from lmpt.objectives.registry import objective_class
 
     objectives = [str(o) for o in study.objectives]
@@ -168,7 +170,7 @@ def _check_overrides(overrides: list[str], space: dict[str, str]) -> None:
             raise LmptError(f"{override}: the study launches its runs itself; drop the hydra setting")
 
 
-def final_budgets(study: Any, run: DictConfig, overrides: list[str]) -> list[tuple[str, Budget]]:
+def final_budgets(study: StudyConfig, run: DictConfig, overrides: list[str]) -> list[tuple[str, Budget]]:
     """The final runs' budgets, smallest first, as given and parsed: study.budgets, or trainer.budget alone when the
     command line gives it (it replaces study.budgets) or study.budgets is empty. One unit for all: they are compared."""
     given_budget = any(override_key(o) == "trainer.budget" for o in overrides)
@@ -246,7 +248,7 @@ def _check_objective(
     return steps
 
 
-def search_space(study: Any, optimizer: str) -> dict[str, str]:
+def search_space(study: StudyConfig, optimizer: str) -> dict[str, str]:
     """study.space (key -> expression), or the optimizer's default space when it is empty; each expression checked
     (lmpt.study.space)."""
     given = study.space if study.space is not None else {}
@@ -272,7 +274,7 @@ def search_space(study: Any, optimizer: str) -> dict[str, str]:
     return space
 
 
-def task_names(downstream: Any) -> list[str]:
+def task_names(downstream: DownstreamConfig) -> list[str]:
     """The record names (RUN/downstream/TASK.json) of the tasks a run with this `downstream` section scores."""
     from lmpt.downstream.kinds.classification import Classification
     from lmpt.downstream.tasks.choice_tasks import task_name

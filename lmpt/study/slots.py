@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from lmpt.cores import core_groups, describe_cores, usable_cores
 from lmpt.errors import LmptError
+from lmpt.study.schema import StudyConfig
 from lmpt.train.threads import FORCE_VAR
 
 GPUS_VAR = "LMPT_STUDY_GPUS"
@@ -55,7 +55,7 @@ def visible_gpus(env: Mapping[str, str] | None = None) -> list[str]:
     return names[:count] if names else [str(i) for i in range(count)]
 
 
-def _count(value: Any, most: int, what: str) -> int:
+def _count(value: object, most: int, what: str) -> int:
     """study.slots as a number of slots (auto: `most`); more than `most` refused in one line naming `what`."""
     text = str(value).strip()
     if text == "auto":
@@ -67,7 +67,7 @@ def _count(value: Any, most: int, what: str) -> int:
     return int(text)
 
 
-def plan_slots(study: Any, cores: Callable[[], list[int]] | None = None) -> list[Slot]:
+def plan_slots(study: StudyConfig, cores: Callable[[], list[int]] | None = None) -> list[Slot]:
     """The slots `study` (its `slots`, `slot_device` and `launcher`) asks for on this machine; LmptError (one line,
     exit 2) for more slots than cores or GPUs, a GPU slot on a machine without one, or a SLURM study without
     submitit. `cores`: this process's usable cores (default: its CPU affinity)."""

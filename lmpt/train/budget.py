@@ -10,7 +10,9 @@ from typing import Any
 import torch
 
 from lmpt.config.budget import Budget, parse_budget
+from lmpt.config.schema import TrainerConfig
 from lmpt.errors import LmptError
+from lmpt.objectives.base import Objective
 from lmpt.train.efficiency import StepCost, expected_step_cost, peak_flops
 from lmpt.train.work import Work
 
@@ -98,9 +100,9 @@ def plan_length(budget_text: str | None, max_steps: int, cost: StepCost, epoch_s
 
 
 def run_length(
-    trainer: Any,
+    trainer: TrainerConfig,
     model: Any,
-    objective: Any,
+    objective: Objective,
     world_size: int,
     device: torch.device,
     dtype: torch.dtype,

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
+from lmpt.config.schema import TrainerConfig
 from lmpt.console import info, warn
+from lmpt.objectives.base import Objective
 
 REPEAT_LIMIT = 4.0
 SCALING_NOTE = "Muennighoff et al. 2023: returns from repeated data fade after about 4 epochs"
@@ -94,7 +95,12 @@ def report_exposure(exposure: Exposure) -> None:
 
 
 def run_exposure(
-    trainer: Any, seq_len: int, objective: Any, world_size: int, steps: int, sources: Iterable[tuple[str, float, int]]
+    trainer: TrainerConfig,
+    seq_len: int,
+    objective: Objective,
+    world_size: int,
+    steps: int,
+    sources: Iterable[tuple[str, float, int]],
 ) -> Exposure:
     """The exposure of a run of `steps` optimizer steps over `sources` ((name, weight, training tokens) each)."""
     examples = trainer.batch_size * trainer.grad_accum * world_size

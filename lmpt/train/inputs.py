@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from lmpt.config.schema import DataConfig, TokenizerConfig, settings
+from lmpt.config.schema import DataConfig, ModelConfig, TokenizerConfig, TrainerConfig, settings
 from lmpt.data.cache import PreparedData, default_cache_root, prepare_corpora
 from lmpt.data.sampler import StepLayout, StepSamples, ValidationWindows
 from lmpt.data.sampling import hold_unique_tokens, training_sampler, validation_sets
@@ -77,14 +77,14 @@ class RunWindows:
     """Held-out batches in all, shared out among the ranks."""
 
 
-def sample_windows(data: PreparedData, objective: Objective, trainer: Any, ctx: Distributed) -> RunWindows:
+def sample_windows(data: PreparedData, objective: Objective, trainer: TrainerConfig, ctx: Distributed) -> RunWindows:
     layout = StepLayout(trainer.batch_size, ctx.rank, ctx.world_size, trainer.grad_accum)
     train = training_sampler(data, objective.window_length, layout, trainer.seed)
     n_val = trainer.eval_batches * ctx.world_size
     return RunWindows(train, validation_sets(data, objective.window_length, trainer.batch_size, n_val), n_val)
 
 
-def fresh_model(objective: Objective, model_cfg: Any, tokenizer: Tokenizer, seed: int) -> tuple[Any, int]:
+def fresh_model(objective: Objective, model_cfg: ModelConfig, tokenizer: Tokenizer, seed: int) -> tuple[Any, int]:
     """The objective's model, freshly initialised from `seed` (the same weights on every rank), and its padded
     vocabulary size."""
     vocab = padded_vocab_size(tokenizer.vocab_size)

@@ -19,6 +19,7 @@ from lmpt.console import console, warn
 from lmpt.data.cache import cached_train_tokens, default_cache_root
 from lmpt.errors import LmptError
 from lmpt.model.build import padded_vocab_size
+from lmpt.objectives.base import Objective
 from lmpt.objectives.registry import PlannedTokenizer, build_objective
 from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import SpecialTokens
@@ -177,7 +178,7 @@ def print_plan(spec: RunSpec, precision: Precision) -> None:
             warn(warning)
 
 
-def _epochs(spec: RunSpec, objective: Any, steps: int) -> tuple[str, str | None]:
+def _epochs(spec: RunSpec, objective: Objective, steps: int) -> tuple[str, str | None]:
     """The plan's epochs row, from a warm token cache (a dry run tokenises nothing) or saying why it is unknown, and
     the warning past 4 epochs (lmpt.train.epochs)."""
     sources, why = _train_sources(spec)

@@ -10,6 +10,7 @@ from rich.markup import escape
 from lmpt.console import console
 from lmpt.data.corpus import TokenCorpus
 from lmpt.model.generate import sample
+from lmpt.model.language_model import LanguageModel
 from lmpt.rng import generator
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.display import summary_table
@@ -43,7 +44,7 @@ def print_summary(loop: TrainLoop, run_path: Path, wall: float, model: Any) -> N
 PROMPT_END = "⟩"  # between the sample's prompt and what the model wrote
 
 
-def print_sample(model: Any, tokenizer: Tokenizer, val_corpus: TokenCorpus, tokens: int, seed: int) -> None:
+def print_sample(model: LanguageModel, tokenizer: Tokenizer, val_corpus: TokenCorpus, tokens: int, seed: int) -> None:
     """A continuation of the first held-out document's opening, ` ⟩ ` where the prompt ends (visible in plain text
     and logs too); each document it starts is a new line."""
     start, end = val_corpus.doc_span(0)

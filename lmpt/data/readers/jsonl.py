@@ -29,7 +29,7 @@ def parse_line(line: str, where: str) -> Any:
         ) from None
 
 
-def shown(value: Any, width: int = 40) -> str:
+def shown(value: object, width: int = 40) -> str:
     """`value` as JSON, cut to `width` characters, for a message; any value (bytes, a date, a deep list) shows."""
     try:
         text = json.dumps(value, default=repr)

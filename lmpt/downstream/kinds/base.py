@@ -114,7 +114,7 @@ class ZeroShotKind(TaskKind):
     """The record's shape in words, for a message naming what a file may hold."""
 
     @classmethod
-    def reads_record(cls, record: Any) -> bool:
+    def reads_record(cls, record: object) -> bool:
         """Whether a task file whose first record is `record` is of this kind."""
         return isinstance(record, dict) and set(cls.fields) <= set(record)
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from lmpt.config.schema import DownstreamConfig
 from lmpt.data.readers.jsonl import jsonl_records
 from lmpt.downstream.figures import BAG_OF_WORDS, GLUE_METRICS, GLUE_SCORE, GLUE_SCORE_MEAN, SCRATCH, mean_of, std_of
 from lmpt.downstream.kinds.base import ScoringRun, TaskKind
@@ -84,7 +85,7 @@ class FineTunedKind(TaskKind):
         return float(work * mean)
 
     @classmethod
-    def options(cls, downstream: Any, task: FineTunedTask, device: str) -> FinetuneOptions:
+    def options(cls, downstream: DownstreamConfig, task: FineTunedTask, device: str) -> FinetuneOptions:
         """How a run fine-tunes `task` after training on `device` (cpu or cuda): downstream.lr fixed is the mode's
         fixed rate (lr=None), search or a number as lmpt-finetune takes them (checked at start-up with the task)."""
         return FinetuneOptions(

@@ -9,7 +9,6 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from lmpt.data.readers.jsonl import jsonl_records
 from lmpt.errors import LmptError
@@ -61,7 +60,7 @@ def task_name(task: str) -> str:
     return name
 
 
-def _question(where: str, record: Any) -> ChoiceQuestion:
+def _question(where: str, record: object) -> ChoiceQuestion:
     if not isinstance(record, dict):
         raise LmptError(f'{where} is not a JSON object: write one {{"context", "choices", "label"}} per line')
     missing = [key for key in ("context", "choices", "label") if key not in record]

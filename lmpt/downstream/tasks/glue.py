@@ -17,11 +17,14 @@ import csv
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lmpt.downstream.figures import ACCURACY, F1, MCC, PEARSON, SPEARMAN
 from lmpt.downstream.tasks.task_files import MAX_ROW_CHARS, Example, number_label
 from lmpt.errors import LmptError
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 
 @dataclass(frozen=True)
@@ -401,7 +404,7 @@ def _read_hf(base: Path, task: GlueTask) -> GlueSplits:
             raise _not_its_columns(where / hf, task, data.column_names, wanted)
         return data
 
-    def examples(data: Any, labelled: bool, hf_split: str) -> list[Example]:
+    def examples(data: Dataset, labelled: bool, hf_split: str) -> list[Example]:
         text, pair = task.hf_columns
         at = where / hf_split
         names = getattr(data.features["label"], "names", None)

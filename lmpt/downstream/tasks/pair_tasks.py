@@ -8,7 +8,6 @@ one LmptError naming the file (and line) and the fields expected."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from lmpt.data.readers.jsonl import jsonl_records, shown
 from lmpt.downstream.tasks.choice_tasks import resolve_task
@@ -42,7 +41,7 @@ def _text(where: str, record: dict, key: str, required: bool) -> str:
     return value
 
 
-def _pair(where: str, record: Any) -> MinimalPair:
+def _pair(where: str, record: object) -> MinimalPair:
     if not isinstance(record, dict):
         raise LmptError(f'{where} is not a JSON object: write one {{"sentence_good", "sentence_bad"}} per line')
     good, bad = (_text(where, record, key, True) for key in PAIR_FIELDS)

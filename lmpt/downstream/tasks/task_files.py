@@ -241,7 +241,7 @@ LARGEST_SCORE = 1.8e19
 FIELD_ADVICE = "fix that line, or set data.label_field to the field holding the score"
 
 
-def number_label(where: str, label: Any, field: str, fix: str = FIELD_ADVICE) -> str:
+def number_label(where: str, label: object, field: str, fix: str = FIELD_ADVICE) -> str:
     """A regression label as written, once it reads as a finite number a squared error in float32 can hold; anything
     else is refused naming `where`, with `fix` (the advice for where the labels come from)."""
     try:
