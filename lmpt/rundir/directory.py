@@ -10,6 +10,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -24,7 +25,9 @@ from lmpt.safe_files import load_yaml, save_weights
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.remedy import RUN_FILE
-from lmpt.train.distributed import Distributed
+
+if TYPE_CHECKING:
+    from lmpt.train.distributed import Distributed  # the process group a launch claims the run in
 
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"
