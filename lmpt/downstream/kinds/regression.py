@@ -70,20 +70,12 @@ def ridge_floor(examples: dict[str, list[Example]], predictions: dict[str, list]
     """The floor's figures keyed as the fine-tuning's (pearson, spearman, mse; test_* for a test split): a ridge
     regression (scikit-learn, alpha 1) on tf-idf 1-2 grams fit on "train"; no word in any training text: the
     training mean. `predictions`, when given, receives each scored split's predictions by prefix."""
-    from sklearn.feature_extraction.text import TfidfVectorizer  # slow to import: only when a floor is asked for
     from sklearn.linear_model import Ridge
 
-    from lmpt.downstream.finetuning.bag_of_words import texts_of
+    from lmpt.downstream.finetuning.bag_of_words import lexical_floor, texts_of
 
     train = _numbers(examples["train"])
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, token_pattern=r"(?u)\b\w+\b")
-    try:
-        features = vectorizer.fit_transform(texts_of(examples["train"]))
-    except ValueError:  # an empty vocabulary: no word in any training text
-        predict = lambda texts: np.full(len(texts), train.mean())  # noqa: E731
-    else:
-        model = Ridge(alpha=1.0).fit(features, train)
-        predict = lambda texts: model.predict(vectorizer.transform(texts))  # noqa: E731
+    predict = lexical_floor(texts_of(examples["train"]), train, Ridge(alpha=1.0), float(train.mean()))
     figures: dict = {"method": FLOOR_METHOD}
     for prefix, split in (("", "dev"), ("test_", "test")):
         if split in examples:
