@@ -58,7 +58,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 SUBPACKAGE = "downstream"
 """The package whose own floors are measured apart (`package_figures`)."""
 SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("figures", ("figures", "intervals", "significance", "gain", "record")),  # names and statistics, torch-free
+    (
+        "figures",
+        ("figures", "metrics", "intervals", "significance", "gain", "record"),
+    ),  # names and statistics, torch-free
     ("tasks", ("tasks", "glue_score")),  # reading tasks, and GLUE's official figures (fine-tuning scores by them)
     ("control", ("control",)),  # the untrained control, shared by both ways of scoring
     ("zero_shot", ("zero_shot",)),  # zero-shot scoring

@@ -10,11 +10,11 @@ run (downstream.classification_tasks=[glue:NAME@DIR]) records and ranks by them 
 from __future__ import annotations
 
 import statistics
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from lmpt.downstream.figures import ACCURACY, F1, GLUE_SCORE, MCC, PEARSON, SPEARMAN
+from lmpt.downstream.figures import ACCURACY, GLUE_SCORE
+from lmpt.downstream.metrics import METRICS
 from lmpt.downstream.tasks.glue import GlueTask
 from lmpt.downstream.tasks.task_files import Example
 from lmpt.safe_files import write_atomically
@@ -35,27 +35,14 @@ def as_written(values: Sequence[float], classes: Sequence[str]) -> list:
 def task_metrics(task: GlueTask, gold: Mapping[str, Sequence], predicted: Mapping[str, Sequence]) -> dict[str, float]:
     """The official figures of `task` from each dev file's gold labels and predictions (labels as GLUE's files write
     them; STS-B's as numbers), by dev file name (MNLI: dev_matched and dev_mismatched, the others dev)."""
-    from scipy.stats import pearsonr, spearmanr  # on demand: --help needs neither
-    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
-
     dev = task.dev_files[0]
-    y, p = list(gold[dev]), list(predicted[dev])
     figures: dict[str, float] = {}
-    with warnings.catch_warnings():  # a constant prediction: MCC 0 (sklearn), a correlation undefined (0 below)
-        warnings.simplefilter("ignore")
-        for metric in task.metrics:
-            if metric == MCC:
-                figures[MCC] = float(matthews_corrcoef(y, p))
-            elif metric == ACCURACY:
-                figures[ACCURACY] = float(accuracy_score(y, p))
-            elif metric == F1:
-                figures[F1] = float(f1_score(y, p, pos_label="1", zero_division=0.0))
-            elif metric in (PEARSON, SPEARMAN):
-                value = (pearsonr if metric == PEARSON else spearmanr)([float(v) for v in y], [float(v) for v in p])[0]
-                figures[metric] = 0.0 if value != value else float(value)  # NaN: a constant prediction
-            else:  # MNLI: accuracy on each dev file
-                name = task.dev_files[task.metrics.index(metric)]
-                figures[metric] = float(accuracy_score(list(gold[name]), list(predicted[name])))
+    for metric in task.metrics:
+        if metric in METRICS:  # accuracy, f1 (of the label "1"), mcc, pearson, spearman on the first dev file
+            figures[metric] = METRICS[metric](gold[dev], predicted[dev])
+        else:  # MNLI: accuracy on each dev file
+            name = task.dev_files[task.metrics.index(metric)]
+            figures[metric] = METRICS[ACCURACY](gold[name], predicted[name])
     return figures
 
 

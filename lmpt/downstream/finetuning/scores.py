@@ -1,31 +1,24 @@
-"""Classification figures from scikit-learn (accuracy, macro-F1, Matthews correlation for two classes) and their
-mean and sample standard deviation over fine-tuning seeds."""
+"""Classification figures (accuracy, macro-F1, Matthews correlation for two classes: lmpt.downstream.metrics) and
+their mean and sample standard deviation over fine-tuning seeds."""
 
 from __future__ import annotations
 
 import statistics
-import warnings
 
 import torch
 
 from lmpt.downstream.figures import ACCURACY, MACRO_F1, MCC, mean_of, std_of
 from lmpt.downstream.figures import SEED_FIGURES as FIGURES
+from lmpt.downstream.metrics import METRICS, macro_f1
 
 
 def classification_scores(gold: torch.Tensor, predicted: torch.Tensor, n_classes: int, prefix: str = "") -> dict:
     """Accuracy and macro-F1 over every class of the task (a class never predicted counts as F1 0), and Matthews
     correlation when the task has two classes, keyed `prefix + name`."""
-    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef  # 1-2 s to import: not for --help
-
-    y_true, y_pred, labels = gold.tolist(), predicted.tolist(), list(range(n_classes))
-    scores = {
-        ACCURACY: float(accuracy_score(y_true, y_pred)),
-        MACRO_F1: float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0.0)),
-    }
+    y_true, y_pred = gold.tolist(), predicted.tolist()
+    scores = {ACCURACY: METRICS[ACCURACY](y_true, y_pred), MACRO_F1: macro_f1(y_true, y_pred, list(range(n_classes)))}
     if n_classes == 2:
-        with warnings.catch_warnings():  # one class among gold and predicted: MCC is 0, as sklearn returns
-            warnings.simplefilter("ignore", UserWarning)
-            scores[MCC] = float(matthews_corrcoef(y_true, y_pred))
+        scores[MCC] = METRICS[MCC](y_true, y_pred)
     return {prefix + name: value for name, value in scores.items()}
 
 

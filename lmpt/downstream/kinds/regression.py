@@ -9,7 +9,6 @@ its file and line (lmpt.downstream.tasks.task_files)."""
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -28,6 +27,7 @@ from lmpt.downstream.figures import (
     mean_of,
 )
 from lmpt.downstream.kinds.fine_tuned import FineTunedKind, FineTunedTask
+from lmpt.downstream.metrics import METRICS
 from lmpt.downstream.tasks.glue import entry_is_regression
 from lmpt.downstream.tasks.task_files import task_folder
 
@@ -42,24 +42,9 @@ PREFIX = "regression:"
 FLOOR_METHOD = "bag of words (tf-idf 1-2 grams + ridge regression)"
 
 
-def correlations(gold: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
-    """Pearson and Spearman correlation (scipy.stats) of `predicted` with `gold`; 0 when either is constant (where
-    the correlation is undefined: a head that predicts one number has learned no ordering)."""
-    from scipy.stats import pearsonr, spearmanr  # scipy on demand: --help needs none
-
-    gold, predicted = np.asarray(gold, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
-    if np.ptp(gold) == 0 or np.ptp(predicted) == 0:
-        return {PEARSON: 0.0, SPEARMAN: 0.0}
-    with warnings.catch_warnings():  # near-constant input: scipy warns, the figure stands
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return {PEARSON: float(pearsonr(gold, predicted)[0]), SPEARMAN: float(spearmanr(gold, predicted)[0])}
-
-
 def regression_scores(gold: np.ndarray, predicted: np.ndarray, prefix: str = "") -> dict[str, float]:
-    """Pearson, Spearman (`correlations`) and mean squared error, keyed `prefix + name`."""
-    gold, predicted = np.asarray(gold, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
-    scores = {**correlations(gold, predicted), MSE: float(np.mean((predicted - gold) ** 2))}
-    return {prefix + name: value for name, value in scores.items()}
+    """Pearson, Spearman and mean squared error (lmpt.downstream.metrics), keyed `prefix + name`."""
+    return {prefix + name: METRICS[name](gold, predicted) for name in (PEARSON, SPEARMAN, MSE)}
 
 
 def _numbers(examples: list[Example]) -> np.ndarray:
