@@ -109,8 +109,8 @@ class ChunkedCrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_loss, _grad_correct):
         if ctx.grads is not None and (grad_loss.numel() == 0 or bool((grad_loss == grad_loss[0]).all())):
-            scale = grad_loss[0] if grad_loss.numel() else 0.0
-            return *(None if grad is None else grad.mul_(scale) for grad in ctx.grads), None, None, None
+            scale = grad_loss[0] if grad_loss.numel() else 0.0  # out of place: a second backward scales them again
+            return *(None if grad is None else grad * scale for grad in ctx.grads), None, None, None
         hidden, weight, targets, lse, excluded = ctx.saved_tensors
         grads = _empty_grads(hidden, weight, ctx.needs_input_grad)
         buffer = hidden.new_empty(ctx.block, weight.shape[0])

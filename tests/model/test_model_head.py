@@ -98,6 +98,14 @@ def test_fused_cpu_head_matches_the_unfused_ops_in_value_and_gradient() -> None:
     # one weight for every row (a mean): the gradient formed in the forward pass, scaled by it in the backward
     mean = torch.full((rows,), 1.0 / rows)
     same(run(head.rows_loss, mean), run(head.unfused_rows_loss, mean))
+    # a graph kept for a second backward (retain_graph): the forward-formed gradient is not scaled twice
+    hidden = hidden0.clone().requires_grad_()
+    loss, _ = head.rows_loss(hidden, weight0, targets, excluded)
+    loss.mean().backward(retain_graph=True)
+    first = hidden.grad.clone()
+    hidden.grad = None
+    loss.mean().backward()
+    torch.testing.assert_close(hidden.grad, first, atol=0, rtol=0)
     # the promise of one weight broken: the backward pass computes the gradient again, the same as ever
     same(run(head.rows_loss, grad_out, uniform=True), plain)
     # rows_loss takes the fused path on a CPU in float32, the plain ops under autocast
