@@ -6,7 +6,7 @@ dropout and masking draws after the point are those a run without points makes."
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 import torch
 
@@ -25,7 +25,7 @@ class CurveScorer(Protocol):
         ...
 
 
-def curve_due(scorer: CurveScorer | None, step: int, last: bool) -> bool:
+def curve_due(scorer: CurveScorer | None, step: int, last: bool) -> TypeGuard[CurveScorer]:
     """Whether `step` takes a curve point."""
     return scorer is not None and (step % scorer.every == 0 or last)
 

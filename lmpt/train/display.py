@@ -109,7 +109,9 @@ class Display:
     def start(self, step: int) -> None:
         self.first_step = step
         self.started = time.perf_counter()
-        self.spent_at_start = self.length.spent_fraction() if self.length is not None and self.budget else 0.0
+        self.spent_at_start = (
+            self.length.spent_fraction() if self.length is not None and self.budget is not None else 0.0
+        )
 
     def log(self, step: int, record: dict) -> None:
         console.print(f"step {step:>6}/{self.max_steps} | {format_record(record)} | eta {self.eta(step)}")

@@ -312,8 +312,8 @@ class TrainLoop:
                         self.display.evaluation(step, self.state.last_val)
                         if self.best is not None:  # before the checkpoint of this step, which records the best
                             self.state.best = self.best.consider(self.state.best, step, self.state.last_val)
-                    if self.curves is not None and curve_due(self.curves, step, last):  # after validation, before
-                        self.display.evaluating(step, "downstream curves")  # the checkpoint of this step
+                    if curve_due(self.curves, step, last):  # after validation, before the checkpoint of this step
+                        self.display.evaluating(step, "downstream curves")
                         point = take_curve_point(self.curves, self.model, self.objective, self.device)
                         self.emit({"step": step, **self.work.record(), **point})
                     if (t.ckpt_every and step % t.ckpt_every == 0) or last or overdue or stop:
