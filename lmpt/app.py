@@ -110,7 +110,7 @@ def _continue_runs(argv: list[str]) -> list[str]:
     """`lmpt trainer.resume=RUN` / `lmpt hydra.run.dir=RUN` compose RUN's own configuration (lmpt.config.resume),
     and a run directory that already exists is locked before Hydra writes anything into it."""
     from lmpt.config.resume import resumed_argv, run_dir_given
-    from lmpt.rundir.lock import lock_run_dir
+    from lmpt.rundir.directory import lock_run_dir
 
     run_dir = run_dir_given(argv)
     one_process = int(os.environ.get("WORLD_SIZE", "1")) <= 1 and int(os.environ.get("SLURM_NTASKS", "1")) <= 1

@@ -1,4 +1,4 @@
-"""The record an objective hands the model (what the sampler hands an objective is lmpt.data.windows)."""
+"""The record an objective hands the model (what the sampler hands an objective is lmpt.data.sampler.Windows)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ tests/test_private_api.py, which exercises each function, names the version in i
 - Hydra's basic sweeper (`hydra._internal.core_plugins.basic_sweeper.BasicSweeper`): how many jobs a sweep runs,
   counted as the sweeper counts them.
 - torch.optim.Muon's Newton-Schulz iteration (`torch.optim._muon._zeropower_via_newtonschulz`): PyTorch's Muon takes
-  no dtype for it, so lmpt swaps in its float32 iteration where bf16 would be emulated (lmpt.train.muon).
+  no dtype for it, so lmpt swaps in its float32 iteration where bf16 would be emulated (lmpt.train.optim).
 - torch.distributed.checkpoint's nested-state setter (`torch.distributed.checkpoint._traverse.set_element`): lmpt's
   safe loader of sharded checkpoints puts each tensor where DCP's own planner would."""
 

@@ -44,9 +44,8 @@ from lmpt.objectives.mlm import MlmConfig
 from lmpt.objectives.registry import build_objective
 from lmpt.objectives.span import SpanConfig
 from lmpt.rng import generator
-from lmpt.train.efficiency import DATASHEET_BF16_PEAK, measured_matmul_peak
-from lmpt.train.optim import build_optimizer
-from lmpt.train.param_groups import parameter_groups
+from lmpt.train.metrics import DATASHEET_BF16_PEAK, measured_matmul_peak
+from lmpt.train.optim import build_optimizer, parameter_groups
 
 PRESETS: dict[str, dict[str, int]] = {
     # d_ff is the reference's 2-matrix FFN width; lmpt's SwiGLU gets 2*d_ff/3 so the FFN parameters match.

@@ -1,5 +1,5 @@
 """Two default runs side by side on 2 cores against one alone: does each run still finish in reasonable time when
-another shares its cores? Each run takes its threads from the cores free of other work (lmpt.train.threads); before
+another shares its cores? Each run takes its threads from the cores free of other work (lmpt.train.placement); before
 that, two runs each taking both cores crawled 10-25 times slower than one alone. Goal: each of the two within 2.5x of
 the run alone.
 

@@ -49,7 +49,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 REPO = Path(__file__).resolve().parents[1]
 OBJECTIVES = {"decoder": "clm", "encoder": "mlm", "encoder-decoder": "span"}
-"""The objective whose untrained model stands for each architecture (lmpt.config.choices.ARCHITECTURES)."""
+"""The objective whose untrained model stands for each architecture (lmpt.config.schema.ARCHITECTURES)."""
 START, END = "<!-- task-cards:start -->", "<!-- task-cards:end -->"
 HEADING = "## What an untrained model scores (the control)"
 console = Console()

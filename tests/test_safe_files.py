@@ -119,7 +119,7 @@ def commands(run: Path, target: Path, tmp_path: Path, text: Path) -> dict[str, C
 
     def compare(monkeypatch, capsys) -> tuple[int, str]:
         try:
-            compare_main([str(run), "--out", str(tmp_path / "report")])
+            compare_main([str(run), f"out={tmp_path / 'report'}"])
         except SystemExit as exc:
             return int(exc.code or 0), capsys.readouterr().err
         return 0, capsys.readouterr().err

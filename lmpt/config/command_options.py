@@ -1,6 +1,8 @@
-"""`lmpt-generate RUN prompt="..." max_tokens=50`: positional paths, then key=value options parsed into a
-typed dataclass whose field docstrings are the `--help` text; a field typed as a dataclass of its own takes
-dotted keys (`data.train=...`). Every mistake is one line and exit 2."""
+"""The one command-line mechanism of lmpt's commands other than the Hydra ones (`lmpt`, `lmpt-prepare`,
+`lmpt-preview`, `lmpt-study`): `lmpt-generate RUN prompt="..." max_tokens=50`, positional paths (the last one may take
+several: `lmpt-compare PATH... out=DIR`), then key=value options parsed into a typed dataclass whose field docstrings
+are the `--help` text; a field typed as a dataclass of its own takes dotted keys (`data.train=...`). Every mistake is
+one line and exit 2."""
 
 from __future__ import annotations
 
@@ -107,8 +109,9 @@ def _build(cls: type[T], given: dict[str, Any], prefix: str = "") -> T:
 def parse_command(
     argv: list[str], prog: str, summary: str, positionals: list[tuple[str, str]], cls: type[T]
 ) -> tuple[list[str], T]:
-    """(positional arguments, options) from `argv`; --help prints the usage and exits 0. A token
-    `key=value` whose key names no option, a missing or extra argument, or a bad value raises LmptError."""
+    """(positional arguments, options) from `argv`; --help prints the usage and exits 0. A last positional named
+    `NAME...` takes one or more arguments. A token `key=value` whose key names no option, a missing or extra
+    argument, or a bad value raises LmptError."""
     if any(a in ("-h", "--help") for a in argv):
         print(usage(prog, summary, positionals, cls))
         sys.exit(0)
@@ -123,7 +126,8 @@ def parse_command(
         if key not in keys:
             raise LmptError(f"unknown key '{key}' for {prog}: use one of {', '.join(keys)} (`{prog} --help`)")
         given[key] = _convert(key, raw, keys[key].kind)
-    if len(args) != len(positionals):
+    variadic = bool(positionals) and positionals[-1][0].endswith("...")
+    if len(args) != len(positionals) and not (variadic and len(args) > len(positionals)):
         wanted = " ".join(name for name, _ in positionals)
         raise LmptError(f"{prog} takes {wanted}, got {len(args)} argument(s) {args}: see `{prog} --help`")
     missing = [name for name, key in keys.items() if key.required and name not in given]
@@ -135,19 +139,20 @@ def parse_command(
     return args, options
 
 
-def run_command(body: Callable[[list[str]], None]) -> NoReturn:
-    """Run `body(argv)`; an LmptError or OSError ends as `lmpt: error: ...` on one line and exit 2."""
+def run_command(body: Callable[[list[str]], None], prog: str = "lmpt", argv: list[str] | None = None) -> NoReturn:
+    """Run `body(argv)` (default: this process's arguments); an LmptError or OSError ends as `PROG: error: ...` on
+    one line and exit 2."""
     try:
-        body(sys.argv[1:])
+        body(sys.argv[1:] if argv is None else argv)
     except LmptError as exc:
-        print(f"lmpt: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"lmpt: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"{prog}: error: {exc.strerror or exc}{where}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
-        print("lmpt: aborted", file=sys.stderr)
+        print(f"{prog}: aborted", file=sys.stderr)
         sys.exit(130)
     finally:
         console.stderr = False

@@ -13,12 +13,12 @@ from functools import cache
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from lmpt.config import optimizer_schema, quality_schema, schema
+from lmpt.config import quality_schema, schema
 
 STATIC_SCHEMAS: dict[str, list[type]] = {
     "tokenizer": [schema.TokenizerConfig],
     "model": [schema.ModelConfig],
-    "optimizer": [schema.AdamWConfig, schema.AdafactorConfig, optimizer_schema.MuonConfig],
+    "optimizer": [schema.AdamWConfig, schema.AdafactorConfig, schema.MuonConfig],
     "scheduler": [schema.SchedulerConfig],
     "data": [schema.DataConfig, schema.SourceConfig],
     "trainer": [schema.TrainerConfig],

@@ -1,5 +1,7 @@
 """Typed schemas of the config groups (each objective's is beside it in lmpt/objectives/). The string under each field
-is its documentation (`lmpt --help` and the README's configuration reference are built from it)."""
+is its documentation (`lmpt --help` and the README's configuration reference are built from it). The values a key
+may take where the choice is a fixed list are here too, in one place, read by the config's checks and by the layers
+that act on the value."""
 
 from __future__ import annotations
 
@@ -9,6 +11,25 @@ from typing import Any, TypeVar
 from omegaconf import MISSING, OmegaConf
 
 from lmpt.config.quality_schema import QualityConfig
+
+ARCHITECTURES = ("decoder", "encoder", "encoder-decoder")
+"""model.arch: the three stacks one Block assembles into (auto: the objective's own)."""
+ARCHS = ("auto", *ARCHITECTURES)
+PRECISIONS = (None, "fp32", "bf16", "fp16")
+PROGRESS = ("auto", "rich", "plain", "tqdm")
+SCHEDULES = ("cosine", "linear", "constant", "inverse_sqrt", "wsd")
+TOKENIZER_BACKENDS = ("sentencepiece", "bytelevel", "hf")
+DOCUMENT_MODES = ("auto", "blank_line", "wikitext", "line", "file")
+"""data.documents: how text splits into documents."""
+FLAVOURS = ("llama", "t5")
+"""model.flavour: Llama-style blocks, or T5 v1.1's (encoder-decoder only)."""
+FINETUNE_MODES = ("full", "probe")
+"""downstream.mode and lmpt-finetune's mode: every weight trained, or a linear probe on frozen features."""
+DOWNSTREAM_WEIGHTS = ("last", "best")
+"""downstream.weights: the final model, or RUN/best (the lowest val_loss)."""
+CONTROLS = ("scratch", "none")
+"""downstream.control, lmpt-finetune's and lmpt-eval's control: scratch (the run's architecture freshly initialised is
+fine-tuned or scored beside the run's model, the same way) or none."""
 
 
 @dataclass
@@ -314,3 +335,31 @@ def settings(section: object, schema: type[Schema]) -> Schema:
     if not isinstance(value, schema):
         raise TypeError(f"the config section holds a {type(value).__name__}, not a {schema.__name__}")
     return value
+
+
+@dataclass
+class MuonConfig(OptimizerConfig):
+    name: str = "muon"
+    lr: float = 0.04
+    """Muon's peak learning rate, for the 2-D matrices inside the blocks (attention and MLP projections). This,
+    momentum 0.9 and adamw_lr 2e-2 were tuned on the default run (the tiny model, ~400k tokens; docs/benchmarks.md):
+    sweep them for bigger models and longer runs."""
+    weight_decay: float = 0.0
+    """Muon's decoupled weight decay (scaled by its learning rate, as torch.optim.Muon applies it)."""
+    momentum: float = 0.9
+    """Muon's momentum."""
+    nesterov: bool = True
+    """Nesterov momentum in Muon."""
+    ns_steps: int = 5
+    """Newton-Schulz iterations that orthogonalise each Muon update."""
+    adjust_lr_fn: str | None = "original"
+    """How Muon scales its learning rate by matrix shape: original (Keller Jordan's sqrt(max(1, rows/cols))) or
+    match_rms_adamw (Moonshot's 0.2 sqrt(max(rows, cols)): AdamW's learning rate and decay then carry over)."""
+    adamw_lr: float = 2e-2
+    """AdamW's peak learning rate, for embeddings, the output head, norms, biases and the t5 lm_head / nsp head."""
+    adamw_betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
+    """AdamW's (beta1, beta2)."""
+    adamw_eps: float = 1e-8
+    """AdamW's epsilon."""
+    adamw_weight_decay: float = 0.0
+    """AdamW's decoupled weight decay (never applied to norms, biases or embeddings)."""

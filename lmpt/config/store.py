@@ -10,14 +10,13 @@ from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
 
-from lmpt.config import optimizer_schema
 from lmpt.config import schema as s
 from lmpt.config.quality_schema import QualityConfig
 
 _SCHEMAS: dict[str, dict[str, type]] = {
     "tokenizer": {"sentencepiece": s.TokenizerConfig},
     "model": {"model": s.ModelConfig},
-    "optimizer": {"adamw": s.AdamWConfig, "adafactor": s.AdafactorConfig, "muon": optimizer_schema.MuonConfig},
+    "optimizer": {"adamw": s.AdamWConfig, "adafactor": s.AdafactorConfig, "muon": s.MuonConfig},
     "scheduler": {"scheduler": s.SchedulerConfig},
     "data": {"data": s.DataConfig},
     "trainer": {"trainer": s.TrainerConfig},

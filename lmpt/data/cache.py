@@ -58,6 +58,10 @@ class PreparedData:
     cache_dir: Path
     sources: list[SourceSpans]
 
+    def source_tokens(self) -> list[tuple[str, float, int]]:
+        """(name, weight, training tokens) of each source of the text."""
+        return [(s.name, s.weight, s.train[1] - s.train[0]) for s in self.sources]
+
     def source_at(self, split: str, offset: int) -> str:
         """Name of the source whose text holds token `offset` of `split` ("" when the run has one source)."""
         found = [s.name for s in self.sources if getattr(s, split)[0] <= offset < getattr(s, split)[1]]

@@ -9,12 +9,22 @@ import torch
 
 from lmpt.data.corpus import TokenCorpus
 from lmpt.data.permutation import FeistelPermutation
-from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.rng import derive_seed
 
 Span = tuple[int, int]
 """[start, end) token offsets of one source's text inside a split."""
+
+
+@dataclass
+class Windows:
+    """B windows of consecutive corpus tokens. Documents in the stream end with eos, so a window may
+    span several documents. `corpus` gives random access for objectives that look beyond the window
+    (nsp draws its random second segment from another document)."""
+
+    tokens: torch.Tensor  # [B, W] int64
+    starts: torch.Tensor  # [B] int64: corpus offset of each window's first token
+    corpus: TokenCorpus
 
 
 def _span_of(corpus: TokenCorpus, span: Span | None) -> Span:

@@ -8,7 +8,7 @@ A task's fast subset: its bundled twin `bundled:NAME-fast` when lmpt ships one (
 else the task itself; then at most `downstream.curve_items` of its items, drawn once with a fixed seed, in task
 order: the same items at every step, in every run. The training layer takes the scorer as a callable (lmpt.cli
 hands it to run_training) and calls it with the random streams, gradients and train mode set aside
-(lmpt.train.curves), so scoring changes no training number."""
+(lmpt.train.evaluation), so scoring changes no training number."""
 
 from __future__ import annotations
 

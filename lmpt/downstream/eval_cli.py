@@ -9,8 +9,8 @@ import json
 
 from rich.markup import escape
 
-from lmpt.config.choices import CONTROLS
 from lmpt.config.command_options import parse_command, require, run_command
+from lmpt.config.schema import CONTROLS
 from lmpt.console import console
 from lmpt.downstream.codec import write_record
 from lmpt.downstream.kinds.zero_shot import read_zero_shot, render_zero_shot, score_zero_shot
@@ -29,7 +29,7 @@ from lmpt.inference.evaluate import (
     render_held_out,
 )
 from lmpt.rundir.trained import load_trained, locate_weights, require_token_head
-from lmpt.train.threads import take_threads
+from lmpt.train.placement import take_threads
 
 
 def evaluate(argv: list[str]) -> None:
@@ -42,7 +42,7 @@ def evaluate(argv: list[str]) -> None:
     require(o.control in CONTROLS, f"control={o.control} is unknown: use {' or '.join(CONTROLS)}")
     require(o.control == "none" or o.task is not None, f"control={o.control} needs task=: text has no control")
     task = read_zero_shot(o.task) if o.task is not None else None
-    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.threads)
+    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.placement)
     trained = load_trained(run, o.device)
     require_token_head(trained, PROG)
     if o.held_out:

@@ -36,7 +36,7 @@ from lmpt.downstream.tasks.labelled_task import task_name
 from lmpt.downstream.tasks.options import MODE_MEANINGS, FinetuneOptions
 from lmpt.downstream.tasks.task_files import with_task_files
 from lmpt.rundir.trained import RUN_ARGUMENT, load_trained, locate_weights
-from lmpt.train.threads import take_threads
+from lmpt.train.placement import take_threads
 
 PROG = "lmpt-finetune"
 SUMMARY = (
@@ -152,7 +152,7 @@ def finetune_run(run: str | Path, o: FinetuneOptions) -> dict:
     named_by = None if o.task else f"data.train={o.data.train}"
     path = hand_record_path(run_dir, task_name(o), named_by)  # a bad task name is refused before any work
     kind = Regression if o.regression else Classification
-    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.threads)
+    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.placement)
     result = finetune(load_trained(run, o.device), o, kind.target())
     write_record(path, {**result, "record": str(path)})
     return {**result, "record": str(path)}

@@ -33,7 +33,7 @@ from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.downstream.tasks.task_files import SPLITS, Example
 from lmpt.rundir.trained import load_trained, locate_weights
 from lmpt.safe_files import write_atomically
-from lmpt.train.threads import take_threads
+from lmpt.train.placement import take_threads
 
 GLUE = "glue"
 PRETRAINED = "pretrained"
@@ -83,7 +83,7 @@ def glue_run(run: str | Path, o: FinetuneOptions) -> dict:
     jobs = read_jobs(o)
     run_dir = locate_weights(run).run_dir
     path = hand_record_path(run_dir, GLUE)
-    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.threads)
+    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.placement)
     trained = load_trained(run, o.device)
     seq_len, max_seq_len = int(trained.config.data.seq_len), trained.model.max_seq_len
     options = {job.task.hf: dataclasses.replace(o, task=job.task.name) for job in jobs}

@@ -18,7 +18,7 @@ from lmpt.inference.progress import WorkBar
 from lmpt.inference.prompts import MASK_MARKER, encode_marked
 from lmpt.rundir.trained import RUN_ARGUMENT, Trained, load_trained, require_token_head
 from lmpt.tokenizer.special import MASK
-from lmpt.train.threads import take_threads
+from lmpt.train.placement import take_threads
 
 PROG = "lmpt-fill"
 SUMMARY = (
@@ -115,7 +115,7 @@ def fill_middle(run: str, trained: Trained, o: FillOptions) -> None:
 def fill(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, FillOptions)
     require(o.top_k >= 1, f"top_k={o.top_k} must be at least 1")
-    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.threads)
+    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.placement)
     trained = load_trained(run, o.device)
     if trained.arch == "decoder" and (o.prefix or o.suffix or trained.objective.fills_middle):
         fill_middle(run, trained, o)

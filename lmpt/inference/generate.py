@@ -19,7 +19,7 @@ from lmpt.model.generate import sample, unmask
 from lmpt.objectives.base import Sampling
 from lmpt.rng import generator
 from lmpt.rundir.trained import RUN_ARGUMENT, Trained, load_trained
-from lmpt.train.threads import take_threads
+from lmpt.train.placement import take_threads
 
 PROG = "lmpt-generate"
 SUMMARY = (
@@ -161,7 +161,7 @@ def fill_spans(trained: Trained, o: GenerateOptions, bar: WorkBar) -> dict:
 def generate(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, GenerateOptions)
     _check(o)
-    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.threads)
+    take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.placement)
     trained = load_trained(run, o.device)
     sampling = trained.objective.sampling(trained.arch)  # the objective says how its runs write
     if sampling is Sampling.NONE:

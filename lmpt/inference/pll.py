@@ -11,7 +11,7 @@ import torch
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.inference.progress import WorkBar
-from lmpt.inference.scoring import Text, piece_bytes
+from lmpt.inference.scoring import Text
 from lmpt.objectives.measure import TextScore, framed_rows, sum_token_losses
 from lmpt.objectives.sequences import pad_rows
 from lmpt.rundir.trained import Trained
@@ -32,7 +32,7 @@ def score_pll(
     trained: Trained, text: Text, seq_len: int, batch_size: int, device, bar: WorkBar, sizes: torch.Tensor | None = None
 ) -> TextScore:
     """Pseudo-log-likelihood of every ordinary token of the text (eos and other reserved ids are not scored: a
-    masked LM is never trained to predict them); `bar` counts masked copies. `sizes`: piece_bytes(tokenizer),
+    masked LM is never trained to predict them); `bar` counts masked copies. `sizes`: tokenizer.piece_bytes(),
     given by a caller that scores many short texts (zero-shot multiple choice), else computed here."""
     special = trained.tokenizer.special
     segments = torch.zeros(1, seq_len, dtype=torch.long) if trained.objective.n_segments else None
@@ -51,7 +51,7 @@ def score_pll(
                     segment_ids=segments,
                 )
 
-    sizes = piece_bytes(trained.tokenizer) if sizes is None else sizes
+    sizes = trained.tokenizer.piece_bytes() if sizes is None else sizes
     score = sum_token_losses(trained.model, batches(), batch_size, sizes, device, bar)
     score.windows = len(rows)  # windows of text, not masked copies
     return score

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lmpt.tokenizer.base import piece_bytes
-
-__all__ = ["Text", "piece_bytes"]
-
 
 @dataclass
 class Text:

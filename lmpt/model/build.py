@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from lmpt.config.choices import ARCHITECTURES, FLAVOURS
-from lmpt.config.schema import ModelConfig
+from lmpt.config.schema import ARCHITECTURES, FLAVOURS, ModelConfig
 from lmpt.errors import LmptError
 from lmpt.model.block import flavour, kv_heads
 from lmpt.model.language_model import LanguageModel

@@ -11,16 +11,17 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from lmpt.config.schema import ModelConfig
-from lmpt.model.attention import Rope, rotary_tables
-from lmpt.model.block import Block, flavour
-from lmpt.model.masks import (
+from lmpt.model.attention import (
+    Rope,
     allow_self,
     causal_mask,
     combine_masks,
     document_mask,
     key_padding_mask,
     prefix_mask,
+    rotary_tables,
 )
+from lmpt.model.block import Block, flavour
 from lmpt.model.t5 import RelativePositionBias, biased_mask
 
 

@@ -14,7 +14,7 @@ from torch import nn
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.model.build import build_model
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.measure import Measure

@@ -8,7 +8,7 @@ from typing import ClassVar
 import torch
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.measure import Measure, NextTokenLikelihood

@@ -12,7 +12,7 @@ from torch import nn
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.model.build import build_model
 from lmpt.objectives.base import Objective
 from lmpt.objectives.checks import require_fraction

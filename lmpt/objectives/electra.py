@@ -14,7 +14,7 @@ import torch
 
 from lmpt.batch import Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.errors import LmptError
 from lmpt.model.build import check_model_config
 from lmpt.model.electra import ElectraModel, ElectraOutput, discriminator_state

@@ -23,12 +23,12 @@ from typing import ClassVar
 import torch
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.clm import CausalLM, ClmConfig
 from lmpt.objectives.measure import FimLikelihood, Measure
-from lmpt.tokenizer.base import Tokenizer, piece_bytes
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.tokenizer.special import SpecialTokens, sentinel_piece
 
 
@@ -120,7 +120,7 @@ class FillInTheMiddle(CausalLM):
     def split_points(self, document: list[int], gen: torch.Generator) -> tuple[int, int]:
         """Two character positions uniform on [0, length], sorted, each moved back to a token boundary."""
         if self._piece_bytes is None:
-            self._piece_bytes = piece_bytes(self.tokenizer)
+            self._piece_bytes = self.tokenizer.piece_bytes()
         ends = torch.cumsum(self._piece_bytes[torch.tensor(document)], 0)
         characters = torch.randint(0, int(ends[-1]) + 1, (2,), generator=gen).sort().values
         low, high = torch.searchsorted(ends, characters, right=True).tolist()

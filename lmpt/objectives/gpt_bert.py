@@ -10,7 +10,7 @@ from typing import ClassVar
 import torch
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import ENCODER_LEGEND, Stats
 from lmpt.objectives.checks import require_fraction

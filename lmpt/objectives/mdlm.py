@@ -22,7 +22,7 @@ from torch import nn
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.errors import LmptError
 from lmpt.model.build import check_model_config
 from lmpt.model.head import compiled_rows_loss, rows_loss, token_losses

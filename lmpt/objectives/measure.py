@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import torch
 
 from lmpt.batch import IGNORE, Batch, note_padding
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.masking import mask_tokens
 from lmpt.objectives.sequences import pad_rows
@@ -46,7 +46,6 @@ from lmpt.objectives.yardstick import (
     yardstick_generator,
 )
 from lmpt.rng import generator
-from lmpt.tokenizer.base import piece_bytes
 
 if TYPE_CHECKING:
     from lmpt.data.sampler import ValidationWindows
@@ -208,7 +207,7 @@ class Measure:
         self, model: LanguageModel, batches: Iterable[Batch], o: TextOptions, progress: Progress, count_bytes: bool
     ) -> TextScore:
         """The summed token loss of single-window `batches`; with `count_bytes` the bytes of the scored targets too."""
-        sizes = piece_bytes(self.objective.tokenizer) if count_bytes else None
+        sizes = self.objective.tokenizer.piece_bytes() if count_bytes else None
         return sum_token_losses(model, batches, o.batch_size, sizes, o.device, progress)
 
 

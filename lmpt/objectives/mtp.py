@@ -18,7 +18,7 @@ import torch
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.errors import LmptError
 from lmpt.model.build import build_model
 from lmpt.model.language_model import LanguageModel

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from lmpt.batch import Batch
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import Objective, Stats

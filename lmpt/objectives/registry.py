@@ -17,8 +17,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, open_dict
 
 import lmpt.objectives
-from lmpt.config.choices import ARCHITECTURES
-from lmpt.config.schema import TokenizerConfig
+from lmpt.config.schema import ARCHITECTURES, TokenizerConfig
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
 from lmpt.objectives.schema import ObjectiveConfig

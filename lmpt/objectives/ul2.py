@@ -9,7 +9,7 @@ from typing import ClassVar
 import torch
 
 from lmpt.batch import Batch
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.errors import LmptError
 from lmpt.model.output import ModelOutput
 from lmpt.objectives.base import Objective, ScoringFrame, Stats

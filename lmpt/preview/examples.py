@@ -18,12 +18,11 @@ from lmpt.config.schema import DataConfig, TokenizerConfig, settings
 from lmpt.config.validate import validate_config
 from lmpt.data.cache import default_cache_root, prepare_corpora
 from lmpt.data.corpus import TokenCorpus
-from lmpt.data.sampler import StepLayout, gather_windows
+from lmpt.data.sampler import StepLayout, Windows, gather_windows
 from lmpt.data.sampling import training_sampler
-from lmpt.data.windows import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
-from lmpt.objectives.corpus_checks import split_text
+from lmpt.objectives.checks import split_text
 from lmpt.objectives.registry import build_objective, preflight_objective
 from lmpt.preview.config import check_preview_config
 from lmpt.rng import generator

@@ -20,9 +20,8 @@ from lmpt.rundir.best import BEST_DIR, BEST_MODEL, no_best
 from lmpt.rundir.checkpoint import MANIFEST, CheckpointStore, load_part
 from lmpt.rundir.directory import CONFIG_FILE, FINAL_MODEL, LEGACY_FINAL_MODEL, TOKENIZER_FILES, run_tokenizer_path
 from lmpt.safe_files import WEIGHTS_SUFFIX, load_torch, load_weights, load_yaml, weights_metadata
-from lmpt.tokenizer.base import Tokenizer
+from lmpt.tokenizer.base import RUN_FILE, Tokenizer
 from lmpt.tokenizer.load import load_tokenizer
-from lmpt.tokenizer.remedy import RUN_FILE
 
 RUN_ARGUMENT = (
     "RUN",

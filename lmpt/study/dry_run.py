@@ -16,7 +16,7 @@ from lmpt.console import console, print_whole
 from lmpt.study.plan import NO_SCORING, StudyPlan, at_budget, override_key
 from lmpt.study.slots import Slot
 from lmpt.train.display import format_duration
-from lmpt.train.efficiency import ASSUMED_MFU
+from lmpt.train.metrics import ASSUMED_MFU
 
 
 @dataclass(frozen=True)

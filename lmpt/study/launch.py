@@ -26,7 +26,7 @@ from omegaconf import OmegaConf
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.locks import holder
-from lmpt.rundir.lock import LOCK_FILE, lock_run_dir
+from lmpt.rundir.directory import LOCK_FILE, lock_run_dir
 
 RUNNING = ".running"
 """STUDY/.running: the runs the study is training now (each run's process or SLURM job, and its directory), rewritten
@@ -55,7 +55,7 @@ def stop_on_signals() -> None:
 
 
 def lock_holder(directory: Path) -> int | None:
-    """The PID holding `directory`'s lock (lmpt.rundir.lock), or None when nobody holds it."""
+    """The PID holding `directory`'s lock (lmpt.rundir.directory), or None when nobody holds it."""
     text = holder(directory / LOCK_FILE)
     if text is None:
         return None

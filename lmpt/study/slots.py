@@ -1,7 +1,7 @@
 """Where a study's runs train side by side: its slots, checked before any work. A slot holds one run at a time:
 
 - on a CPU, a group of cores (this process's affinity split into `study.slots` groups): the run is pinned to its group
-  and takes as many intra-op threads as the group has cores (LMPT_THREADS, which lmpt.train.threads obeys first);
+  and takes as many intra-op threads as the group has cores (LMPT_THREADS, which lmpt.train.placement obeys first);
 - on a GPU, one visible GPU: the run sees only it (CUDA_VISIBLE_DEVICES), and takes an equal share of the cores as
   its threads;
 - under `study.launcher=slurm`, one SLURM job at a time (submitit; lmpt.study.slurm_jobs): `study.slots` bounds how
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from lmpt.cores import core_groups, describe_cores, usable_cores
 from lmpt.errors import LmptError
 from lmpt.study.schema import StudyConfig
-from lmpt.train.threads import FORCE_VAR
+from lmpt.train.placement import FORCE_VAR
 
 GPUS_VAR = "LMPT_STUDY_GPUS"
 """The GPUs a study's slots use, as CUDA_VISIBLE_DEVICES names them (`0,1,3`); unset: every GPU torch sees. Also the

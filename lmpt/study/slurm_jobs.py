@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lmpt.errors import LmptError
-from lmpt.train.threads import FORCE_VAR
+from lmpt.train.placement import FORCE_VAR
 
 JOBS_FOLDER = ".submitit"
 """STUDY/.submitit/JOB: submitit's files (the job's script, its logs) for each of the study's jobs."""

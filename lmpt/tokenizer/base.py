@@ -1,5 +1,7 @@
-"""The tokenizer interface every backend implements (sentencepiece.py, hf.py); lmpt.tokenizer.load picks the
-backend for a file."""
+"""The tokenizer interface every backend implements (sentencepiece.py, hf.py; lmpt.tokenizer.load picks the backend
+for a file), and what the refusal of a tokenizer file tells the user to do: fix the setting that named the file, or,
+for the copy a run directory holds, know that the run directory is damaged (no setting of the command can fix
+that)."""
 
 from __future__ import annotations
 
@@ -70,6 +72,14 @@ class Tokenizer(ABC):
     def piece_byte_count(self, piece: str) -> int:
         """UTF-8 bytes of text an ordinary piece spells (bits per byte counts them)."""
 
+    def piece_bytes(self) -> torch.Tensor:
+        """[V] UTF-8 bytes each piece spells (the backend's `piece_byte_count`); reserved tokens (eos, sentinels,
+        ...) count none."""
+        reserved = set(self.special.reserved_ids())
+        pieces = (self.id_to_piece(i) for i in range(self.vocab_size))
+        sizes = [0 if i in reserved else self.piece_byte_count(piece) for i, piece in enumerate(pieces)]
+        return torch.tensor(sizes, dtype=torch.long)
+
     @abstractmethod
     def piece_starts_word(self, piece: str) -> bool:
         """Whether an ordinary piece begins a word (rather than continuing the one before it)."""
@@ -85,10 +95,16 @@ class Tokenizer(ABC):
         return self._word_starts.clone()
 
 
-def piece_bytes(tokenizer: Tokenizer) -> torch.Tensor:
-    """[V] UTF-8 bytes each piece spells (the backend's `piece_byte_count`); reserved tokens (eos, sentinels,
-    ...) count none."""
-    reserved = set(tokenizer.special.reserved_ids())
-    pieces = (tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size))
-    sizes = [0 if i in reserved else tokenizer.piece_byte_count(piece) for i, piece in enumerate(pieces)]
-    return torch.tensor(sizes, dtype=torch.long)
+RUN_FILE = "the run directory"
+"""`what` for the tokenizer file a run directory holds (lmpt-eval, -generate, -fill, -export, resume)."""
+
+
+def remedy(what: str, setting_advice: str | None = None) -> str:
+    """The clause ending the refusal of a tokenizer file: `setting_advice` (default `fix {what}`) when `what` is the
+    setting that named the file; for a run's own file, that the run directory is damaged."""
+    if what == RUN_FILE:
+        return (
+            "the run directory is damaged (its tokenizer file is not the one it was trained with): "
+            "restore the file from a copy of the run, or train the run again"
+        )
+    return setting_advice or f"fix {what}"

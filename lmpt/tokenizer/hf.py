@@ -10,8 +10,7 @@ from pathlib import Path
 from tokenizers import Tokenizer as FastTokenizer
 
 from lmpt.errors import LmptError
-from lmpt.tokenizer.base import Tokenizer
-from lmpt.tokenizer.remedy import remedy
+from lmpt.tokenizer.base import Tokenizer, remedy
 from lmpt.tokenizer.roles import resolve_roles
 from lmpt.tokenizer.sentencepiece import BYTE_PIECE
 

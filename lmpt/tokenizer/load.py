@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lmpt.errors import LmptError
-from lmpt.tokenizer.base import Tokenizer
+from lmpt.tokenizer.base import Tokenizer, remedy
 from lmpt.tokenizer.hf import HfTokenizer, tokenizer_json_path
-from lmpt.tokenizer.remedy import remedy
 from lmpt.tokenizer.sentencepiece import SentencePieceTokenizer
 
 

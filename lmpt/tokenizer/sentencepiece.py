@@ -12,8 +12,7 @@ import sentencepiece as spm
 
 from lmpt.config.schema import TokenizerConfig
 from lmpt.errors import LmptError
-from lmpt.tokenizer.base import Tokenizer
-from lmpt.tokenizer.remedy import remedy
+from lmpt.tokenizer.base import Tokenizer, remedy
 from lmpt.tokenizer.special import BOS, EOS, PAD, UNK, SpecialTokens, sentinel_piece
 
 WORD_START = "\u2581"  # SentencePiece marks the start of a word with U+2581

@@ -13,8 +13,7 @@ from lmpt.config.budget import Budget, parse_budget
 from lmpt.config.schema import TrainerConfig
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective
-from lmpt.train.efficiency import StepCost, expected_step_cost, peak_flops
-from lmpt.train.work import Work
+from lmpt.train.metrics import StepCost, Work, expected_step_cost, peak_flops
 
 UNBOUNDED_STEPS = 2**62
 """Steps the data loader offers a budgeted run: the budget, not the loader, ends it."""

@@ -1,19 +1,29 @@
-"""What the training loop shows: a rich live display on a terminal, plain lines in logs (CI, SLURM),
-tqdm on request, and a summary table at the end."""
+"""What the training loop shows: a rich live display on a terminal, plain lines in logs (CI, SLURM), tqdm on
+request, and when the run ends a summary table and a sample from the final model."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Column, Table
 
 from lmpt.console import console, is_main_process
+from lmpt.data.corpus import TokenCorpus
+from lmpt.model.generate import sample
+from lmpt.model.language_model import LanguageModel
+from lmpt.rng import generator
+from lmpt.tokenizer.base import Tokenizer
+from lmpt.train.metrics import MetricsLog, Work
+from lmpt.train.state import LoopState
 
 if TYPE_CHECKING:
     from lmpt.config.budget import Budget
     from lmpt.train.budget import RunLength
+
 
 _SHOWN = ("loss", "ppl", "acc", "nsp_acc", "lr", "grad_norm", "tokens_per_s", "mfu", "peak_memory_mb")
 _SCALES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
@@ -233,3 +243,53 @@ def summary_table(rows: dict[str, str]) -> Table:
     for key, value in rows.items():
         table.add_row(key, value)
     return table
+
+
+def print_summary(
+    metrics: MetricsLog, state: LoopState, work: Work, run_path: Path, wall: float, model: LanguageModel
+) -> None:
+    """The run summary table of a finished run (its `metrics`, loop `state` and `work`); `wall`: the run's wall time
+    over every launch (lmpt.train.run.TrainResult.wall_s)."""
+    records = [r for r in metrics.records() if "loss" in r]
+    first, last = (records[0], records[-1]) if records else ({}, {})
+    val = state.last_val
+    rows = {
+        "steps": str(state.step),
+        "parameters": f"{model.num_parameters() / 1e6:.2f}M",
+        "train loss": f"{first.get('loss', float('nan')):.4f} -> {last.get('loss', float('nan')):.4f}",
+        "val loss / ppl": f"{val.get('val_loss', float('nan')):.4f} / {val.get('val_ppl', float('nan')):.2f}",
+        **(
+            {"val loss at the fixed rate": f"{val['val_fixed_loss']:.4f} (objective.eval_mask_prob)"}
+            if "val_fixed_loss" in val
+            else {}
+        ),
+        **({"val bits per byte": f"{val['val_bpb']:.4f} (held-out windows)"} if "val_bpb" in val else {}),
+        "tokens seen / loss-bearing": f"{work.tokens:,} / {work.loss_tokens:,}",
+        "training FLOPs": f"{work.flops:.3e}",
+        "wall time / training": f"{wall:.1f}s / {work.seconds:.1f}s",
+        "run directory": str(run_path),
+    }
+    console.print(summary_table(rows))
+
+
+PROMPT_END = "⟩"  # between the sample's prompt and what the model wrote
+
+
+def print_sample(model: LanguageModel, tokenizer: Tokenizer, val_corpus: TokenCorpus, tokens: int, seed: int) -> None:
+    """A continuation of the first held-out document's opening, ` ⟩ ` where the prompt ends (visible in plain text
+    and logs too); each document it starts is a new line."""
+    start, end = val_corpus.doc_span(0)
+    prompt = [int(i) for i in val_corpus.window(start, min(8, end - start))]
+    new = sample(model, prompt, tokens, generator=generator(seed, "sample"), vocab_size=tokenizer.vocab_size)
+    ids = prompt + new
+    documents: list[str] = []
+    current: list[int] = []
+    for token in ids:  # decode each document whole so pieces keep their leading spaces
+        if token == tokenizer.special.eos:
+            documents.append(tokenizer.decode(current))
+            current = []
+        else:
+            current.append(token)
+    text = "\n".join([*documents, tokenizer.decode(current)])
+    head = tokenizer.decode(prompt)
+    console.print(f"[bold]sample:[/] [cyan]{escape(head)}[/] {PROMPT_END}{escape(text[len(head) :])}")

@@ -1,15 +1,28 @@
-"""Validation during training: the held-out batches of every source, and the objective's own yardstick."""
+"""What the loop measures of the model between its steps: validation (the held-out batches of every source, and the
+objective's own yardstick), RUN/best kept, and downstream curve points.
+
+- RUN/best: after each evaluation whose val_loss is the lowest so far, the model's weights (only: no optimizer, it
+  is cheap) go to RUN/best (lmpt.rundir.best). The best so far travels in LoopState, so a resumed run keeps the same
+  best and replaces it exactly when the uninterrupted run would.
+- Curve points: figures of the live model taken by a scorer built above this layer (the zero-shot tasks of
+  `downstream.score_every`, lmpt.downstream.curves) and handed down through run_training, so the training layer
+  imports nothing of downstream. Taking a point changes no training number: the model is scored in eval mode without
+  gradients, its train mode restored after, and the random streams (CPU and the device's) are forked, so the dropout
+  and masking draws after the point are those a run without points makes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol, TypeGuard
 
 import torch
 
 from lmpt.batch import Batch
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
-from lmpt.train.distributed import Distributed
+from lmpt.rundir.best import improves, save_best
+from lmpt.train.distributed import Distributed, full_model_state
 from lmpt.train.metrics import RunningStats, perplexity
 from lmpt.train.precision import Precision
 
@@ -59,3 +72,54 @@ class Evaluator:
         result["val_ppl"] = perplexity(means[self.objective.perplexity_of])
         result |= self.objective.measure.figures(means, lambda group: self.stats(group).means(), list(fixed_batches))
         return result | record
+
+
+class BestKeeper:
+    """Writes RUN/best for a run that evaluates periodically (trainer.eval_every > 0 and trainer.keep_best)."""
+
+    def __init__(
+        self, run_dir: Path, model: torch.nn.Module, strategy: str, arch: str, vocab_size: int, ctx: Distributed
+    ) -> None:
+        self.run_dir, self.model, self.strategy = run_dir, model, strategy
+        self.arch, self.vocab_size, self.ctx = arch, vocab_size, ctx
+
+    def consider(self, best: dict, step: int, val: dict) -> dict:
+        """The best after the evaluation `val` of `step`: a lower val_loss than `best` writes its weights (collective
+        under FSDP: every rank agrees, the loss being summed over all ranks) and becomes the best."""
+        val_loss = val.get("val_loss")
+        if val_loss is None or not improves(val_loss, best):
+            return best
+        state = full_model_state(self.model, self.strategy)
+        if self.ctx.is_main:
+            save_best(self.run_dir, state, self.arch, self.vocab_size, step, float(val_loss))
+        return {"step": step, "val_loss": float(val_loss)}
+
+
+class CurveScorer(Protocol):
+    @property
+    def every(self) -> int:
+        """Steps between curve points (a multiple of trainer.eval_every); the last step takes one too."""
+        ...
+
+    def __call__(self, model: LanguageModel, objective: Objective) -> dict[str, float]:
+        """The figures of `model` (in eval mode) as metrics.jsonl keys."""
+        ...
+
+
+def curve_due(scorer: CurveScorer | None, step: int, last: bool) -> TypeGuard[CurveScorer]:
+    """Whether `step` takes a curve point."""
+    return scorer is not None and (step % scorer.every == 0 or last)
+
+
+def take_curve_point(
+    scorer: CurveScorer, model: LanguageModel, objective: Objective, device: torch.device
+) -> dict[str, float]:
+    """`scorer`'s figures of `model`, the training state as it was before: train mode, gradients, random streams."""
+    was_training = model.training
+    cuda = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda, device_type="cuda"), torch.no_grad():
+        model.eval()
+        try:
+            return scorer(model, objective)
+        finally:
+            model.train(was_training)

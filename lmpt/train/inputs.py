@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -15,14 +15,17 @@ from lmpt.data.cache import PreparedData, default_cache_root, prepare_corpora
 from lmpt.data.sampler import StepLayout, StepSamples, ValidationWindows
 from lmpt.data.sampling import hold_unique_tokens, training_sampler, validation_sets
 from lmpt.errors import LmptError
+from lmpt.model import LanguageModel
 from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.base import Objective
-from lmpt.objectives.corpus_checks import check_splits
+from lmpt.objectives.checks import check_splits
 from lmpt.objectives.registry import build_objective
 from lmpt.quality.stage import QualityStage
 from lmpt.rng import derive_seed
+from lmpt.rundir import directory as rundir
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.distributed import Distributed
+from lmpt.train.init_from import check_tokenizer, load_origin
 from lmpt.train.spec import RunSpec
 
 InputsCheck = Callable[[Tokenizer, Objective], None]
@@ -90,3 +93,53 @@ def fresh_model(objective: Objective, model_cfg: ModelConfig, tokenizer: Tokeniz
     vocab = padded_vocab_size(tokenizer.vocab_size)
     torch.manual_seed(derive_seed(seed, "init"))
     return objective.build_model(model_cfg, vocab), vocab
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What a launch trains: the prepared data (tokenizer and corpora), the objective, this rank's windows, and the
+    model with its initial weights on the run's device and its padded vocabulary size."""
+
+    data: PreparedData
+    objective: Objective
+    windows: RunWindows
+    model: LanguageModel
+    model_vocab: int
+
+    def sampling_model(self, final_state: dict, strategy: str, model_cfg: ModelConfig) -> LanguageModel:
+        """The model a finished run samples from: the trained one, or under FSDP (rank 0 alone cannot run a sharded
+        model) a consolidated copy holding `final_state`, the full weights."""
+        if strategy != "fsdp":
+            return self.model
+        model = cast(LanguageModel, self.objective.build_model(model_cfg, self.model_vocab))  # it continues text
+        model.load_state_dict(final_state)
+        return model
+
+
+def run_inputs(
+    spec: RunSpec,
+    run: rundir.RunDir,
+    ctx: Distributed,
+    device: torch.device,
+    quality: QualityStage | None,
+    check: InputsCheck | None,
+) -> RunInputs:
+    """The inputs of a launch in `run`: rank 0 builds the caches and the others reuse them (a resumed run keeps its
+    own tokenizer); model.init_from's tokenizer must be the run's; a new stage of model.init_from starts from its
+    origin's weights. Once the weights fit, rank 0 writes the run's config and tokenizer: a refused run leaves
+    nothing behind."""
+    run_tokenizer = rundir.load_run_tokenizer(run)
+    data, objective = ctx.main_first(
+        lambda: prepare_inputs(spec, run_tokenizer, quality, run.path if ctx.is_main else None, check)
+    )
+    if spec.origin is not None:
+        check_tokenizer(spec.origin, data.tokenizer)
+    windows = sample_windows(data, objective, spec.trainer, ctx)
+    model, model_vocab = fresh_model(objective, spec.model, data.tokenizer, spec.trainer.seed)
+    if spec.origin is not None and run.resume_from is None:  # a resumed stage takes its weights from the checkpoint
+        load_origin(model, spec.origin)
+    model = model.to(device)
+    if ctx.is_main:
+        rundir.write_run_config(run, spec.config)
+        rundir.save_run_tokenizer(run, data.tokenizer)
+    return RunInputs(data, objective, windows, model, model_vocab)

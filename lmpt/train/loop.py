@@ -14,27 +14,28 @@ import torch
 
 from lmpt.batch import Batch
 from lmpt.config.schema import TrainerConfig
-from lmpt.console import console
-from lmpt.errors import LmptError
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
-from lmpt.rng import derive_seed
-from lmpt.rundir.checkpoint import CheckpointStore, load_parts, load_sharded_into, save_sharded
-from lmpt.tokenizer.base import piece_bytes
-from lmpt.train.best import BestKeeper
 from lmpt.train.budget import RunLength
-from lmpt.train.curves import CurveScorer, curve_due, take_curve_point
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
-from lmpt.train.efficiency import peak_flops, peak_memory_mb, say_if_busy
-from lmpt.train.evaluation import Evaluator
-from lmpt.train.finite import refuse_nonfinite_weights
-from lmpt.train.loggers import open_sinks
-from lmpt.train.metrics import MetricsLog, RunningStats, held_out_sizes, perplexity, with_bits_per_byte
+from lmpt.train.evaluation import BestKeeper, CurveScorer, Evaluator, curve_due, take_curve_point
+from lmpt.train.metrics import (
+    MetricsLog,
+    RunningStats,
+    Work,
+    add_step,
+    held_out_sizes,
+    open_sinks,
+    peak_flops,
+    peak_memory_mb,
+    perplexity,
+    say_if_busy,
+    with_bits_per_byte,
+)
 from lmpt.train.precision import Precision
 from lmpt.train.preemption import PreemptionFlag
-from lmpt.train.state import LoopState
-from lmpt.train.work import Work, add_step
+from lmpt.train.state import Checkpoints, LoopState, seed_dropout
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Recorders:
     """Where the loop writes what it did: checkpoints, metrics.jsonl, the console, and optionally RUN/best and
     downstream curve points."""
 
-    store: CheckpointStore
+    checkpoints: Checkpoints
     metrics: MetricsLog
     display: Display
     best: BestKeeper | None = None
@@ -82,7 +83,7 @@ class TrainLoop:
         self.optimizer, self.scheduler = parts.optimizer, parts.scheduler
         self.precision, self.device = precision, precision.device
         self.scaler = precision.grad_scaler()
-        self.store, self.metrics, self.display = recorders.store, recorders.metrics, recorders.display
+        self.checkpoints, self.metrics, self.display = recorders.checkpoints, recorders.metrics, recorders.display
         self.ctx = ctx or Distributed()
         self.length = length or RunLength(self.t.max_steps)
         self.work = self.length.work  # restored in place on resume
@@ -102,16 +103,12 @@ class TrainLoop:
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
         return {"rng": rng, "running_stats": self.stats.state_dict()}
 
-    @property
-    def sharded(self) -> bool:
-        return self.t.strategy == "fsdp"
-
     def checkpoint_parts(self) -> dict:
         """Collective under torchrun: every rank contributes its rank state. Sharded (FSDP) model and
         optimizer states are written separately, through torch.distributed.checkpoint."""
         replicated = (
             {}
-            if self.sharded
+            if self.checkpoints.sharded
             else {"model.safetensors": self.model.state_dict(), "optimizer.pt": self.optimizer.state_dict()}
         )
         return {
@@ -132,44 +129,15 @@ class TrainLoop:
         }
 
     def save(self) -> None:
-        """Rank 0 writes replicated state; under FSDP every rank first writes its shards into the same
-        staging directory. The others wait until rank 0 has committed. Non-finite weights are never saved."""
-        refuse_nonfinite_weights(self.model, self.ctx, self.state.step)
-        if not self.sharded:
-            parts = self.checkpoint_parts()
-            if self.ctx.is_main:
-                self.store.save(self.state.step, parts)
-            self.ctx.barrier()
-            return
-        staging = self.store.staging(self.state.step)
-        if self.ctx.is_main:
-            self.store.begin(self.state.step)
-        self.ctx.barrier()
-        save_sharded(self.model, self.optimizer, staging)
-        parts = self.checkpoint_parts()
-        self.ctx.barrier()
-        if self.ctx.is_main:
-            self.store.commit(self.state.step, staging, parts)
-        self.ctx.barrier()
+        """The checkpoint of this step (lmpt.train.state.Checkpoints.save): collective under torchrun."""
+        self.checkpoints.save(self.state.step, self.model, self.optimizer, self.checkpoint_parts)
 
     def start_fresh(self) -> None:
-        """A new run's dropout stream: seeded per rank, after the initial weights (the same on every rank)."""
-        torch.manual_seed(derive_seed(self.t.seed, "dropout", self.ctx.rank))
+        """A new run's dropout stream (lmpt.train.state.seed_dropout)."""
+        seed_dropout(self.t.seed, self.ctx.rank)
 
     def restore(self, checkpoint: Path) -> None:
-        parts = load_parts(checkpoint, map_location=self.device)
-        trainer = parts["trainer"]
-        if trainer["world_size"] != self.ctx.world_size:
-            raise LmptError(
-                f"{checkpoint} was written by {trainer['world_size']} process(es) and this launch has "
-                f"{self.ctx.world_size}: resume with torchrun --nproc_per_node={trainer['world_size']} "
-                "(each rank's data and random streams depend on the world size)"
-            )
-        if self.sharded:
-            load_sharded_into(self.model, self.optimizer, checkpoint)
-        else:
-            self.model.load_state_dict(parts["model"])
-            self.optimizer.load_state_dict(parts["optimizer"])
+        trainer = self.checkpoints.load(checkpoint, self.model, self.optimizer, self.device)
         self.scheduler.load_state_dict(trainer["scheduler"])
         self.scaler.load_state_dict(trainer["scaler"])
         mine = trainer["ranks"][self.ctx.rank]
@@ -216,16 +184,8 @@ class TrainLoop:
             self.scaler.step(self.optimizer)  # fp16: the scaler itself skips non-finite steps and lowers its scale
             self.scaler.update()
         if finite:
-            self.state.nonfinite_in_row = 0
             self.stats.merge(step_stats)  # a skipped step's non-finite loss never reaches the logged means
-        else:
-            self.state.nonfinite_in_row += 1
-            console.print(f"[bold yellow]step {self.state.step + 1}: non-finite gradient, step skipped[/]")
-            if self.state.nonfinite_in_row >= self.t.max_nonfinite_steps:
-                raise LmptError(
-                    f"{self.state.nonfinite_in_row} steps in a row had a non-finite loss or gradient; stopped. "
-                    "The last good checkpoint is intact: lower optimizer.lr or use trainer.precision=fp32"
-                )
+        self.state.count_step(finite, self.t.max_nonfinite_steps)
         self.optimizer.zero_grad(set_to_none=True)
         self.work.seconds += time.perf_counter() - self.step_clock  # data wait included, evaluation not
         self.scheduler.step()  # after the work is counted: a budgeted schedule follows the share spent
@@ -284,7 +244,7 @@ class TrainLoop:
         self.display.start(self.state.step)
         self.launch_started = self.interval_started = last_save = time.perf_counter()
         self.interval_start = replace(self.work)  # the first interval counts this launch's work, not the resumed run's
-        val_sizes = held_out_sizes(val_batches, piece_bytes(self.objective.tokenizer), self.objective.scored_tokens)
+        val_sizes = held_out_sizes(val_batches, self.objective.tokenizer.piece_bytes(), self.objective.scored_tokens)
         run_dir, main = self.metrics.path.parent, self.ctx.is_main
         self.sinks = open_sinks(t, self.record, run_dir, self.state.wandb_id, self.state.step) if main else []
         try:

@@ -1,21 +1,35 @@
-"""Training metrics: sums kept on the device between logs, and the run's append-only metrics.jsonl."""
+"""What a run measures of itself and where it writes it: the objective's statistics (sums kept on the device between
+logs), the work spent (tokens, loss-bearing tokens, FLOPs and training seconds, summed over processes and launches:
+curves are drawn against them, budgets are measured in them), how much of the hardware it uses (MFU, memory), and
+the sinks: the run's append-only metrics.jsonl, and TensorBoard and Weights & Biases on a switch each.
+
+TensorBoard and W&B are never needed to run lmpt. Both survive a resume with every step once: a resumed run logs
+again the steps after its checkpoint, so TensorBoard purges its own events from that step on, and W&B (the run id
+lives in the checkpoint) keeps the steps it already holds, which the resumed run repeats bit for bit."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import resource
+import uuid
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.console import console
+from lmpt.config.schema import TrainerConfig
+from lmpt.console import console, info
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Stats
 from lmpt.objectives.measure import Measure
 from lmpt.objectives.yardstick import perplexity as perplexity  # the one definition, re-exported to train/
+from lmpt.train.distributed import Distributed
+from lmpt.train.matmul_peak import matmul_peak, peaks_file
 
 
 class RunningStats:
@@ -77,8 +91,8 @@ def held_out_sizes(
 ) -> dict[str, tuple[int, int]]:
     """(scored tokens, the UTF-8 bytes they spell) of each source's held-out batches: the ids `scored` picks (the
     objective's Objective.scored_tokens: by default the positions that carry loss), each counted at its piece's
-    byte length (lmpt.tokenizer.base.piece_bytes: reserved tokens such as eos spell none). Read from the batches on
-    the host, once a run."""
+    byte length (lmpt.tokenizer.base.Tokenizer.piece_bytes: reserved tokens such as eos spell none). Read from the
+    batches on the host, once a run."""
     sizes = {}
     for name, source_batches in batches.items():
         targets = [(b.labels[b.labels != IGNORE] if scored is None else scored(b)).cpu() for b in source_batches]
@@ -179,3 +193,197 @@ class MetricsLog:
 
     def records(self) -> list[dict]:
         return [json.loads(line) for line in self._read()[0]]
+
+
+def _numbers(record: dict) -> dict[str, float]:
+    return {k: float(v) for k, v in record.items() if k != "step" and isinstance(v, (int, float)) and math.isfinite(v)}
+
+
+class TensorBoardSink:
+    def __init__(self, run_dir: Path, first_step: int) -> None:
+        """`first_step`: the first step this launch logs; events of an earlier launch from it on are purged."""
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError as exc:
+            raise LmptError("trainer.tensorboard=true needs TensorBoard: pip install tensorboard") from exc
+        self.writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"), purge_step=first_step)
+
+    def write(self, record: dict) -> None:
+        for key, value in _numbers(record).items():
+            self.writer.add_scalar(key, value, record["step"])
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class WandbSink:
+    def __init__(self, project: str, record: dict, run_dir: Path, run_id: str) -> None:
+        """`record`: the run's whole config as plain data (W&B shows it beside the run)."""
+        try:
+            import wandb
+        except ImportError as exc:
+            raise LmptError("trainer.wandb=true needs Weights & Biases: pip install wandb") from exc
+        self.wandb = wandb
+        self.run = wandb.init(
+            project=project,
+            id=run_id,
+            resume="allow",
+            dir=str(run_dir),
+            name=run_dir.name,
+            config=record,
+        )
+        # W&B ignores a step below its run's step counter; the steps it holds already are the ones this launch
+        # repeats (bit for bit), so they are left as they are and logging goes on from the first one it lacks
+        self.held_below = int(getattr(self.run, "step", 0) or 0)
+
+    def write(self, record: dict) -> None:
+        if record["step"] >= self.held_below:
+            self.run.log(_numbers(record), step=record["step"])
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+def new_wandb_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def open_sinks(trainer: TrainerConfig, record: dict, run_dir: Path, wandb_id: str, start_step: int) -> list:
+    """The extra sinks `trainer` asks for (rank 0 only); `record`: the run's config as plain data; `start_step`: the
+    step this launch starts from (the checkpoint's, 0 for a new run)."""
+    sinks: list = []
+    if trainer.tensorboard:
+        sinks.append(TensorBoardSink(run_dir, first_step=start_step + 1))
+    if trainer.wandb:
+        sinks.append(WandbSink(trainer.wandb_project, record, run_dir, wandb_id))
+    return sinks
+
+
+@dataclass
+class Work:
+    """Cumulative work of a run over every process and every launch (carried in the checkpoint)."""
+
+    tokens: int = 0
+    """Non-padding input tokens (encoder and decoder inputs)."""
+    loss_tokens: int = 0
+    """Tokens that carried loss."""
+    flops: float = 0.0
+    """Training FLOPs by the model's own count (lmpt.train.metrics.training_flops)."""
+    seconds: float = 0.0
+    """Wall-clock seconds of training steps, waiting for data included (evaluation and checkpoints not)."""
+
+    def state_dict(self) -> dict:
+        return asdict(self)
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)
+
+    def spent(self, unit: str) -> float:
+        """The amount spent in a budget's unit: tokens, flops or minutes."""
+        return {"tokens": self.tokens, "flops": self.flops, "minutes": self.seconds / 60}[unit]
+
+    def record(self) -> dict:
+        """The cumulative counts every metrics.jsonl record carries (the x axes of curves against compute)."""
+        return {"tokens": self.tokens, "loss_tokens": self.loss_tokens, "flops": self.flops}
+
+
+def count_tokens(batch: Batch, pad_id: int) -> int:
+    """Non-padding input tokens (encoder and decoder inputs) of a batch still on the CPU: no device sync."""
+    total = int((batch.input_ids != pad_id).sum())
+    if batch.decoder_input_ids is not None:
+        total += int((batch.decoder_input_ids != pad_id).sum())
+    return total
+
+
+def add_step(work: Work, micro_batches: list[Batch], model, objective, examples: int, ctx: Distributed) -> None:
+    """Add one optimizer step of `examples` examples over all processes to `work`, counted on this process's
+    CPU batches (one small all-reduce per step under torchrun)."""
+    counts = [
+        sum(count_tokens(b, objective.special.pad) for b in micro_batches),
+        sum(b.loss_tokens for b in micro_batches),
+    ]
+    if ctx.enabled:
+        device = next(model.parameters()).device
+        counts = [int(c) for c in ctx.sum_(torch.tensor(counts, device=device)).tolist()]
+    tokens, loss_tokens = counts
+    work.tokens += tokens
+    work.loss_tokens += loss_tokens
+    work.flops += training_flops(model, examples, loss_tokens, objective.seq_len, objective.target_length)
+
+
+ASSUMED_MFU = 0.4
+"""Utilisation assumed for time estimates before a run has measured its own."""
+
+DATASHEET_BF16_PEAK = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
+"""Dense bf16 FLOP/s (never the 2:4-sparse figure), by GPU name."""
+
+
+BUSY: dict[tuple[str, torch.dtype], str] = {}
+"""Why each measured peak's machine was busy, by (device type, dtype): said once a run trains (say_if_busy), never
+while a command only plans or refuses."""
+
+
+@functools.cache
+def measured_matmul_peak(device_type: str, dtype: torch.dtype) -> float:
+    """FLOP/s of a large square matmul in the run's dtype, the best this machine has shown (lmpt.train.matmul_peak:
+    the best of several timings, cached per machine): the CPU has no datasheet figure to trust. Notes in BUSY when
+    the machine is busy, as the run's throughput and MFU then read low."""
+    peak = matmul_peak(device_type, dtype, peaks_file())
+    if peak.busy:
+        BUSY[(device_type, dtype)] = peak.busy
+    return peak.flops
+
+
+def say_if_busy(device: torch.device, dtype: torch.dtype) -> None:
+    """Once per process, when the run's peak was measured on a busy machine: its throughput and MFU read low through
+    no fault of its own."""
+    busy = BUSY.pop((device.type, dtype), None)
+    if busy:
+        info(f"[yellow]machine busy: {busy}; throughput and MFU are low[/]")
+
+
+def peak_flops(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
+    """The denominator of MFU and where it came from."""
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        for key, flops in DATASHEET_BF16_PEAK.items():
+            if key in name:
+                return flops, f"{key} bf16 datasheet"
+    return measured_matmul_peak(device.type, dtype), f"best {dtype} matmul measured on this {device.type}"
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """Peak allocated accelerator memory, or the process's peak resident memory on a CPU."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """The expected cost of one optimizer step (all processes), from which a budget's step count is derived."""
+
+    tokens: float
+    flops: float
+    seconds: float
+
+    def of(self, unit: str) -> float:
+        return {"tokens": self.tokens, "flops": self.flops, "minutes": self.seconds / 60}[unit]
+
+
+def training_flops(model, examples: int, loss_tokens: float, seq_len: int, target_len: int = 0) -> float:
+    """Training FLOPs of `examples` examples whose output head ran on `loss_tokens` positions, by the model's own
+    count (`flops_per_example`): the one FLOP figure behind MFU, budgets, metrics.jsonl and the dry-run plan."""
+    positions = examples * (target_len or seq_len)
+    return examples * model.flops_per_example(seq_len, target_len, min(1.0, loss_tokens / max(1, positions)))
+
+
+def expected_step_cost(model, objective, examples: int, peak: float) -> StepCost:
+    """Tokens, FLOPs and seconds (at ASSUMED_MFU of `peak`) one optimizer step of `examples` examples is expected
+    to cost, the head counted on the objective's expected loss-bearing share of positions."""
+    seq_len, target_len = objective.seq_len, objective.target_length
+    loss_tokens = examples * (target_len or seq_len) * objective.expected_loss_fraction
+    flops = training_flops(model, examples, loss_tokens, seq_len, target_len)
+    return StepCost(tokens=examples * (seq_len + target_len), flops=flops, seconds=flops / (peak * ASSUMED_MFU))

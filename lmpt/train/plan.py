@@ -24,8 +24,8 @@ from lmpt.objectives.registry import PlannedTokenizer, build_objective
 from lmpt.tokenizer.load import load_tokenizer
 from lmpt.tokenizer.special import SpecialTokens
 from lmpt.train.budget import RunLength, run_length
-from lmpt.train.efficiency import ASSUMED_MFU, StepCost
 from lmpt.train.epochs import run_exposure
+from lmpt.train.metrics import ASSUMED_MFU, StepCost
 from lmpt.train.precision import Precision
 from lmpt.train.spec import RunSpec
 

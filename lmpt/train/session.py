@@ -13,8 +13,7 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
-from lmpt.rundir.directory import discard_if_fresh
-from lmpt.rundir.lock import release_run_dirs
+from lmpt.rundir.directory import discard_if_fresh, release_run_dirs
 from lmpt.rundir.log import close_run_log
 from lmpt.train.distributed import Distributed, init_distributed
 from lmpt.train.placement import release_claims

@@ -34,7 +34,7 @@ def test_every_option_composes_typed_and_valid(group: str, option: str) -> None:
     cfg = composed(f"{group}={option}", *extra)
     node = cfg[group]
     objective_schemas = tuple(c.config_class.__module__ for c in OBJECTIVES.values())
-    schemas = ("lmpt.config.schema", *objective_schemas, "lmpt.config.optimizer_schema")
+    schemas = ("lmpt.config.schema", *objective_schemas, "lmpt.config.schema")
     assert OmegaConf.get_type(node).__module__ in schemas  # typed
     assert OmegaConf.is_missing(node, "name") is False if "name" in node else True
     validate_config(cfg)

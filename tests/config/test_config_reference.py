@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lmpt.config import optimizer_schema, schema
+from lmpt.config import schema
 from lmpt.config.reference import group_schemas, reference_markdown, reference_rows
 from lmpt.objectives.registry import OBJECTIVES, register_objective_schemas
 from lmpt.objectives.schema import ObjectiveConfig
@@ -22,7 +22,7 @@ def test_every_field_of_every_schema_has_a_description() -> None:
     documented = {cls for classes in GROUP_SCHEMAS.values() for cls in classes}
     schemas = {
         c
-        for module in (schema, optimizer_schema, *OBJECTIVE_MODULES)
+        for module in (schema, *OBJECTIVE_MODULES)
         for c in vars(module).values()
         if dataclasses.is_dataclass(c) and c is not schema.LmptConfig and c.__name__.endswith("Config")
     }

@@ -13,7 +13,7 @@ from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
 from lmpt.inference.pll import masked_copies, score_pll
 from lmpt.inference.progress import WorkBar
-from lmpt.inference.scoring import Text, piece_bytes
+from lmpt.inference.scoring import Text
 from lmpt.model import build_model
 from lmpt.rundir.trained import Trained
 
@@ -64,7 +64,7 @@ def test_batched_copies_match_masking_one_position_at_a_time(tiny_encoder: Train
     assert score.tokens == scored == sum(t >= tokenizer.special.first_ordinary for t in tokens)
     assert score.nats == pytest.approx(nats, rel=1e-5)
     assert score.windows == math.ceil(len(tokens) / SEQ_LEN)
-    assert score.bytes == int(piece_bytes(tokenizer)[torch.tensor(tokens)].sum())
+    assert score.bytes == int(tokenizer.piece_bytes()[torch.tensor(tokens)].sum())
 
 
 def test_each_copy_masks_one_position_and_labels_only_it() -> None:

@@ -2,7 +2,7 @@
 
 import torch
 
-from lmpt.model.masks import (
+from lmpt.model.attention import (
     allow_self,
     causal_mask,
     combine_masks,

@@ -10,8 +10,7 @@ import torch
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.data.corpus import TokenCorpus
-from lmpt.data.sampler import StepLayout, WindowSampler
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import StepLayout, Windows, WindowSampler
 from lmpt.rng import generator
 from lmpt.tokenizer.special import SpecialTokens
 

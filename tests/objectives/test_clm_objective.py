@@ -7,7 +7,7 @@ import torch
 from objective_helpers import FakeTokenizer, assert_int64, assert_same_batch, batches, windows
 
 from lmpt.batch import IGNORE
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.objectives.clm import ClmConfig, document_ids
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import generator

@@ -12,7 +12,7 @@ from runner import SMALL, TINY_MODEL, run_lmpt
 
 from lmpt.config.schema import DataConfig
 from lmpt.data.cache import PreparedData
-from lmpt.objectives.corpus_checks import split_text
+from lmpt.objectives.checks import split_text
 
 TINY = [
     *[a for a in SMALL if not a.startswith("trainer.sample_tokens=")],

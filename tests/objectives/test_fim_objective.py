@@ -9,7 +9,7 @@ from hf_files import wordpiece
 from objective_helpers import FakeTokenizer, assert_same_batch, batches, five_sigma
 
 from lmpt.batch import IGNORE
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.clm import ClmConfig
 from lmpt.objectives.fim import FimConfig, split_documents

@@ -13,7 +13,7 @@ from runner import SMALL, lmpt_command, lmpt_env
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.errors import LmptError
 from lmpt.objectives.mdlm import MaskedDiffusion, MdlmConfig, masking_times
 from lmpt.objectives.registry import OBJECTIVES, build_objective

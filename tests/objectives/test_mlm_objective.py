@@ -7,7 +7,7 @@ import torch
 from objective_helpers import FakeTokenizer, assert_int64, assert_same_batch, batches, five_sigma, windows
 
 from lmpt.batch import IGNORE
-from lmpt.data.windows import Windows
+from lmpt.data.sampler import Windows
 from lmpt.objectives.masking import mask_tokens
 from lmpt.objectives.mlm import MlmConfig
 from lmpt.objectives.registry import build_objective

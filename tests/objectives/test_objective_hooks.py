@@ -19,9 +19,9 @@ from objective_helpers import FakeTokenizer
 from omegaconf import OmegaConf
 
 from lmpt.batch import IGNORE, Batch
-from lmpt.config.choices import ARCHITECTURES
 from lmpt.config.reference import reference_rows
-from lmpt.data.windows import Windows
+from lmpt.config.schema import ARCHITECTURES
+from lmpt.data.sampler import Windows
 from lmpt.downstream.zero_shot.multiple_choice import Framed, frame, method_of
 from lmpt.errors import LmptError
 from lmpt.hf.export import export_kind

@@ -25,6 +25,13 @@ def compare_command(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+def compare_ok(argv: list[str]) -> None:
+    """lmpt-compare's main with `argv`, ending as the command does: exit 0."""
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 0
+
+
 def read_csv(path: Path) -> list[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -38,7 +45,7 @@ def test_a_run_dir_beside_a_sweep_dir(tmp_path: Path, capsys: pytest.CaptureFixt
         [train_record(10, 6.0, 2000.0), eval_record(10, 5.5)],
         status={"status": "completed", "wall_s": 3.0},
     )
-    main([str(single), str(sweep), "--out", str(tmp_path / "report")])
+    compare_ok([str(single), str(sweep), f"out={tmp_path / 'report'}"])
     rows = read_csv(tmp_path / "report" / "compare.csv")
     assert [Path(r["path"]).name for r in rows] == ["09-00-00", "0", "1", "2", "3", "10"]
     assert rows[0]["run"] == "model=small"  # nothing is shared between the single run and the sweep
@@ -52,7 +59,7 @@ def test_a_run_dir_beside_a_sweep_dir(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_out_defaults_to_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_run(tmp_path / "run", SHARED, [train_record(10, 6.0, 2000.0), eval_record(10, 5.5)])
     monkeypatch.chdir(tmp_path)
-    main(["run"])
+    compare_ok(["run"])
     assert {"compare.csv", "compare.md", "compare_val_loss.png"} <= {p.name for p in tmp_path.iterdir()}
 
 
@@ -60,7 +67,17 @@ def test_help(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
     assert exit_info.value.code == 0
-    assert "--out DIR" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "usage: lmpt-compare PATH... [key=value ...]" in shown and "out=" in shown and "log_y=" in shown
+
+
+def test_the_old_flags_still_work_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """lmpt-compare took argparse flags before it read key=value options like lmpt's other commands."""
+    make_run(tmp_path / "run", SHARED, [train_record(10, 6.0, 2000.0), eval_record(10, 5.5)])
+    compare_ok([str(tmp_path / "run"), "--out", str(tmp_path / "old"), "--log-y"])
+    assert (tmp_path / "old" / "compare.csv").is_file()
+    shown = capsys.readouterr().out
+    assert f"--out is now out={tmp_path / 'old'}; --log-y is now log_y=true" in " ".join(shown.split())
 
 
 def test_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -94,7 +111,7 @@ def test_real_sweep_then_compare(tmp_path: Path) -> None:
     )
     assert sweep.returncode == 0, sweep.stderr[-2000:]
 
-    result = compare_command(str(sweep_dir), "--out", "report", cwd=tmp_path)
+    result = compare_command(str(sweep_dir), "out=report", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     rows = read_csv(tmp_path / "report" / "compare.csv")
     assert sorted(r["run"] for r in rows) == ["optimizer.lr=0.001", "optimizer.lr=0.003"]
@@ -156,7 +173,7 @@ def test_a_record_of_the_wrong_type_is_one_line_naming_its_file_and_the_rest_is_
 ) -> None:
     make_bad(tmp_path / "runs" / "bad")
     _good_run(tmp_path / "runs" / "good", fine_tuned=named == "order.json")
-    main([str(tmp_path / "runs"), "--out", str(tmp_path / "report")])  # the old code raised here (a traceback)
+    compare_ok([str(tmp_path / "runs"), f"out={tmp_path / 'report'}"])  # the old code raised here (a traceback)
     out = capsys.readouterr().out
     warnings = [line for line in out.splitlines() if line.startswith("WARNING")]
     assert len(warnings) == 1 and named in warnings[0] and problem in warnings[0], out

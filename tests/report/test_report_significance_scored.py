@@ -55,7 +55,9 @@ def test_two_scored_runs_are_paired_item_by_item(shakespeare, tmp_path: Path, ca
         assert len(decode_outcomes(record["accuracy_norm_items"])) == QUESTIONS and len(record["items_digest"]) == 16
     assert results[0]["items_digest"] == results[1]["items_digest"]
 
-    main([str(tmp_path / "runs"), "--out", str(tmp_path / "report")])
+    with pytest.raises(SystemExit) as ended:
+        main([str(tmp_path / "runs"), f"out={tmp_path / 'report'}"])
+    assert ended.value.code == 0
     out = capsys.readouterr().out
     assert "ranked by downstream/cloze/accuracy" in out and "McNemar p=" in out
     rows = list(csv.DictReader((tmp_path / "report" / "compare.csv").open()))

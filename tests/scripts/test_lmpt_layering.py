@@ -4,6 +4,7 @@ config reaches few files, and no module outside lmpt/objectives/ asks an objecti
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 from pathlib import Path
 
@@ -23,6 +24,22 @@ def test_every_module_has_a_layer_and_no_import_runs_up_or_in_a_circle() -> None
 
 def test_the_training_entry_imports_at_most_twenty_lmpt_modules() -> None:
     assert FIGURES["imports_per_module"]["lmpt.train.run"] <= 20
+
+
+def test_the_loop_composes_at_most_twelve_modules_and_run_training_reads_as_a_table_of_contents() -> None:
+    assert FIGURES["imports_per_module"]["lmpt.train.loop"] <= 12
+    tree = ast.parse((REPO / "lmpt" / "train" / "run.py").read_text(encoding="utf-8"))
+    (run_training,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run_training"]
+    assert run_training.end_lineno - run_training.lineno + 1 < 60
+
+
+def test_rooms_are_few_and_full() -> None:
+    """Issue 52: fewer than 30 modules under 60 lines (a package's __init__.py and __main__.py aside), and train/
+    about 24 files."""
+    modules = [p for p in (REPO / "lmpt").rglob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    short = [p for p in modules if len(p.read_text(encoding="utf-8").splitlines()) < 60]
+    assert len(short) < 30, sorted(str(p.relative_to(REPO)) for p in short)
+    assert len(list((REPO / "lmpt" / "train").glob("*.py"))) <= 24
 
 
 def test_the_root_config_reaches_at_most_45_files_and_never_climbs() -> None:

@@ -21,7 +21,7 @@ def test_a_run_outside_the_study_named_in_running_is_never_signalled(tmp_path: P
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from lmpt.rundir.lock import lock_run_dir; "
+            "import sys, time; from pathlib import Path; from lmpt.rundir.directory import lock_run_dir; "
             "lock_run_dir(Path(sys.argv[1])); time.sleep(60)",
             str(elsewhere),
         ],

@@ -148,7 +148,7 @@ def test_a_study_of_the_earlier_sweep_layout_is_refused_in_one_line(tmp_path: Pa
 
 
 def test_a_study_directory_held_by_another_study_is_refused_in_one_line(tmp_path: Path) -> None:
-    from lmpt.rundir.lock import lock_run_dir, release_run_dirs
+    from lmpt.rundir.directory import lock_run_dir, release_run_dirs
 
     (tmp_path / "study").mkdir()
     lock_run_dir(tmp_path / "study")  # this process stands for a study running there

@@ -307,7 +307,7 @@ def _trace_windows(path: str) -> None:
 
 
 def _fast_peak() -> None:
-    import lmpt.train.efficiency as efficiency
+    import lmpt.train.metrics as efficiency
 
     efficiency.measured_matmul_peak = lambda device_type, dtype: 1e11
 

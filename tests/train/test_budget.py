@@ -13,7 +13,7 @@ from runner import SMALL, records, run_lmpt
 from lmpt.config.budget import Budget, parse_budget
 from lmpt.errors import LmptError
 from lmpt.train.budget import plan_length, refuse_two_lengths
-from lmpt.train.efficiency import StepCost
+from lmpt.train.metrics import StepCost
 from lmpt.train.optim import lr_multiplier
 
 ARGS = [

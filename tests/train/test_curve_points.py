@@ -11,7 +11,7 @@ import pytest
 import torch
 from golden import BASE, KILLED, assert_same, describe, golden_run, records, run, start_golden
 
-from lmpt.train.curves import curve_due, take_curve_point
+from lmpt.train.evaluation import curve_due, take_curve_point
 
 # 8 steps with dropout (a draw from the global random stream every step), a checkpoint, validation and curve every 4
 ARGS = [

@@ -163,7 +163,7 @@ def test_a_sweep_over_mlm_and_electra_and_its_comparison(tmp_path: Path) -> None
     assert sweep.returncode == 0, describe(sweep)
     (sweep_dir,) = (tmp_path / "multirun").glob("*/*")
     compare = subprocess.run(
-        [*lmpt_command()[:2], "lmpt.report.compare", str(sweep_dir), "--out", "report"],
+        [*lmpt_command()[:2], "lmpt.report.compare", str(sweep_dir), "out=report"],
         cwd=tmp_path,
         env=env(),
         capture_output=True,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import lmpt.train.efficiency as efficiency
+import lmpt.train.metrics as efficiency
 from lmpt.train.matmul_peak import machine_key, matmul_peak, read_peaks
 
 

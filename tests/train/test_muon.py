@@ -14,14 +14,12 @@ from golden import BASE, assert_same, describe, golden_run, interrupted_run, rec
 from omegaconf import OmegaConf
 from test_distributed import torchrun
 
-from lmpt.config.optimizer_schema import MuonConfig
-from lmpt.config.schema import ModelConfig, SchedulerConfig
+from lmpt.config.schema import ModelConfig, MuonConfig, SchedulerConfig
 from lmpt.config.validate import validate_config
 from lmpt.errors import LmptError
 from lmpt.model.build import build_model
 from lmpt.private_api import muon_default_newton_schulz
-from lmpt.train.muon import MuonWithAdamW, newton_schulz_dtype, newton_schulz_float32
-from lmpt.train.optim import build_optimizer, build_scheduler
+from lmpt.train.optim import MuonWithAdamW, build_optimizer, build_scheduler, newton_schulz_dtype, newton_schulz_float32
 
 CPU = torch.device("cpu")
 MUON = OmegaConf.structured(MuonConfig())

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from runner import SMALL, lmpt_command, lmpt_env, records, run_lmpt, wait_for_step
 
 from lmpt.errors import LmptError
-from lmpt.rundir.lock import lock_run_dir, release_run_dirs
+from lmpt.rundir.directory import lock_run_dir, release_run_dirs
 
 ORIGINAL = [
     *SMALL,
@@ -75,7 +75,10 @@ def test_one_process_per_run_and_the_stop_message_resumes_it(tmp_path: Path) -> 
 
 
 def test_the_lock_goes_with_the_process(tmp_path: Path) -> None:
-    hold = f"from pathlib import Path; from lmpt.rundir.lock import lock_run_dir; lock_run_dir(Path({str(tmp_path)!r}))"
+    hold = (
+        "from pathlib import Path; from lmpt.rundir.directory import lock_run_dir; "
+        f"lock_run_dir(Path({str(tmp_path)!r}))"
+    )
     holder = subprocess.Popen(
         [sys.executable, "-c", f"{hold}; print('held', flush=True); input()"],
         env=lmpt_env(),

@@ -15,7 +15,7 @@ import torch
 
 from lmpt.cores import busy_cores, usable_cores
 from lmpt.errors import LmptError
-from lmpt.train.threads import choose_threads
+from lmpt.train.placement import choose_threads
 from tests.runner import REPO, SMALL, lmpt_command, lmpt_env
 
 
@@ -80,7 +80,9 @@ def _start_line(cwd: Path, **extra: str) -> str:
 def test_a_run_pinned_to_one_core_takes_one_thread_and_says_so(tmp_path: Path) -> None:
     line = _start_line(tmp_path)
     assert "on cpu with 1 thread (1 core" in line, line
-    probe = "from lmpt.train.threads import take_threads; import torch; take_threads(); print(torch.get_num_threads())"
+    probe = (
+        "from lmpt.train.placement import take_threads; import torch; take_threads(); print(torch.get_num_threads())"
+    )
     done = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=REPO,

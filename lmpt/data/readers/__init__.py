@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from lmpt.config.choices import DOCUMENT_MODES
+from lmpt.config.schema import DOCUMENT_MODES
 from lmpt.data.readers.jsonl import jsonl_documents
 from lmpt.data.readers.streams import COMPRESSIONS
 from lmpt.data.readers.text import text_documents
@@ -52,7 +52,7 @@ def read_documents(path: Path, documents: str, text_field: str) -> Iterator[list
     if fmt == "jsonl":
         return jsonl_documents(path, text_field)
     if fmt == "parquet":  # pyarrow loads on first use: a third of a second every launch would pay otherwise
-        from lmpt.data.readers.parquet import parquet_documents
+        from lmpt.data.readers.arrow import parquet_documents
 
         return parquet_documents(path, text_field)
     if fmt == "arrow":

@@ -15,9 +15,8 @@ from __future__ import annotations
 import copy
 import math
 
-from lmpt.config.choices import CONTROLS, FINETUNE_MODES
 from lmpt.config.command_options import require
-from lmpt.config.schema import TrainerConfig
+from lmpt.config.schema import CONTROLS, FINETUNE_MODES, TrainerConfig
 from lmpt.downstream.control import scratch_model
 from lmpt.downstream.figures import (
     ACCURACY,

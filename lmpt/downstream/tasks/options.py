@@ -11,7 +11,7 @@ MODE_MEANINGS = {
     "probe": "the pre-trained body frozen, a linear head trained on its features",
     "full": "every weight trained",
 }
-"""What each fine-tuning mode (lmpt.config.choices.FINETUNE_MODES) trains, as the console says it."""
+"""What each fine-tuning mode (lmpt.config.schema.FINETUNE_MODES) trains, as the console says it."""
 
 
 @dataclass
