@@ -29,7 +29,7 @@ from lmpt.downstream.codec import read_record  # noqa: E402
 from lmpt.downstream.glue_cli import MODELS, PRETRAINED  # noqa: E402
 from lmpt.downstream.tasks.glue import glue_tasks  # noqa: E402
 from lmpt.report.significance import with_interval  # noqa: E402
-from lmpt.study.tables import markdown_table  # noqa: E402
+from lmpt.study.record import markdown_table  # noqa: E402
 from lmpt.train.display import format_duration  # noqa: E402
 
 DOC = REPO / "docs" / "glue_table.md"

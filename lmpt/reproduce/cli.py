@@ -13,7 +13,7 @@ from lmpt.console import console
 from lmpt.reproduce.document import update_readme, write_document
 from lmpt.reproduce.grid import grid_time, plan_grid, print_plan, run_grid
 from lmpt.reproduce.reproduction import read_finished, reproduction_class
-from lmpt.study.launch import StudyStopped, stop_on_signals
+from lmpt.study.pool import StudyStopped, stop_on_signals
 from lmpt.train.preemption import EXIT_PREEMPTED
 
 PROG = "lmpt-reproduce"

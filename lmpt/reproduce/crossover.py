@@ -34,7 +34,7 @@ from lmpt.reproduce.reproduction import (
     bound_note,
     mean_cell,
 )
-from lmpt.study.tables import markdown_table
+from lmpt.study.record import markdown_table
 
 LAW = (2.12e15, 2.174)
 """C_crit(U) = a (U / 1e6)^k FLOPs (Prabhudesai et al. 2025, the project page's linear fit of critical compute)."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from string import Template
 
 from lmpt.reproduce.reproduction import Findings, Reproduction
-from lmpt.study.tables import markdown_table
+from lmpt.study.record import markdown_table
 from lmpt.train.display import format_duration
 
 DOCUMENT = Template("""# Reproduction: $title

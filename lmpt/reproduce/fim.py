@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from lmpt.downstream.intervals import seed_interval
 from lmpt.reproduce.reproduction import TOKENS_PER_STEP, Findings, FinishedRun, PlannedRun, Reproduction
-from lmpt.study.tables import markdown_table
+from lmpt.study.record import markdown_table
 
 MODELS = {"tiny": 9.044e6, "micro": 2.408e6}
 """Training FLOPs per token of each model at the default tokenizer and data.seq_len 128 (as its runs log them)."""

@@ -1,7 +1,7 @@
 """A reproduction's grid of runs: its plan with the time it will take, and running it over the study's slots
-(lmpt.study.slots, lmpt.study.pool), each run a real `lmpt` process in its own directory. The same command resumes a
+(lmpt.study.pool, lmpt.study.pool), each run a real `lmpt` process in its own directory. The same command resumes a
 killed grid: completed runs are kept, a stopped one continues from its checkpoint, one left training is stopped first
-(lmpt.study.launch). The folder is held by one process at a time."""
+(lmpt.study.pool). The folder is held by one process at a time."""
 
 from __future__ import annotations
 
@@ -20,10 +20,8 @@ from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.reproduce.reproduction import PlannedRun, Reproduction
 from lmpt.rundir.directory import read_status
-from lmpt.study.launch import lock_study, refuse_another_run, stop_left_run
-from lmpt.study.pool import Launch, LocalPool
+from lmpt.study.pool import Launch, LocalPool, Slot, lock_study, plan_slots, refuse_another_run, stop_left_run
 from lmpt.study.schema import StudyConfig
-from lmpt.study.slots import Slot, plan_slots
 from lmpt.train.display import format_duration
 
 SLOT_RATE = {"w16": 2.3e10, "w32": 3.2e10, "micro": 4.8e10, "w128": 6.2e10, "tiny": 6.4e10}

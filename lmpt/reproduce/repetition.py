@@ -37,7 +37,7 @@ from lmpt.reproduce.reproduction import (
     bound_note,
     mean_cell,
 )
-from lmpt.study.tables import markdown_table
+from lmpt.study.record import markdown_table
 
 STEPS = 200
 """The training budget of every iso-FLOP run: 200 steps, 409,600 tokens (the bundled WikiText-2 text holds 434k)."""

@@ -1,11 +1,11 @@
 """The `lmpt-study` command: a Hydra app over lmpt's conf/ (conf/study.yaml: an lmpt run's groups plus `study.*`)
 that compares objectives fairly. It checks the whole study and its slots first (bad input: one line, exit 2, nothing
-written), then per objective searches the learning rate on a share of the largest budget (lmpt.study.search), then
+written), then per objective searches the learning rate on a share of the largest budget (lmpt.study.runs), then
 trains every objective at its chosen recipe at each budget for every seed with the downstream tasks scored
-(lmpt.study.finals), each as a subprocess of the real `lmpt` (or a SLURM job), one at a time or side by side over its
-slots (lmpt.study.slots, lmpt.study.schedule), and writes study.json and study.md (lmpt.study.record). The same
+(lmpt.study.runs), each as a subprocess of the real `lmpt` (or a SLURM job), one at a time or side by side over its
+slots (lmpt.study.pool, lmpt.study.runs), and writes study.json and study.md (lmpt.study.record). The same
 command resumes a killed study: finished trials and completed runs are reused, an interrupted one continues from its
-checkpoint. The study directory is held by one study at a time (lmpt.study.launch), and a stop signal stops the runs
+checkpoint. The study directory is held by one study at a time (lmpt.study.pool), and a stop signal stops the runs
 in flight with a checkpoint, then the study, in one line."""
 
 from __future__ import annotations
@@ -43,13 +43,18 @@ def refuse_hydra_keys(argv: list[str]) -> str | None:
 def study(cfg: DictConfig) -> int:
     """Plan (check) the study and its slots, run what it still lacks over the slots, and write its record; returns
     the exit code: 0 when every final run completed, 1 otherwise."""
-    from lmpt.study.launch import StudyStopped, lock_study, stop_left_run, stop_on_signals
-    from lmpt.study.plan import plan_study
-    from lmpt.study.pool import LocalPool, SlurmPool
+    from lmpt.study.plan import plan_study, record_recipes
+    from lmpt.study.pool import (
+        LocalPool,
+        SlurmPool,
+        StudyStopped,
+        lock_study,
+        plan_slots,
+        stop_left_run,
+        stop_on_signals,
+    )
     from lmpt.study.record import refuse_another_study, write_study
-    from lmpt.study.schedule import StudyRuns
-    from lmpt.study.search import refuse_sweep_layout
-    from lmpt.study.slots import plan_slots
+    from lmpt.study.runs import StudyRuns, refuse_sweep_layout
 
     stop_on_signals()
     try:  # LmptError here: bad input, exit 2
@@ -57,14 +62,14 @@ def study(cfg: DictConfig) -> int:
         slots = plan_slots(cfg.study)
         jobs = None
         if cfg.study.launcher == "slurm":
-            from lmpt.study.slurm_jobs import job_parameters
+            from lmpt.study.pool import job_parameters
 
             jobs = job_parameters(cfg.study.slurm, str(cfg.study.slot_device) == "gpu")
     except StudyStopped as exc:
         print(f"lmpt-study: stopped by {exc.signal.name} while planning; nothing was written", file=sys.stderr)
         return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
     if cfg.trainer.dry_run:  # the plan alone: nothing run, nothing written
-        from lmpt.study.dry_run import print_study_plan
+        from lmpt.study.plan import print_study_plan
 
         print_study_plan(plan, slots)
         return 0
@@ -72,6 +77,7 @@ def study(cfg: DictConfig) -> int:
     refuse_another_study(plan)
     plan.directory.mkdir(parents=True, exist_ok=True)
     lock_study(plan.directory)
+    record_recipes(plan)  # before any run: every later launch reads them back
     pool = LocalPool(plan.directory, slots) if jobs is None else SlurmPool(plan.directory, len(slots), jobs)
     runs = StudyRuns(plan, pool, lambda searches, finals: write_study(plan, searches, finals))
     if jobs is not None:

@@ -27,7 +27,7 @@ from lmpt.report.compare import compare
 from lmpt.report.ranking import Ranking, rank_runs
 from lmpt.report.runs import find_runs
 from lmpt.report.significance import WELCH, neighbour_significance
-from lmpt.study.tables import headline_keys
+from lmpt.study.record import headline_keys
 
 TINY = [
     *TINY_RUN,

@@ -14,9 +14,9 @@ from lmpt.report.compare import compare
 from lmpt.report.control_gain import control_gain, within_noise_sentence
 from lmpt.report.ranking import rank_runs
 from lmpt.report.runs import find_runs
-from lmpt.study.finals import read_final
 from lmpt.study.plan import StudyPlan
 from lmpt.study.record import write_study
+from lmpt.study.runs import read_final
 
 SEEDS = {"clm": [0.70, 0.72, 0.71], "mlm": [0.62, 0.66, 0.64]}
 NOISE = {"clm": (0.012, -0.020, 0.041), "mlm": (-0.01, -0.05, 0.03)}

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from lmpt.study import launch
+from lmpt.study import pool
 
 
 def test_a_run_outside_the_study_named_in_running_is_never_signalled(tmp_path: Path) -> None:
@@ -29,13 +29,13 @@ def test_a_run_outside_the_study_named_in_running_is_never_signalled(tmp_path: P
     )
     try:
         deadline = time.monotonic() + 30
-        while launch.lock_holder(elsewhere) != holder.pid and time.monotonic() < deadline:
+        while pool.lock_holder(elsewhere) != holder.pid and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert launch.lock_holder(elsewhere) == holder.pid
-        (study / launch.RUNNING).write_text(json.dumps([{"pid": holder.pid, "run": str(elsewhere)}]))
-        launch.stop_left_run(study)
+        assert pool.lock_holder(elsewhere) == holder.pid
+        (study / pool.RUNNING).write_text(json.dumps([{"pid": holder.pid, "run": str(elsewhere)}]))
+        pool.stop_left_run(study)
         assert holder.poll() is None  # still running: not signalled
-        assert not (study / launch.RUNNING).exists()
+        assert not (study / pool.RUNNING).exists()
     finally:
         holder.kill()
         holder.wait()

@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from lmpt.study.search import read_trial
+from lmpt.study.runs import read_trial
 
 
 def finished_trial(path: Path, objective: str, val_loss: float, bits: float) -> Path:

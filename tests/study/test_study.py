@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from runner import TINY_RUN, lmpt_env
 
 TINY = [
@@ -171,6 +172,7 @@ def test_a_search_killed_mid_way_runs_only_its_missing_trial(tmp_path: Path) -> 
     assert first.returncode == 0, first.stderr[-3000:]
     search = tmp_path / "s" / "search" / "clm"
     drawn = json.loads((tmp_path / "s" / "study.json").read_text())["plan"]["search_recipes"]
+    assert json.loads((tmp_path / "s" / "recipes.json").read_text())["search_recipes"] == drawn  # written at planning
     (search / "trial-1" / "status.json").unlink()
     shutil.rmtree(tmp_path / "s" / "runs")
     text = _metrics(search / "trial-0")
@@ -183,6 +185,30 @@ def test_a_search_killed_mid_way_runs_only_its_missing_trial(tmp_path: Path) -> 
     assert [t["status"] for t in trials] == ["completed", "completed"]
     assert [t["recipe"] for t in trials] == drawn == record["plan"]["search_recipes"]
     assert record["objectives"]["clm"]["finals"][0]["status"] == "completed"
+
+
+@pytest.mark.soak  # ~30 s: a one-objective study
+def test_a_study_trains_the_recipes_its_folder_holds_not_the_draw(tmp_path: Path) -> None:
+    """Issue 52: a study's recipes are read back from its folder (STUDY/recipes.json, written before its first run),
+    so a study resumes with what it drew whatever lmpt's draw becomes: here recipes no draw of seed 0 gives."""
+    from lmpt.study.plan import DEFAULT_SPACES
+
+    planted = [
+        {"optimizer.lr": "0.005", "optimizer.adamw_lr": "0.01"},
+        {"optimizer.lr": "0.05", "optimizer.adamw_lr": "0.02"},
+    ]
+    space = DEFAULT_SPACES["muon"]
+    (tmp_path / "s").mkdir()
+    search = {"search_space": space, "trials_per_objective": 2, "search_seed": 0, "search_recipes": planted}
+    (tmp_path / "s" / "recipes.json").write_text(json.dumps(search))
+    result = run_study(*STUDY, "study.objectives=[clm]", "study.dir=s", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((tmp_path / "s" / "study.json").read_text())
+    assert record["plan"]["search_recipes"] == planted
+    assert [t["recipe"] for t in record["objectives"]["clm"]["search"]["trials"]] == planted
+    for k, recipe in enumerate(planted):  # each trial trained at its planted rates
+        config = yaml.safe_load((tmp_path / "s" / "search" / "clm" / f"trial-{k}" / "config.yaml").read_text())
+        assert [config["optimizer"]["lr"], config["optimizer"]["adamw_lr"]] == [float(v) for v in recipe.values()]
 
 
 def test_a_study_directory_of_another_plan_is_refused(tmp_path: Path) -> None:

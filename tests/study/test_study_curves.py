@@ -8,10 +8,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from lmpt.study.curves import CURVES_PNG, curve_points, draw_curves
-from lmpt.study.finals import read_final
 from lmpt.study.plan import StudyPlan
-from lmpt.study.record import write_study
+from lmpt.study.record import CURVES_PNG, curve_points, draw_curves, write_study
+from lmpt.study.runs import read_final
 
 
 def fake_run(path: Path, objective: str, accuracies: list[float], curves: bool = True) -> Path:

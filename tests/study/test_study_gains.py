@@ -1,4 +1,4 @@
-"""lmpt.study.gains: each objective's gain over its untrained control pooled over the study's seeds (zero-shot by
+"""lmpt.study.record: each objective's gain over its untrained control pooled over the study's seeds (zero-shot by
 the two-way bootstrap over (seed, item), fine-tuned by t over the seeds), and the sentence that says at which budget
 the best objective's gain is significant, or where a line in log budget says it would be."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from lmpt.downstream.gain import paired_gain
 from lmpt.downstream.significance import encode_outcomes
-from lmpt.study.finals import FinalRun
-from lmpt.study.gains import PooledGain, gain_verdicts, pooled_gains, study_gains, verdict
+from lmpt.study.record import GainRow, GainTable, PooledGain, gain_verdicts, pooled_gains, study_gains, verdict
+from lmpt.study.runs import FinalRun
 
 
 def _run(root: Path, name: str, seed: int, budget: str, record: dict) -> FinalRun:
@@ -70,7 +70,8 @@ def test_a_regressions_gain_is_the_drop_in_squared_error_pooled_over_seeds(tmp_p
         runs.append(replace(run, downstream={"downstream/pairs/mse_gain": g}))
     gains = pooled_gains(runs, "pairs")
     assert set(gains) == {"mse"} and gains["mse"].gain == pytest.approx(0.4) and gains["mse"].seeds == 3
-    assert "drop in squared error" in verdict({"1e12flops": {"mlm": {"pairs": gains}}}, "pairs", "mse")
+    table = GainTable([GainRow("1e12flops", "mlm", "pairs", figure, g) for figure, g in gains.items()])
+    assert "drop in squared error" in verdict(table, "pairs", "mse")
     flagged: list[str] = []
     wrong = replace(runs[0], downstream={"downstream/pairs/mse_gain": 0.9})
     assert pooled_gains([wrong, *runs[1:]], "pairs", flagged) == {} and "mse_gain 0.2000" in flagged[0]
@@ -82,11 +83,14 @@ def test_a_run_without_a_control_gives_no_pooled_gain(tmp_path: Path) -> None:
     assert pooled_gains([with_control, without], "pairs") == {}
 
 
-def _table(points: dict[str, dict[str, tuple[float, float, float]]]):
-    return {
-        budget: {name: {"pairs": {"accuracy": PooledGain(g, lo, hi, 3, "m")}} for name, (g, lo, hi) in by.items()}
-        for budget, by in points.items()
-    }
+def _table(points: dict[str, dict[str, tuple[float, float, float]]]) -> GainTable:
+    return GainTable(
+        [
+            GainRow(budget, name, "pairs", "accuracy", PooledGain(g, lo, hi, 3, "m"))
+            for budget, by in points.items()
+            for name, (g, lo, hi) in by.items()
+        ]
+    )
 
 
 def test_the_verdict_names_the_first_budget_where_the_best_gain_is_significant() -> None:
@@ -125,5 +129,9 @@ def test_study_gains_group_the_runs_by_budget_and_objective(tmp_path: Path) -> N
         ]
     }
     table = study_gains(["1e12flops", "1e13flops"], ["clm", "mlm"], finals)
-    assert list(table) == ["1e12flops", "1e13flops"] and list(table["1e12flops"]) == ["clm"]
+    assert table.budgets() == ["1e12flops", "1e13flops"] and table.objectives("1e12flops") == ["clm"]
+    assert [(r.budget, r.objective, r.task, r.figure) for r in table.rows] == [
+        ("1e12flops", "clm", "pairs", "accuracy"),
+        ("1e13flops", "clm", "pairs", "accuracy"),
+    ]  # flat rows: (budget, objective, task, figure, gain)
     assert verdict(table, "pairs").startswith("On pairs, clm's gain over its untrained control is significant at 1e12")

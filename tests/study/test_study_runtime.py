@@ -19,11 +19,19 @@ from runner import lmpt_env
 from test_study import STUDY, run_study
 
 from lmpt.downstream.significance import encode_outcomes
-from lmpt.study.finals import FinalRun, read_final
-from lmpt.study.gains import gain_verdicts, study_gains
-from lmpt.study.launch import lock_holder
-from lmpt.study.plan import DEFAULT_SPACES
-from lmpt.study.space import draw_recipes, read_range, read_space
+from lmpt.errors import LmptError
+from lmpt.study.plan import (
+    DEFAULT_SPACES,
+    StudyPlan,
+    draw_recipes,
+    read_range,
+    read_space,
+    record_recipes,
+    recorded_recipes,
+)
+from lmpt.study.pool import lock_holder
+from lmpt.study.record import gain_verdicts, refuse_another_study, study_gains
+from lmpt.study.runs import FinalRun, read_final
 
 
 def test_recipes_are_the_draws_of_optunas_random_sampler_as_the_sweeper_asked_it() -> None:
@@ -132,10 +140,10 @@ def test_a_study_reads_only_its_own_tasks_and_leaves_out_a_record_its_log_contra
     honest = _final(tmp_path / "a", logged, _pairs(correct, control))
     assert list(honest.tasks) == ["pairs"] and not any("by-hand" in k for k in honest.downstream)
     table = study_gains(["1e12flops"], ["clm"], {"clm": [honest]})
-    assert list(table["1e12flops"]["clm"]) == ["pairs"] and not table.flagged
+    assert {(r.objective, r.task) for r in table.rows} == {("clm", "pairs")} and not table.flagged
     forged = _final(tmp_path / "b", logged, _pairs(np.ones(200, bool), np.zeros(200, bool)))  # outcomes replaced
     table = study_gains(["1e12flops"], ["clm"], {"clm": [forged]})
-    assert "1e12flops" not in table and len(table.flagged) == 1
+    assert "1e12flops" not in table.budgets() and len(table.flagged) == 1
     sentence = gain_verdicts(table)["mismatch/0"]
     assert "pairs.json does not match its run's log (accuracy 1.0000 where metrics.jsonl logged" in sentence
 
@@ -241,3 +249,58 @@ def test_lmpt_prepare_stopped_by_sigterm_says_so_in_one_line(tmp_path: Path) -> 
     assert stderr.strip().splitlines() == [
         "lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)"
     ]
+
+
+def _plan(directory: Path, recipes: list[dict[str, str]]) -> StudyPlan:
+    space = {"optimizer.lr": "tag(log, interval(0.0001, 0.1))"}
+    return StudyPlan(
+        ["clm"],
+        [0],
+        directory,
+        [],
+        ["1e12flops"],
+        "2.5e11flops",
+        {"clm": 40},
+        "last",
+        space,
+        2,
+        "random",
+        7,
+        recipes,
+        [],
+    )
+
+
+def test_the_plan_writes_its_recipes_and_a_resume_reads_them_back_whatever_the_draw(tmp_path: Path) -> None:
+    """Issue 52: the recipes are the study's own record, so the draw is an implementation detail. A study's folder
+    holds them from its first launch (STUDY/recipes.json); a later launch reads them, not the draw; a study begun
+    before that file reads them from its study.json's plan."""
+    space, drawn = {"optimizer.lr": "tag(log, interval(0.0001, 0.1))"}, [{"optimizer.lr": "0.5"}, {"optimizer.lr": "1"}]
+    assert recorded_recipes(tmp_path, space, 2, 7) is None  # a new study draws
+    record_recipes(_plan(tmp_path, drawn))
+    assert json.loads((tmp_path / "recipes.json").read_text()) == {
+        "search_space": space,
+        "trials_per_objective": 2,
+        "search_seed": 7,
+        "search_recipes": drawn,
+    }
+    assert recorded_recipes(tmp_path, space, 2, 7) == drawn  # not what the draw gives from seed 7
+    assert draw_recipes(read_space(space), 2, 7) != drawn
+    record_recipes(_plan(tmp_path, [{"optimizer.lr": "0.1"}] * 2))  # written once: a later launch keeps them
+    assert recorded_recipes(tmp_path, space, 2, 7) == drawn
+    assert recorded_recipes(tmp_path, space, 3, 7) is None and recorded_recipes(tmp_path, space, 2, 8) is None
+
+    older = tmp_path / "older"  # a study of the earlier lmpt: its recipes are in study.json's plan alone
+    older.mkdir()
+    plan = {"search_space": space, "trials_per_objective": 2, "search_seed": 7, "search_recipes": drawn}
+    (older / "study.json").write_text(json.dumps({"plan": {"objectives": ["clm"], **plan}}))
+    assert recorded_recipes(older, space, 2, 7) == drawn
+    (older / "study.json").write_text(json.dumps({"plan": {**plan, "search_recipes": [{"optimizer.lr": 3}] * 2}}))
+    assert recorded_recipes(older, space, 2, 7) is None  # recipes that do not read as such are not taken
+
+
+def test_a_folder_whose_recipes_are_of_another_search_is_refused(tmp_path: Path) -> None:
+    record_recipes(_plan(tmp_path, [{"optimizer.lr": "0.5"}, {"optimizer.lr": "1"}]))
+    refuse_another_study(_plan(tmp_path, [{"optimizer.lr": "0.5"}, {"optimizer.lr": "1"}]))  # its own: resumed
+    with pytest.raises(LmptError, match=r"holds another study \(search_recipes differ from this command's\)"):
+        refuse_another_study(_plan(tmp_path, [{"optimizer.lr": "0.5"}, {"optimizer.lr": "2"}]))

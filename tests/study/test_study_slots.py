@@ -23,9 +23,7 @@ from test_study import STUDY, run_study
 
 from lmpt.cores import core_groups
 from lmpt.errors import LmptError
-from lmpt.study.launch import left_runs, write_running
-from lmpt.study.pool import Launch, LocalPool
-from lmpt.study.slots import GPUS_VAR, plan_slots
+from lmpt.study.pool import GPUS_VAR, Launch, LocalPool, left_runs, plan_slots, write_running
 
 _TRAIN = Path(__file__).resolve().parents[1] / "train"
 if str(_TRAIN) not in sys.path:

@@ -13,11 +13,21 @@ import numpy as np
 import pytest
 
 from lmpt.downstream.significance import encode_outcomes
-from lmpt.study.finals import FinalRun, read_final
-from lmpt.study.gains import PooledGain, study_gains
 from lmpt.study.plan import StudyPlan
-from lmpt.study.record import STUDY_FULL_MD, write_study
-from lmpt.study.tables import RankRule, gains_table, rank_rule, recipe_text, short_override
+from lmpt.study.record import (
+    STUDY_FULL_MD,
+    GainRow,
+    GainTable,
+    PooledGain,
+    RankRule,
+    gains_table,
+    rank_rule,
+    recipe_text,
+    short_override,
+    study_gains,
+    write_study,
+)
+from lmpt.study.runs import FinalRun, read_final
 
 BUDGET = "1e12flops"
 TASKS = ["pairs", "clinc"]
@@ -180,10 +190,13 @@ def test_tables_fit_a_page_with_short_numbers_and_link_the_full_tables(study: di
     assert "optimizer.lr=0.02512" in ranking_md and "0.02511949870636483" not in ranking_md
 
 
-def _gains(points: dict[str, float]) -> dict:
-    return {
-        BUDGET: {name: {"pairs": {"accuracy": PooledGain(g, g - 0.02, g + 0.02, 2, "m")}} for name, g in points.items()}
-    }
+def _gains(points: dict[str, float]) -> GainTable:
+    return GainTable(
+        [
+            GainRow(BUDGET, name, "pairs", "accuracy", PooledGain(g, g - 0.02, g + 0.02, 2, "m"))
+            for name, g in points.items()
+        ]
+    )
 
 
 def _final(name: str, keys: list[str]) -> FinalRun:
@@ -191,21 +204,15 @@ def _final(name: str, keys: list[str]) -> FinalRun:
 
 
 def test_the_rule_prefers_a_zero_shot_task_and_says_when_its_order_is_no_evidence() -> None:
-    both = {
-        BUDGET: {
-            "clm": {
-                "pairs": {"accuracy": PooledGain(0.1, 0.05, 0.15, 2, "m")},
-                "clinc": {"accuracy": PooledGain(-0.1, -0.15, -0.05, 2, "m")},
-            }
-        }
-    }
+    clinc = GainRow(BUDGET, "clm", "clinc", "accuracy", PooledGain(-0.1, -0.15, -0.05, 2, "m"))
+    both = GainTable([GainRow(BUDGET, "clm", "pairs", "accuracy", PooledGain(0.1, 0.05, 0.15, 2, "m")), clinc])
     finals = {"clm": [_final("clm", ["downstream/pairs/accuracy", "downstream/clinc/accuracy_mean"])]}
     assert rank_rule(both, finals) == RankRule("pairs")  # clinc sorts first by name; pairs is zero-shot
-    tuned = {BUDGET: {"clm": {"clinc": both[BUDGET]["clm"]["clinc"]}}}
+    tuned = GainTable([clinc])
     rule = rank_rule(tuned, {"clm": [_final("clm", ["downstream/clinc/accuracy_mean"])]})
     assert rule == RankRule("clinc", zero_shot=False) and rule.key == "downstream/clinc/accuracy_mean"
     assert "no zero-shot task" in rule.sentence
-    assert rank_rule({}, finals).task is None and rank_rule({}, finals).sentence == ""
+    assert rank_rule(GainTable(), finals).task is None and rank_rule(GainTable(), finals).sentence == ""
     noise = _gains({"clm": 0.01, "mlm": 0.015})
     assert "is above 0 at 95% at any budget" in RankRule("pairs").caveat(noise)
     assert RankRule("pairs").caveat(_gains({"clm": 0.05})) == ""
@@ -224,7 +231,7 @@ def test_numbers_in_recipes_and_run_names_keep_4_significant_digits() -> None:
         "data=wikitext",
         "flag",
     ]
-    assert study_gains([BUDGET], ["clm"], {}) == {}
+    assert study_gains([BUDGET], ["clm"], {}) == GainTable()
 
 
 def _overlaps(fig, box) -> list[int]:
