@@ -270,8 +270,34 @@ class TrainerConfig:
     """Tokens generated from the final model as a sample (decoders); 0 = none."""
 
 
+@dataclass(kw_only=True)
+class FinetuneRecipe:
+    """How a task is fine-tuned, one schema for a run's `downstream` section and `lmpt-finetune` (its options,
+    lmpt.downstream.tasks.options.FinetuneOptions): each key means the same and defaults the same in both."""
+
+    mode: str = "probe"
+    """How the fine-tuned tasks train: probe (the pre-trained body frozen, a linear head trained on its features:
+    fast) or full (every weight trains)."""
+    seeds: int = 3
+    """Fine-tuning runs per task from the same pre-trained weights (figures are mean and std over them); each seed
+    fixes head init, shuffling and dropout."""
+    epochs: int = 3
+    """Passes over a task's training examples per seed."""
+    max_train_examples: int | None = None
+    """At most this many training examples per task (a sample drawn from the seed; GLUE's MNLI and QQP hold about
+    400k); null: every example. The task's record states the cap."""
+    batch_size: int = 32
+    """Examples per forward pass, fine-tuning and multiple-choice scoring alike."""
+    control: str = "scratch"
+    """scratch: every task is also scored on the run's architecture freshly initialised (zero-shot tasks scored, and
+    fine-tuned tasks fine-tuned, the same way with the same recipe search, seeds and data, with a bag-of-words
+    floor), and each figure's gain over that untrained control is recorded with its paired 95% interval (logged as
+    downstream/NAME/accuracy_gain after training; a zero-shot task costs twice the scoring); none: the run's model
+    alone."""
+
+
 @dataclass
-class DownstreamConfig:
+class DownstreamConfig(FinetuneRecipe):
     choice_tasks: list[str] = field(default_factory=list)
     """Multiple-choice tasks scored zero-shot when training ends (as `lmpt-eval RUN task=...`): .jsonl files or
     bundled:NAME; each logs downstream/NAME/accuracy and downstream/NAME/accuracy_norm to metrics.jsonl."""
@@ -279,17 +305,6 @@ class DownstreamConfig:
     """Classification tasks fine-tuned when training ends (as `lmpt-finetune`): a folder holding train.jsonl and
     dev.jsonl (test.jsonl optional; fields text and label) or bundled:NAME; each logs
     downstream/NAME/accuracy_mean, accuracy_std and macro_f1_mean (dev) to metrics.jsonl."""
-    mode: str = "probe"
-    """How the classification tasks fine-tune: probe (the body frozen, a linear head: fast) or full."""
-    seeds: int = 3
-    """Fine-tuning runs per classification task (figures are mean and std over them)."""
-    epochs: int = 3
-    """Passes over a classification task's training examples per seed."""
-    max_train_examples: int | None = None
-    """At most this many training examples per classification or regression task (a sample drawn from the seed; GLUE's
-    MNLI and QQP hold about 400k); null: every example. The task's record states the cap."""
-    batch_size: int = 32
-    """Examples per forward pass, fine-tuning and multiple-choice scoring alike."""
     lr: str = "fixed"
     """The classification tasks' fine-tuning learning rate: fixed (the mode's: 1e-2 probe, 1e-4 full), search
     (lmpt-finetune's default: the rate, and an encoder's pooling, picked on a slice held back from the training split,
@@ -298,11 +313,6 @@ class DownstreamConfig:
     """Which weights the tasks score when training ends: last (the final model) or best (RUN/best: the evaluation
     with the lowest val_loss; needs trainer.eval_every > 0 and trainer.keep_best). One rule for every run of a
     comparison: lmpt-study's default scale scores best."""
-    control: str = "scratch"
-    """scratch: every task is also scored on the run's architecture freshly initialised (zero-shot tasks scored, and
-    classification tasks fine-tuned, the same way, with a bag-of-words floor), and each figure's gain over that
-    untrained control is recorded with its paired 95% interval and logged as downstream/NAME/accuracy_gain (a
-    zero-shot task costs twice the scoring); none: the run's model alone."""
     score_every: int = 0
     """Steps between curve points during training (a multiple of trainer.eval_every; and at the last step); 0 = only
     when training ends. Each choice task is scored zero-shot on its fast subset, logged as curve/NAME/FIGURE (never

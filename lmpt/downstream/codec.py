@@ -2,8 +2,10 @@
 `write_record` writes a result whole (lmpt.safe_files.write_atomically), `read_record` and `decode` read one back as
 a typed `TaskRecord`, every field checked for its type, so no reader checks a plain dict by hand. The JSON on disk is
 the results as the scorings give them, unchanged: every record written before the codec reads back, and `raw` keeps
-the whole object, typed fields and the rest. The kind that wrote a record is found by the task-kind registry
-(`TaskKind.holds_record`); a record no kind recognises (a hand-written one) still reads, with `kind` None."""
+the whole object, typed fields and the rest. A record names the kind that wrote it (`kind`, with `record_version`:
+lmpt.downstream.kinds.base.RECORD_VERSION); one written before records named their kind is read by its keys
+(`TaskKind.holds_record`, the registry's one legacy path); a record no kind recognises (a hand-written one) still
+reads, with `kind` None."""
 
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def finetune_run(run: str | Path, o: FinetuneOptions) -> dict:
     path = hand_record_path(run_dir, task_name(o), named_by)  # a bad task name is refused before any work
     kind = Regression if o.regression else Classification
     take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.placement)
-    result = finetune(load_trained(run, o.device), o, kind.target())
+    result = kind.stamped(finetune(load_trained(run, o.device), o, kind.target()))
     write_record(path, {**result, "record": str(path)})
     return {**result, "record": str(path)}
 

@@ -60,6 +60,24 @@ def test_the_default_mode_is_the_downstream_groups() -> None:
     assert composed("downstream=shakespeare").downstream.mode == FinetuneOptions(TaskData()).mode
 
 
+def test_one_recipe_schema_serves_the_downstream_section_and_lmpt_finetune() -> None:
+    """Issue 52: the fine-tuning recipe is one schema (FinetuneRecipe), not two copied field by field: each of its
+    keys is declared once, and a run's section hands it to fine-tuning whole."""
+    import dataclasses
+
+    from lmpt.config.schema import FinetuneRecipe
+    from lmpt.downstream.kinds.classification import Classification
+    from lmpt.downstream.kinds.fine_tuned import FineTunedTask
+
+    shared = [f.name for f in dataclasses.fields(FinetuneRecipe)]
+    assert shared == ["mode", "seeds", "epochs", "max_train_examples", "batch_size", "control"]
+    for schema in (DownstreamConfig, FinetuneOptions):
+        assert issubclass(schema, FinetuneRecipe) and not set(shared) & set(vars(schema).get("__annotations__", {}))
+    section = DownstreamConfig(mode="full", seeds=5, epochs=2, max_train_examples=100, batch_size=8, control="none")
+    options = Classification.options(section, FineTunedTask("t", TaskData()), "cpu")
+    assert [getattr(options, k) for k in shared] == ["full", 5, 2, 100, 8, "none"]
+
+
 def _bundled_is_scored(run: Path, folder: Path, capsys: pytest.CaptureFixture) -> None:
     """lmpt-finetune RUN task=bundled:shakespeare-order reads `folder`'s splits, scores them in the default mode and
     keeps the record under the task's name."""

@@ -71,3 +71,20 @@ def test_a_record_read_back_names_the_kind_that_wrote_it() -> None:
     assert record_kind({"accuracy_norm": 0.5, "accuracy": 0.5}) is MultipleChoice
     assert record_kind({"per_seed": [], "accuracy_mean": 0.5}) is Classification
     assert record_kind({"gain": {}}) is None
+
+
+def test_a_record_names_its_kind_and_version_and_older_records_still_read(tmp_path: Path) -> None:
+    """Issue 52: a record carries the kind that wrote it and the record version, so its kind is read, not guessed;
+    a record written before (no `kind`) is read by its keys, the one legacy path."""
+    from lmpt.downstream.codec import read_record, write_record
+    from lmpt.downstream.kinds.base import RECORD_VERSION
+
+    stamped = MultipleChoice.stamped({"task": "cloze", "accuracy": 0.5, "accuracy_norm": 0.5})
+    assert list(stamped)[:2] == ["kind", "record_version"] and stamped["record_version"] == RECORD_VERSION == 1
+    write_record(tmp_path / "cloze.json", stamped)
+    assert read_record(tmp_path / "cloze.json").kind is MultipleChoice
+    assert record_kind({"kind": "pairs", "accuracy_norm": 0.5}) is MinimalPairs  # named: its keys are not asked
+    assert record_kind({"kind": "exact-match", "accuracy": 0.5}) is None  # a kind this lmpt does not know
+    older = {"task": "blimp", "paradigms": {}, "accuracy": 0.5}  # as lmpt wrote it before records named their kind
+    write_record(tmp_path / "blimp.json", older)
+    assert read_record(tmp_path / "blimp.json").kind is MinimalPairs

@@ -66,6 +66,11 @@ class ScoringRun:
         return float(row * ((self.tokens(choice) + 1) if self.row_per_scored_token else self.rows_per_choice))
 
 
+RECORD_VERSION = 1
+"""The version of the downstream records lmpt writes (`record_version`). Version 1 names the kind that wrote it
+(`kind`); a record without one was written before, and its kind is read from its keys (`TaskKind.holds_record`)."""
+
+
 class TaskKind:
     """A kind of downstream task. Subclasses set `name` and answer every question the rest of lmpt asks of a task
     or of its record; the registry lists each subclass that sets `name`."""
@@ -76,6 +81,11 @@ class TaskKind:
     record_precedence: ClassVar[int] = 0
     """Kinds whose records are told apart by more specific keys are asked first (lower first) which wrote a record:
     a regression's record holds per_seed, as a classification's does, and pearson_mean besides."""
+
+    @classmethod
+    def stamped(cls, result: dict) -> dict:
+        """`result` as this kind's record: its `kind` and the `record_version` first."""
+        return {"kind": cls.name, "record_version": RECORD_VERSION, **result}
 
     @classmethod
     def names_folder(cls, task: str) -> bool:

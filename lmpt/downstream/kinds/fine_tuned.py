@@ -5,12 +5,13 @@ bag-of-words floor (lmpt.downstream.finetuning.finetune), and logged; each kind 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lmpt.config.schema import DownstreamConfig
+from lmpt.config.schema import DownstreamConfig, FinetuneRecipe
 from lmpt.data.readers.jsonl import jsonl_records
 from lmpt.downstream.figures import BAG_OF_WORDS, GLUE_METRICS, GLUE_SCORE, GLUE_SCORE_MEAN, SCRATCH, mean_of, std_of
 from lmpt.downstream.kinds.base import ScoringRun, TaskKind
@@ -88,18 +89,9 @@ class FineTunedKind(TaskKind):
     def options(cls, downstream: DownstreamConfig, task: FineTunedTask, device: str) -> FinetuneOptions:
         """How a run fine-tunes `task` after training on `device` (cpu or cuda): downstream.lr fixed is the mode's
         fixed rate (lr=None), search or a number as lmpt-finetune takes them (checked at start-up with the task)."""
-        return FinetuneOptions(
-            data=task.data,
-            task=task.name,
-            mode=downstream.mode,
-            seeds=downstream.seeds,
-            epochs=downstream.epochs,
-            batch_size=downstream.batch_size,
-            device=device,
-            lr=None if downstream.lr == "fixed" else downstream.lr,
-            control=downstream.control,
-            max_train_examples=getattr(downstream, "max_train_examples", None),
-        )
+        recipe = {f.name: getattr(downstream, f.name) for f in dataclasses.fields(FinetuneRecipe)}
+        lr = None if downstream.lr == "fixed" else downstream.lr
+        return FinetuneOptions(data=task.data, task=task.name, device=device, lr=lr, **recipe)
 
     @classmethod
     def check(cls, options: FinetuneOptions, key: str, seq_len: int, max_seq_len: int) -> None:
@@ -115,10 +107,11 @@ class FineTunedKind(TaskKind):
 
     @classmethod
     def score(cls, trained: Trained, options: FinetuneOptions) -> dict:
-        """The task fine-tuned on `trained` (lmpt.downstream.finetuning.finetune.finetune): its result."""
+        """The task fine-tuned on `trained` (lmpt.downstream.finetuning.finetune.finetune): its result, stamped with
+        its kind (`TaskKind.stamped`)."""
         from lmpt.downstream.finetuning.finetune import finetune  # torch-heavy: only when a task is scored
 
-        return finetune(trained, options, cls.target())
+        return cls.stamped(finetune(trained, options, cls.target()))
 
     @classmethod
     def logged(cls, result: dict) -> dict[str, float]:

@@ -84,8 +84,12 @@ def kind_of(task: ZeroShotTask) -> type[ZeroShotKind]:
 
 
 def record_kind(raw: dict[str, Any]) -> type[TaskKind] | None:
-    """The kind whose scoring wrote the record `raw` (the kinds asked in `record_precedence` order); None when no
-    kind's record looks like it."""
+    """The kind whose scoring wrote the record `raw`: the one it names (`kind`, RECORD_VERSION 1 on), else, for a
+    record written before records named their kind, the kind whose record it looks like (the kinds asked in
+    `record_precedence` order); None for a kind lmpt does not know or a record no kind's looks like."""
+    named = raw.get("kind")
+    if isinstance(named, str):
+        return KINDS.get(named)
     asked = sorted(KINDS.values(), key=lambda k: k.record_precedence)
     return next((k for k in asked if k.holds_record(raw)), None)
 

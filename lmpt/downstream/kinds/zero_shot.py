@@ -58,23 +58,25 @@ def score_zero_shot(
 ) -> dict:
     """The task scored on `trained` (`evaluate_zero_shot`) and, with `control` scratch, on its untrained control the
     same way: then the control's figures (`scratch`: its accuracy and per-item outcomes) and the gains over it
-    (`gain`) join the result."""
+    (`gain`) join the result, stamped with its kind (`TaskKind.stamped`)."""
     from lmpt.downstream.control import scratch_twin  # torch-heavy: when scoring only
     from lmpt.downstream.zero_shot.control_gain import zero_shot_gains
 
     result = evaluate_zero_shot(trained, task, batch_size, hidden, within_word, choice_pll)
     if control != SCRATCH:
-        return result
+        return kind_of(task).stamped(result)
     named = dataclasses.replace(task, name=f"{task.name} (scratch control)")
     scratch = evaluate_zero_shot(scratch_twin(trained), named, batch_size, hidden, within_word, choice_pll)
     kept = {k: scratch[k] for k in (ACCURACY, EQUAL_LENGTH_ACCURACY, items_key(ACCURACY)) if k in scratch}
     init_seed = int(trained.config.trainer.seed)
-    return {
-        **result,
-        "control": SCRATCH,
-        SCRATCH: {"init_seed": init_seed, **kept},
-        GAIN: zero_shot_gains(result, scratch),
-    }
+    return kind_of(task).stamped(
+        {
+            **result,
+            "control": SCRATCH,
+            SCRATCH: {"init_seed": init_seed, **kept},
+            GAIN: zero_shot_gains(result, scratch),
+        }
+    )
 
 
 def result_kind(result: dict) -> type[ZeroShotKind]:

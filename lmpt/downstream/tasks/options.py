@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lmpt.config.schema import DownstreamConfig
+from lmpt.config.schema import FinetuneRecipe
 
 MODE_MEANINGS = {
     "probe": "the pre-trained body frozen, a linear head trained on its features",
@@ -41,8 +41,9 @@ class TaskData:
 
 
 @dataclass
-class FinetuneOptions:
-    """How to fine-tune and score one task."""
+class FinetuneOptions(FinetuneRecipe):
+    """How to fine-tune and score one task: the recipe a run's downstream section shares (FinetuneRecipe), and what
+    only lmpt-finetune sets."""
 
     data: TaskData
     task: str | None = None
@@ -51,23 +52,13 @@ class FinetuneOptions:
     and test .jsonl, no data.* files needed), named NAME, as downstream.classification_tasks reads it. glue runs
     GLUE's nine tasks from data.dir, glue:rte,mrpc,sts-b some of them (names as GLUE's folders or Hugging Face's
     configs, any case)."""
-    max_train_examples: int | None = None
-    """Train on at most this many training examples of each task, drawn from `seed` (MNLI and QQP hold about 400k
-    pairs); the table states it. null = all."""
     wnli_in_score: bool = False
     """task=glue: count WNLI in the GLUE score (BERT's table left it out: every model scored its majority class)."""
     regression: bool = False
     """The label is a number to predict (STS-B's similarity): one output trained by mean squared error, scored by
     Pearson and Spearman correlation and MSE, beside a ridge-regression floor. false = classes."""
-    mode: str = DownstreamConfig.mode
-    """probe (the pre-trained body frozen, only the linear head trains) or full (every weight trains). The
-    default is downstream.mode's, so lmpt-finetune and a run's own scoring fine-tune the same way."""
-    seeds: int = 3
-    """Fine-tuning runs from the same pre-trained weights; each seed fixes head init, shuffling and dropout."""
     seed: int = 0
     """First seed: the runs use seed, seed+1, ..., seed+seeds-1."""
-    epochs: int = 3
-    """Passes over the training examples per seed."""
     max_steps: int | None = None
     """Stop each seed after this many optimizer steps (null = epochs decide)."""
     lr: str | float | None = "search"
@@ -86,17 +77,11 @@ class FinetuneOptions:
     """Fraction of the steps spent warming up the learning rate."""
     weight_decay: float = 0.01
     """AdamW's decoupled weight decay (never on norms, biases or embeddings)."""
-    batch_size: int = 32
-    """Examples per optimizer step (and per scoring pass)."""
     seq_len: int | None = None
     """Longest input in tokens (longer texts are cut, the longer of a pair first); null = the run's data.seq_len."""
     pooling: str = "auto"
     """What the head reads: auto, first or mean (encoder), last (decoder), encoder_mean or decoder_first
     (encoder-decoder). auto = mean, last, encoder_mean; with lr=search an encoder's auto picks first or mean."""
-    control: str = "scratch"
-    """scratch: fine-tune beside the run's model the same architecture freshly initialised (seeded as the run was),
-    same recipe search, seeds and data, plus a bag-of-words floor, and report the gain with a paired 95% interval;
-    none: the run's model alone."""
     dropout: float = 0.1
     """Dropout on the pooled representation before the head."""
     device: str = "cpu"
