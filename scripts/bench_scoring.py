@@ -43,8 +43,7 @@ TASKS = {
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 from lmpt.config.schema import DataConfig, ModelConfig, TokenizerConfig  # noqa: E402
 from lmpt.data.cache import prepare_corpora  # noqa: E402
-from lmpt.downstream.tasks.choice_tasks import read_choice_task  # noqa: E402
-from lmpt.downstream.tasks.pair_tasks import read_pairs  # noqa: E402
+from lmpt.downstream.tasks.choice_tasks import read_choice_task, read_pairs  # noqa: E402
 from lmpt.downstream.zero_shot.minimal_pairs import evaluate_pairs  # noqa: E402
 from lmpt.downstream.zero_shot.multiple_choice import evaluate_choices  # noqa: E402
 from lmpt.model import build_model  # noqa: E402

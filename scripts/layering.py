@@ -60,9 +60,9 @@ SUBPACKAGE = "downstream"
 SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "figures",
-        ("figures", "metrics", "intervals", "significance", "gain", "record"),
+        ("figures", "metrics", "significance"),
     ),  # names and statistics, torch-free
-    ("tasks", ("tasks", "glue_score")),  # reading tasks, and GLUE's official figures (fine-tuning scores by them)
+    ("tasks", ("tasks",)),  # reading tasks, and GLUE's official figures (fine-tuning scores by them)
     ("control", ("control",)),  # the untrained control, shared by both ways of scoring
     ("zero_shot", ("zero_shot",)),  # zero-shot scoring
     ("finetuning", ("finetuning",)),  # fine-tuning

@@ -13,6 +13,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable
+from enum import Enum
 from typing import Any, NoReturn, TypeVar, cast
 
 from lmpt.console import console
@@ -34,12 +35,18 @@ def field_docs(cls: type) -> dict[str, str]:
 
 
 def _convert(key: str, raw: str, kind: Any) -> Any:
-    """`raw` as the field's type: str, int, float, bool, list[str], or any of them | None."""
+    """`raw` as the field's type: str, int, float, bool, list[str], a Choice (one of its members, by name), or any of
+    them | None."""
     args = typing.get_args(kind)
     if (typing.get_origin(kind) in (typing.Union, types.UnionType)) and type(None) in args:
         if raw.strip().lower() in _NONE_WORDS:
             return None
         kind = next(a for a in args if a is not type(None))
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        if raw not in kind.__members__:
+            *most, last = kind.__members__
+            raise LmptError(f"{key}={raw} is unknown: use {', '.join(most)}{' or ' if most else ''}{last}")
+        return kind[raw]
     try:
         if kind is bool:
             if raw.lower() in ("true", "yes", "1"):

@@ -6,35 +6,133 @@ that act on the value."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, TypeVar
 
 from omegaconf import MISSING, OmegaConf
 
 from lmpt.config.quality_schema import QualityConfig
 
+
+class Choice(str, Enum):
+    """A key's fixed list of values: the config names a member by its name, which is its value (OmegaConf reads an
+    Enum field by member name and refuses any other at composition, naming the allowed ones). A member compares,
+    hashes, formats and serialises as that string, so code below the config reads it as one."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    def __repr__(self) -> str:
+        return repr(str(self.value))
+
+
+class TokenizerBackend(Choice):
+    sentencepiece = "sentencepiece"
+    bytelevel = "bytelevel"
+    hf = "hf"
+
+
+class ModelType(Choice):
+    unigram = "unigram"
+    bpe = "bpe"
+
+
+class Flavour(Choice):
+    """model.flavour: Llama-style blocks, or T5 v1.1's (encoder-decoder only)."""
+
+    llama = "llama"
+    t5 = "t5"
+
+
+class Schedule(Choice):
+    cosine = "cosine"
+    linear = "linear"
+    constant = "constant"
+    inverse_sqrt = "inverse_sqrt"
+    wsd = "wsd"
+
+
+class DocumentMode(Choice):
+    """data.documents: how text splits into documents."""
+
+    auto = "auto"
+    blank_line = "blank_line"
+    wikitext = "wikitext"
+    line = "line"
+    file = "file"
+
+
+class Verify(Choice):
+    stat = "stat"
+    full = "full"
+
+
+class PrecisionName(Choice):
+    fp32 = "fp32"
+    bf16 = "bf16"
+    fp16 = "fp16"
+
+
+class Strategy(Choice):
+    ddp = "ddp"
+    fsdp = "fsdp"
+
+
+class Progress(Choice):
+    auto = "auto"
+    rich = "rich"
+    plain = "plain"
+    tqdm = "tqdm"
+
+
+class FinetuneMode(Choice):
+    """downstream.mode and lmpt-finetune's mode: every weight trained, or a linear probe on frozen features."""
+
+    full = "full"
+    probe = "probe"
+
+
+class Weights(Choice):
+    """downstream.weights: the final model, or RUN/best (the lowest val_loss)."""
+
+    last = "last"
+    best = "best"
+
+
+class Control(Choice):
+    """downstream.control, lmpt-finetune's and lmpt-eval's control: scratch (the run's architecture freshly
+    initialised is fine-tuned or scored beside the run's model, the same way) or none."""
+
+    scratch = "scratch"
+    none = "none"
+
+
+class AdjustLr(Choice):
+    original = "original"
+    match_rms_adamw = "match_rms_adamw"
+
+
 ARCHITECTURES = ("decoder", "encoder", "encoder-decoder")
-"""model.arch: the three stacks one Block assembles into (auto: the objective's own)."""
+"""model.arch: the three stacks one Block assembles into (auto: the objective's own). A string checked at start-up,
+not a Choice: encoder-decoder cannot name a member."""
 ARCHS = ("auto", *ARCHITECTURES)
-PRECISIONS = (None, "fp32", "bf16", "fp16")
-PROGRESS = ("auto", "rich", "plain", "tqdm")
-SCHEDULES = ("cosine", "linear", "constant", "inverse_sqrt", "wsd")
-TOKENIZER_BACKENDS = ("sentencepiece", "bytelevel", "hf")
-DOCUMENT_MODES = ("auto", "blank_line", "wikitext", "line", "file")
-"""data.documents: how text splits into documents."""
-FLAVOURS = ("llama", "t5")
-"""model.flavour: Llama-style blocks, or T5 v1.1's (encoder-decoder only)."""
-FINETUNE_MODES = ("full", "probe")
-"""downstream.mode and lmpt-finetune's mode: every weight trained, or a linear probe on frozen features."""
-DOWNSTREAM_WEIGHTS = ("last", "best")
-"""downstream.weights: the final model, or RUN/best (the lowest val_loss)."""
-CONTROLS = ("scratch", "none")
-"""downstream.control, lmpt-finetune's and lmpt-eval's control: scratch (the run's architecture freshly initialised is
-fine-tuned or scored beside the run's model, the same way) or none."""
+PRECISIONS = (None, *PrecisionName)
+PROGRESS = tuple(Progress)
+SCHEDULES = tuple(Schedule)
+TOKENIZER_BACKENDS = tuple(TokenizerBackend)
+DOCUMENT_MODES = tuple(DocumentMode)
+FLAVOURS = tuple(Flavour)
+FINETUNE_MODES = tuple(FinetuneMode)
+DOWNSTREAM_WEIGHTS = tuple(Weights)
+CONTROLS = tuple(Control)
 
 
 @dataclass
 class TokenizerConfig:
-    backend: str = "sentencepiece"
+    backend: TokenizerBackend = TokenizerBackend.sentencepiece
     """sentencepiece or bytelevel (trained on the training text, cached), or hf (a pretrained tokenizer.json)."""
     path: str | None = None
     """hf: a tokenizer.json, or a directory holding one (GPT-2, Llama 3, SmolLM, ModernBERT style)."""
@@ -42,7 +140,7 @@ class TokenizerConfig:
     """sentencepiece: an existing .model with lmpt's reserved layout; null trains one on the training text."""
     vocab_size: int | None = 4096
     """Vocabulary size of a trained tokenizer, reserved tokens included (null for hf: the file decides)."""
-    model_type: str = "unigram"
+    model_type: ModelType = ModelType.unigram
     """sentencepiece: the algorithm, unigram or bpe."""
     character_coverage: float = 0.9995
     """sentencepiece: share of characters the vocabulary must cover; the rest fall back to bytes."""
@@ -78,7 +176,7 @@ class ModelConfig:
     """Attention heads per block."""
     n_kv_heads: int | None = None
     """Key/value heads (grouped-query attention: each serves n_heads/n_kv_heads query heads); null = n_heads."""
-    flavour: str = "llama"
+    flavour: Flavour = Flavour.llama
     """llama (rotary positions, SwiGLU, tied head) or t5 (encoder-decoders only: T5 v1.1's relative position
     buckets, gated-GELU, unscaled attention, untied head; exports as T5ForConditionalGeneration)."""
     ffn_dim: int = 384
@@ -137,7 +235,7 @@ class AdafactorConfig(OptimizerConfig):
 
 @dataclass
 class SchedulerConfig:
-    name: str = "cosine"
+    name: Schedule = Schedule.cosine
     """cosine, linear, constant, inverse_sqrt or wsd (warmup-stable-decay)."""
     warmup_steps: int = 20
     """Steps of linear warm-up from zero."""
@@ -157,7 +255,7 @@ class SourceConfig:
     """Share of training windows drawn from this source, relative to the other sources' weights (> 0)."""
     val_paths: list[str] = field(default_factory=list)
     """This source's held-out text; empty = hold out data.val_fraction of its documents."""
-    documents: str | None = None
+    documents: DocumentMode | None = None
     """How this source's text files split into documents; null = data.documents."""
 
 
@@ -174,7 +272,7 @@ class DataConfig:
     """Share of documents held out for validation when `val_paths` is empty."""
     text_field: str = "text"
     """Field (JSONL) or column (parquet, arrow) holding each record's text."""
-    documents: str = "auto"
+    documents: DocumentMode = DocumentMode.auto
     """How text splits into documents: auto, blank_line, wikitext, line or file (jsonl: one per record)."""
     unique_tokens: int | None = None
     """Train on the first N tokens of the training text only, the same tokens for every objective and seed, so the
@@ -191,7 +289,7 @@ class DataConfig:
     prepare.shard=i/N divides; the tokens do not depend on it."""
     cache_dir: str | None = None
     """Where tokenizers and token caches live; null = $LMPT_CACHE_DIR or ~/.cache/lmpt."""
-    verify: str = "stat"
+    verify: Verify = Verify.stat
     """stat: a file whose path, size and modification time are unchanged keeps its recorded content hash (a warm
     launch reads no text); full: hash every byte again (a changed file gets a new cache)."""
     name: str | None = None
@@ -223,11 +321,11 @@ class TrainerConfig:
     """Micro-batches accumulated per optimizer step."""
     amp: bool = False
     """Mixed precision: bf16 autocast where supported, fp16 with a GradScaler on CUDA without bf16."""
-    precision: str | None = None
+    precision: PrecisionName | None = None
     """fp32, bf16 or fp16; overrides `amp` when set."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
-    strategy: str = "ddp"
+    strategy: Strategy = Strategy.ddp
     """Under torchrun: ddp (replicate the model) or fsdp (shard parameters, gradients and optimizer state)."""
     compile: bool = False
     """torch.compile the model's stack and its sparse output head (the first steps are slow while it compiles)."""
@@ -256,7 +354,7 @@ class TrainerConfig:
     needs eval_every > 0. Give RUN/best to lmpt-eval, -finetune or -export to use them."""
     resume: str = "auto"
     """auto: continue from the run directory's newest checkpoint; never; or a run directory / checkpoint path."""
-    progress: str = "auto"
+    progress: Progress = Progress.auto
     """Console output: auto (live display on a terminal, plain lines otherwise), rich, plain or tqdm."""
     tensorboard: bool = False
     """Also log metrics to TensorBoard (run_dir/tensorboard; needs the tensorboard package)."""
@@ -275,7 +373,7 @@ class FinetuneRecipe:
     """How a task is fine-tuned, one schema for a run's `downstream` section and `lmpt-finetune` (its options,
     lmpt.downstream.tasks.options.FinetuneOptions): each key means the same and defaults the same in both."""
 
-    mode: str = "probe"
+    mode: FinetuneMode = FinetuneMode.probe
     """How the fine-tuned tasks train: probe (the pre-trained body frozen, a linear head trained on its features:
     fast) or full (every weight trains)."""
     seeds: int = 3
@@ -288,7 +386,7 @@ class FinetuneRecipe:
     400k); null: every example. The task's record states the cap."""
     batch_size: int = 32
     """Examples per forward pass, fine-tuning and multiple-choice scoring alike."""
-    control: str = "scratch"
+    control: Control = Control.scratch
     """scratch: every task is also scored on the run's architecture freshly initialised (zero-shot tasks scored, and
     fine-tuned tasks fine-tuned, the same way with the same recipe search, seeds and data, with a bag-of-words
     floor), and each figure's gain over that untrained control is recorded with its paired 95% interval (logged as
@@ -309,7 +407,7 @@ class DownstreamConfig(FinetuneRecipe):
     """The classification tasks' fine-tuning learning rate: fixed (the mode's: 1e-2 probe, 1e-4 full), search
     (lmpt-finetune's default: the rate, and an encoder's pooling, picked on a slice held back from the training split,
     the pre-trained model and its scratch control alike; lmpt-study's default scale searches), or a number."""
-    weights: str = "last"
+    weights: Weights = Weights.last
     """Which weights the tasks score when training ends: last (the final model) or best (RUN/best: the evaluation
     with the lowest val_loss; needs trainer.eval_every > 0 and trainer.keep_best). One rule for every run of a
     comparison: lmpt-study's default scale scores best."""
@@ -339,9 +437,10 @@ Schema = TypeVar("Schema")
 
 
 def settings(section: object, schema: type[Schema]) -> Schema:
-    """The composed config `section` as the plain `schema` dataclass instance it holds (`OmegaConf.to_object`), typed:
-    what code below the config layer takes instead of a config node."""
-    value = OmegaConf.to_object(section)
+    """The composed config `section` as the plain `schema` dataclass instance it holds (`OmegaConf.to_object`; an
+    instance already, as a RunSpec's sections are, as it is), typed: what code below the config layer takes instead
+    of a config node."""
+    value = section if isinstance(section, schema) else OmegaConf.to_object(section)
     if not isinstance(value, schema):
         raise TypeError(f"the config section holds a {type(value).__name__}, not a {schema.__name__}")
     return value
@@ -362,7 +461,7 @@ class MuonConfig(OptimizerConfig):
     """Nesterov momentum in Muon."""
     ns_steps: int = 5
     """Newton-Schulz iterations that orthogonalise each Muon update."""
-    adjust_lr_fn: str | None = "original"
+    adjust_lr_fn: AdjustLr | None = AdjustLr.original
     """How Muon scales its learning rate by matrix shape: original (Keller Jordan's sqrt(max(1, rows/cols))) or
     match_rms_adamw (Moonshot's 0.2 sqrt(max(rows, cols)): AdamW's learning rate and decay then carry over)."""
     adamw_lr: float = 2e-2

@@ -19,15 +19,6 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from lmpt.config.budget import SCALES, parse_budget
 from lmpt.config.schema import (
     ARCHS,
-    CONTROLS,
-    DOCUMENT_MODES,
-    DOWNSTREAM_WEIGHTS,
-    FINETUNE_MODES,
-    FLAVOURS,
-    PRECISIONS,
-    PROGRESS,
-    SCHEDULES,
-    TOKENIZER_BACKENDS,
 )
 from lmpt.errors import LmptError
 
@@ -62,8 +53,6 @@ def _validate_sources(sources: Any) -> None:
         names.add(name)
         weight = source.weight
         _require(math.isfinite(weight) and weight > 0, f"{key}.weight", weight, "a positive number (a share)")
-        if source.documents is not None:
-            _choice(source.documents, f"{key}.documents", DOCUMENT_MODES)
 
 
 def parse_max_tokens(text: str | None) -> int | None:
@@ -125,8 +114,6 @@ def refuse_nonfinite(cfg: DictConfig) -> None:
 
 
 def _validate_tokenizer(tok: DictConfig) -> None:
-    _choice(tok.backend, "tokenizer.backend", TOKENIZER_BACKENDS)
-    _choice(tok.model_type, "tokenizer.model_type", ("unigram", "bpe"))
     _positive(tok, "tokenizer", "num_sentinels", "seed", allow_zero=True)
     _positive(tok, "tokenizer", "max_sentences", "threads")
     if tok.backend == "hf":
@@ -155,7 +142,6 @@ def _validate_muon(o: DictConfig, strategy: str) -> None:
             "optimizer=muon does not run under trainer.strategy=fsdp (torch.optim.Muon orthogonalises whole matrices "
             "and FSDP2 shards them): use trainer.strategy=ddp, or optimizer=adamw with fsdp"
         )
-    _choice(o.adjust_lr_fn, "optimizer.adjust_lr_fn", (None, "original", "match_rms_adamw"))
     # torch.optim.Muon adds its update with alpha = lr x a shape factor, a float32 scalar: 1e39 stops the step with
     # an overflow error where AdamW's weights would turn inf (which the loop reports)
     rule = "<= 1e30 under optimizer=muon (its step scales the weights' update by it as a float32 number)"
@@ -181,7 +167,6 @@ def _validate_finetune_lr(lr: str) -> None:
 
 def _validate_weights(ds: DictConfig, trainer: DictConfig) -> None:
     """downstream.weights: best needs a run that keeps the weights of its best evaluation."""
-    _choice(ds.weights, "downstream.weights", DOWNSTREAM_WEIGHTS)
     if ds.weights == "best" and (ds.choice_tasks or ds.classification_tasks):
         rule = "last while trainer.eval_every=0 (no evaluation picks a best)"
         _require(trainer.eval_every > 0, "downstream.weights", ds.weights, rule)
@@ -214,17 +199,12 @@ def validate_config(cfg: DictConfig) -> None:
     _positive(t, "trainer", "max_nonfinite_steps")
     _positive(t, "trainer", "eval_every", "ckpt_every", "ckpt_minutes", "grad_clip", "sample_tokens", allow_zero=True)
     parse_budget(t.budget)
-    _choice(t.precision, "trainer.precision", PRECISIONS)
-    _choice(t.progress, "trainer.progress", PROGRESS)
-    _choice(t.strategy, "trainer.strategy", ("ddp", "fsdp"))
     device = t.device.split(":")[0]
     _choice(device, "trainer.device", ("auto", "cpu", "cuda", "mps"))
 
     _positive(d, "data", "seq_len", "shard_docs")
     _require(d.seq_len >= 4, "data.seq_len", d.seq_len, ">= 4")
     _positive(d, "data", "num_workers", "tokenize_workers", allow_zero=True)
-    _choice(d.documents, "data.documents", DOCUMENT_MODES)
-    _choice(d.verify, "data.verify", ("stat", "full"))
     if not d.val_paths:
         _require(0 < d.val_fraction < 1, "data.val_fraction", d.val_fraction, "in (0, 1) (or set data.val_paths)")
     _validate_sources(d.sources)
@@ -247,7 +227,6 @@ def validate_config(cfg: DictConfig) -> None:
         f"null or a positive divisor of model.n_heads={m.n_heads}",
     )
     _require(0 <= m.dropout < 1, "model.dropout", m.dropout, "in [0, 1)")
-    _choice(m.flavour, "model.flavour", FLAVOURS)
 
     _positive(o, "optimizer", "lr")
     _positive(o, "optimizer", "weight_decay", allow_zero=True)
@@ -262,13 +241,10 @@ def validate_config(cfg: DictConfig) -> None:
     if o.name == "muon":
         _validate_muon(o, t.strategy)
 
-    _choice(s.name, "scheduler.name", SCHEDULES)
     _positive(s, "scheduler", "warmup_steps", allow_zero=True)
     _require(0 <= s.min_lr_ratio <= 1, "scheduler.min_lr_ratio", s.min_lr_ratio, "in [0, 1]")
     _require(0 <= s.decay_fraction <= 1, "scheduler.decay_fraction", s.decay_fraction, "in [0, 1]")
 
-    _choice(cfg.downstream.mode, "downstream.mode", FINETUNE_MODES)
-    _choice(cfg.downstream.control, "downstream.control", CONTROLS)
     _positive(cfg.downstream, "downstream", "seeds", "epochs", "batch_size", "curve_items")
     cap = cfg.downstream.max_train_examples
     _require(cap is None or cap >= 1, "downstream.max_train_examples", cap, ">= 1 (or null: every example)")

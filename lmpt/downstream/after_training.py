@@ -16,11 +16,11 @@ from rich.table import Table
 
 from lmpt.config.schema import DownstreamConfig
 from lmpt.console import console
+from lmpt.downstream.codec import record_path
 from lmpt.downstream.figures import METRIC_PREFIX, metric_key, task_figure
 from lmpt.downstream.kinds.registry import fine_tuned_kind
 from lmpt.downstream.kinds.zero_shot import check_zero_shot_fits, logged_zero_shot, read_zero_shot, score_zero_shot
 from lmpt.downstream.preemption import ScoringProgress
-from lmpt.downstream.record import record_path
 from lmpt.downstream.tasks.choice_tasks import task_name
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective

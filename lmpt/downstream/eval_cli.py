@@ -1,6 +1,6 @@
 """The `lmpt-eval` command: a trained run scored on text (`data=`, lmpt.inference.evaluate) or on a
 multiple-choice or minimal-pair task zero-shot (`task=`, lmpt.downstream.kinds.zero_shot). A task's result is kept as a
-hand run's record, RUN/downstream/hand/NAME-TIME.json (lmpt.downstream.record), beside the run's own records and never
+hand run's record, RUN/downstream/hand/NAME-TIME.json (lmpt.downstream.codec), beside the run's own records and never
 over them."""
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from rich.markup import escape
 from lmpt.config.command_options import parse_command, require, run_command
 from lmpt.config.schema import CONTROLS
 from lmpt.console import console
-from lmpt.downstream.codec import write_record
+from lmpt.downstream.codec import hand_record_path, write_record
 from lmpt.downstream.kinds.zero_shot import read_zero_shot, render_zero_shot, score_zero_shot
-from lmpt.downstream.record import hand_record_path
 from lmpt.downstream.tasks.choice_tasks import task_name
 from lmpt.downstream.zero_shot.multiple_choice import CHOICE_PLL
 from lmpt.errors import LmptError
@@ -68,7 +67,7 @@ def evaluate(argv: list[str]) -> None:
 
 
 def _keep_hand_record(run: str, result: dict) -> str:
-    """`result` kept as a hand run's record beside the run's own (lmpt.downstream.record.hand_record_path); where it
+    """`result` kept as a hand run's record beside the run's own (lmpt.downstream.codec.hand_record_path); where it
     went, or why it was not kept (a name that cannot be a file, a run directory that cannot be written): scoring a
     task never fails for want of a record."""
     try:

@@ -31,7 +31,7 @@ MEAN_BASELINE_MSE = "mean_baseline_mse"
 F1 = "f1"
 """GLUE's MRPC and QQP: F1 of the positive class (1)."""
 GLUE_SCORE = "glue_score"
-"""A GLUE task fine-tuned: the task's score, the mean of its official figures (lmpt.downstream.glue_score)."""
+"""A GLUE task fine-tuned: the task's score, the mean of its official figures (lmpt.downstream.tasks.glue)."""
 
 
 def mean_of(figure: str) -> str:

@@ -3,7 +3,7 @@ a pre-trained run on a labelled task (lmpt.downstream.finetuning.finetune), prin
 that says the mode and what it trains (or one JSON object with json=true) and keep them as a hand run's record: the
 run's model per seed, the recipe its search chose, and with control=scratch the model against its scratch control, the
 bag-of-words floor and the majority class, with the gain and its interval. The record of a hand run goes beside the
-run's own records, in RUN/downstream/hand/TASK-TIME.json (lmpt.downstream.record), never over them."""
+run's own records, in RUN/downstream/hand/TASK-TIME.json (lmpt.downstream.codec), never over them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rich.table import Table
 
 from lmpt.config.command_options import parse_command, run_command
 from lmpt.console import console
-from lmpt.downstream.codec import write_record
+from lmpt.downstream.codec import hand_record_path, write_record
 from lmpt.downstream.figures import (
     ACCURACY,
     BAG_OF_WORDS,
@@ -25,13 +25,12 @@ from lmpt.downstream.figures import (
     mean_of,
     std_of,
 )
+from lmpt.downstream.figures import SEED_FIGURES as FIGURES
 from lmpt.downstream.finetuning.finetune import check_settings, finetune
-from lmpt.downstream.finetuning.scores import FIGURES
-from lmpt.downstream.gain import describe_gain
 from lmpt.downstream.glue_cli import glue_run, is_glue, render_glue
 from lmpt.downstream.kinds.classification import Classification
 from lmpt.downstream.kinds.regression import Regression
-from lmpt.downstream.record import hand_record_path
+from lmpt.downstream.significance import describe_gain
 from lmpt.downstream.tasks.labelled_task import task_name
 from lmpt.downstream.tasks.options import MODE_MEANINGS, FinetuneOptions
 from lmpt.downstream.tasks.task_files import with_task_files

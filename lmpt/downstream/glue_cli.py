@@ -1,7 +1,7 @@
 """`lmpt-finetune RUN task=glue data.dir=DIR` (or `task=glue:rte,mrpc,sts-b`): GLUE's tasks read as they ship
 (lmpt.downstream.tasks.glue), every file read and checked before any model is loaded, then each task fine-tuned as
 lmpt-finetune fine-tunes one (recipe searched per task, the scratch control and the bag-of-words floor beside it; STS-B
-with a regression head and a ridge floor). The official figures of every model (lmpt.downstream.glue_score), which each
+with a regression head and a ridge floor). The official figures of every model (lmpt.downstream.tasks.glue), which each
 fine-tuning computes per seed from its dev predictions, are kept in the record, and those predictions beside it
 (RUN/downstream/hand/glue-TIME/dev/TASK.json) so that anyone can compute them again; the test predictions of the
 first seed go into the files the GLUE server takes (RUN/downstream/hand/glue-TIME/test/CoLA.tsv ...). MNLI's
@@ -18,16 +18,24 @@ from rich.table import Table
 
 from lmpt.config.command_options import require
 from lmpt.console import console
-from lmpt.downstream.codec import write_record
+from lmpt.downstream.codec import hand_record_path, write_record
 from lmpt.downstream.figures import BAG_OF_WORDS, GLUE_SCORE, SCRATCH, mean_of
 from lmpt.downstream.finetuning.finetune import check_settings, check_task, finetune
 from lmpt.downstream.finetuning.targets import Target
 from lmpt.downstream.finetuning.training import UNLABELLED
-from lmpt.downstream.glue_score import SPLIT_PREFIXES, as_written, glue_score, write_server_file
 from lmpt.downstream.kinds.classification import Classification
 from lmpt.downstream.kinds.regression import Regression
-from lmpt.downstream.record import hand_record_path
-from lmpt.downstream.tasks.glue import GlueSplits, GlueTask, glue_tasks, read_glue, server_file
+from lmpt.downstream.tasks.glue import (
+    SPLIT_PREFIXES,
+    GlueSplits,
+    GlueTask,
+    as_written,
+    glue_score,
+    glue_tasks,
+    read_glue,
+    server_file,
+    write_server_file,
+)
 from lmpt.downstream.tasks.labelled_task import LabelledTask
 from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.downstream.tasks.task_files import SPLITS, Example
@@ -130,7 +138,7 @@ def glue_run(run: str | Path, o: FinetuneOptions) -> dict:
 
 
 def _official(task: GlueTask, result: dict) -> dict[str, dict]:
-    """Each model's official figures and task score as its fine-tuning recorded them (lmpt.downstream.glue_score
+    """Each model's official figures and task score as its fine-tuning recorded them (lmpt.downstream.tasks.glue
     .official_figures, per seed): the means over seeds of the run's model and its control, the floor's one fit."""
     sections = {PRETRAINED: (result, mean_of), SCRATCH: (result.get(SCRATCH), mean_of)}
     sections[BAG_OF_WORDS] = (result.get(BAG_OF_WORDS), lambda figure: figure)

@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lmpt.console import info
-from lmpt.downstream.codec import read_record, write_record
-from lmpt.downstream.record import record_path
+from lmpt.downstream.codec import read_record, record_path, write_record
 from lmpt.downstream.significance import decode_outcomes
 from lmpt.rundir.directory import read_status, write_status
 from lmpt.safe_files import write_atomically

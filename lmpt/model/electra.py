@@ -62,7 +62,7 @@ def generator_config(cfg: ModelConfig, generator_size: float) -> ModelConfig:
         "n_kv_heads": None,
         "ffn_dim": max(1, round(cfg.ffn_dim * generator_size)),
     }
-    return cast(ModelConfig, OmegaConf.merge(cfg, sizes))  # a config node of ModelConfig's fields, as spec.model is
+    return cast(ModelConfig, OmegaConf.merge(cfg, sizes))  # a run's ModelConfig or a stored run's node alike
 
 
 def _init_linear(layer: nn.Linear, std: float) -> None:

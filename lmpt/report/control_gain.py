@@ -1,7 +1,8 @@
 """Whether a task measures pre-training at all. With control=scratch a run's record of the task
-(RUN/downstream/TASK.json) keeps the gain of its model over the same architecture freshly initialised and fine-tuned
-or scored the same way, with a 95% interval paired over seeds and items (lmpt.downstream.gain). When no ranked run's
-gain is told apart from 0, the ranking says so in one sentence: at this scale the task does not measure pre-training."""
+(RUN/downstream/TASK.json) keeps the gain of its model over the same architecture freshly initialised and fine-tuned or
+scored the same way, with a 95% interval paired over seeds and items (lmpt.downstream.significance). When no ranked
+run's gain is told apart from 0, the ranking says so in one sentence: at this scale the task does not measure
+pre-training."""
 
 from __future__ import annotations
 

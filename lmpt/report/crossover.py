@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lmpt.downstream.intervals import seed_interval
+from lmpt.downstream.significance import seed_interval
 from lmpt.report.ranking import BITS_PER_TOKEN, is_bound, on_bits_axis
 from lmpt.report.runs import RunSummary
 

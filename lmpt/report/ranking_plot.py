@@ -13,7 +13,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from lmpt.downstream.figures import CHANCE, MAJORITY_ACCURACY, task_figure
-from lmpt.downstream.intervals import LEVEL
+from lmpt.downstream.significance import LEVEL
 from lmpt.report.control_gain import control_key
 from lmpt.report.ranking import Ranking
 from lmpt.report.runs import RunSummary

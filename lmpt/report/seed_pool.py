@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from lmpt.downstream.intervals import seed_interval
+from lmpt.downstream.significance import seed_interval
 from lmpt.report.ranking import Ranking
 from lmpt.report.runs import RunSummary
 from lmpt.report.significance import Evidence, Significance, tested_gaps

@@ -19,13 +19,14 @@ import numpy as np
 from rich.markup import escape
 
 from lmpt.console import warn
-from lmpt.downstream.codec import task_record
+from lmpt.downstream.codec import DOWNSTREAM_DIR, task_record
 from lmpt.downstream.figures import METRIC_PREFIX, task_figure
-from lmpt.downstream.intervals import LEVEL, bootstrap_interval, seed_interval
-from lmpt.downstream.record import DOWNSTREAM_DIR
 from lmpt.downstream.significance import (
+    LEVEL,
+    bootstrap_interval,
     holm,
     mcnemar_exact,
+    seed_interval,
     welch_t,
 )
 from lmpt.report.ranking import Ranking

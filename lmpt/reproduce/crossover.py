@@ -22,7 +22,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
-from lmpt.downstream.intervals import seed_interval
+from lmpt.downstream.significance import seed_interval
 from lmpt.errors import LmptError
 from lmpt.reproduce.repetition import AR, DIFFUSION, OBJECTIVES
 from lmpt.reproduce.reproduction import (

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from matplotlib.figure import Figure
 
-from lmpt.downstream.intervals import seed_interval
+from lmpt.downstream.significance import seed_interval
 from lmpt.reproduce.reproduction import TOKENS_PER_STEP, Findings, FinishedRun, PlannedRun, Reproduction
 from lmpt.study.record import markdown_table
 
@@ -61,7 +61,7 @@ def free_or_not(low: float, high: float, margin: float) -> str:
 
 
 def interval(values: list[float]) -> tuple[float, float, float]:
-    """(mean, low, high): the mean and its 95% t interval over seeds (lmpt.downstream.intervals.seed_interval; NaN
+    """(mean, low, high): the mean and its 95% t interval over seeds (lmpt.downstream.significance.seed_interval; NaN
     bounds with fewer than 2)."""
     low, high = seed_interval(values) or (math.nan, math.nan)
     return statistics.fmean(values), low, high

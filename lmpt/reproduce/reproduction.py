@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from matplotlib.figure import Figure
 
 import lmpt.reproduce
-from lmpt.downstream.intervals import seed_interval
+from lmpt.downstream.significance import seed_interval
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import OBJECTIVES
 from lmpt.report.runs import read_records

@@ -136,7 +136,7 @@ def check_run_config(run: RunDir, cfg: DictConfig) -> None:
     saved = load_yaml(path)
     if not isinstance(saved, DictConfig) or not {"objective", "model", "trainer"} <= set(saved.keys()):
         raise LmptError(f"{path} is not an lmpt run config: move it away or pick another hydra.run.dir")
-    keys = drifted_keys(flatten(OmegaConf.to_container(saved)), cfg)
+    keys = drifted_keys(flatten(OmegaConf.to_container(saved, enum_to_str=True)), cfg)
     if keys:
         raise LmptError(
             f"{path} belongs to another run ({', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''} differ from "
@@ -148,7 +148,7 @@ def write_run_config(run: RunDir, cfg: DictConfig) -> None:
     """The composed config, written when the run starts and again by each resume (which may only change the keys in
     lmpt.config.resume.MAY_CHANGE), so `lmpt trainer.resume=RUN` continues with the latest settings. The saved
     trainer.resume is auto: the next resume continues this directory's newest checkpoint, wherever it was moved."""
-    saved = OmegaConf.to_container(cfg, resolve=True)
+    saved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(saved, dict)
     saved["trainer"]["resume"] = "auto"
     tmp = run.path / f".{CONFIG_FILE}.tmp"

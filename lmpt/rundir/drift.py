@@ -35,7 +35,7 @@ def schema_default(cfg: DictConfig, key: str) -> Any:
     kind = OmegaConf.get_type(node) if isinstance(node, DictConfig) else None
     if kind is None or not dataclasses.is_dataclass(kind) or name not in {f.name for f in dataclasses.fields(kind)}:
         return _NO_DEFAULT
-    defaults = OmegaConf.to_container(OmegaConf.structured(kind))
+    defaults = OmegaConf.to_container(OmegaConf.structured(kind), enum_to_str=True)
     assert isinstance(defaults, dict)
     return defaults[name]
 
@@ -44,7 +44,7 @@ def drifted_keys(old: dict[str, Any], cfg: DictConfig) -> list[str]:
     """Flattened keys whose values differ between `old` and `cfg` (or exist on one side only), except those that
     may change on resume, and keys `old` lacks that `cfg` leaves at the schema's default: keys added to lmpt after
     the run started, whose defaults keep the behaviour the run had."""
-    new = flatten(OmegaConf.to_container(cfg, resolve=True))
+    new = flatten(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
     return sorted(
         k
         for k in old.keys() | new.keys()
@@ -56,7 +56,7 @@ def refuse_drift(checkpoint: Path, cfg: DictConfig) -> None:
     old = flatten(load_part(checkpoint, "trainer")["config"])
     keys = drifted_keys(old, cfg)
     if keys:
-        new = flatten(OmegaConf.to_container(cfg, resolve=True))
+        new = flatten(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
         changes = ", ".join(f"{k} ({old.get(k)!r} -> {new.get(k)!r})" for k in keys[:6])
         more = f" and {len(keys) - 6} more" if len(keys) > 6 else ""
         raise LmptError(

@@ -23,7 +23,7 @@ Whether pre-training shows, per objective, task and budget: each final run's gai
 
 - Zero-shot (the same items scored by every run and its control): the runs' per-item outcomes stacked as
   [seeds, items] and the gain's 95% interval drawn by the two-way bootstrap over (seed, item) of
-  lmpt.downstream.gain; on minimal pairs also on the pairs of equal token length.
+  lmpt.downstream.significance; on minimal pairs also on the pairs of equal token length.
 - Fine-tuned (no per-item outcomes kept across fine-tuning seeds): the mean of the runs' gains with Student's t
   interval over the pre-training seeds (one seed: that run's own paired interval); the gain of accuracy, or of a
   regression's the drop in squared error (`mse`).
@@ -71,9 +71,7 @@ from lmpt.downstream.figures import (
     metric_key,
     task_figure,
 )
-from lmpt.downstream.gain import paired_gain
-from lmpt.downstream.intervals import LEVEL, seed_interval
-from lmpt.downstream.significance import high_key, items_key, low_key
+from lmpt.downstream.significance import LEVEL, high_key, items_key, low_key, paired_gain, seed_interval
 from lmpt.errors import LmptError
 from lmpt.report.control_gain import within_noise_sentence
 from lmpt.report.crossover import CROSSOVER_PLOT, report_crossover

@@ -32,7 +32,7 @@ from lmpt.train.spec import RunSpec
 
 def config_tree(cfg: DictConfig) -> Tree:
     tree = Tree("[bold]config")
-    container = OmegaConf.to_container(cfg, resolve=True)
+    container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(container, dict)
     for group, node in container.items():
         branch = tree.add(f"[bold cyan]{group!s}")

@@ -109,7 +109,7 @@ def pick_precision(trainer: TrainerConfig, device: torch.device, flags: frozense
     on_cpu = device.type == "cpu"
     if on_cpu and flags is None:
         flags = cpu_flags()
-    name = trainer.precision
+    name: str | None = trainer.precision
     if name is None:
         if not trainer.amp:
             name = "fp32"

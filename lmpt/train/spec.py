@@ -20,6 +20,7 @@ from lmpt.config.schema import (
     SchedulerConfig,
     TokenizerConfig,
     TrainerConfig,
+    settings,
 )
 from lmpt.config.validate import validate_config
 from lmpt.objectives.registry import preflight_objective
@@ -31,8 +32,9 @@ from lmpt.train.init_from import Origin, adopt_origin, read_origin
 @dataclass(frozen=True)
 class RunSpec:
     """What a run is, resolved: the config it records (read-only, `model.init_from`'s keys adopted), the source of
-    its starting weights, and the keys the user set on the command line. Each section is typed as its schema
-    dataclass (lmpt.config.schema): a structured config, composed from that schema, holds exactly its fields."""
+    its starting weights, and the keys the user set on the command line. Each section is an instance of its schema
+    dataclass (lmpt.config.schema.settings: the objective's and the optimizer's their own class), read once from the
+    read-only config: what every stage after start-up takes."""
 
     config: DictConfig
     """The whole resolved config: what the run directory and each checkpoint record, and what drift compares."""
@@ -41,48 +43,48 @@ class RunSpec:
     given: frozenset[str]
     """Config keys set on the command line (not by conf/'s defaults)."""
 
-    @property
+    @cached_property
     def trainer(self) -> TrainerConfig:
-        return self.config.trainer
+        return settings(self.config.trainer, TrainerConfig)
 
-    @property
+    @cached_property
     def data(self) -> DataConfig:
-        return self.config.data
+        return settings(self.config.data, DataConfig)
 
-    @property
+    @cached_property
     def tokenizer(self) -> TokenizerConfig:
-        return self.config.tokenizer
+        return settings(self.config.tokenizer, TokenizerConfig)
 
-    @property
+    @cached_property
     def objective(self) -> ObjectiveConfig:
         """The objective's own config class (e.g. MlmConfig), an ObjectiveConfig."""
-        return self.config.objective
+        return settings(self.config.objective, ObjectiveConfig)
 
-    @property
+    @cached_property
     def model(self) -> ModelConfig:
-        return self.config.model
+        return settings(self.config.model, ModelConfig)
 
-    @property
+    @cached_property
     def optimizer(self) -> OptimizerConfig:
         """The optimizer's own config class (MuonConfig, AdamWConfig, AdafactorConfig)."""
-        return self.config.optimizer
+        return settings(self.config.optimizer, OptimizerConfig)
 
-    @property
+    @cached_property
     def scheduler(self) -> SchedulerConfig:
-        return self.config.scheduler
+        return settings(self.config.scheduler, SchedulerConfig)
 
-    @property
+    @cached_property
     def downstream(self) -> DownstreamConfig:
-        return self.config.downstream
+        return settings(self.config.downstream, DownstreamConfig)
 
-    @property
+    @cached_property
     def quality(self) -> QualityConfig:
-        return self.config.quality
+        return settings(self.config.quality, QualityConfig)
 
     @cached_property
     def record(self) -> dict:
         """The config as plain data, interpolations resolved: what a checkpoint and a logger store."""
-        return OmegaConf.to_container(self.config, resolve=True)  # type: ignore[return-value]
+        return OmegaConf.to_container(self.config, resolve=True, enum_to_str=True)  # type: ignore[return-value]
 
     @property
     def budget(self) -> Budget | None:

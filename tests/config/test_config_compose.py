@@ -71,6 +71,41 @@ def test_typos_and_wrong_types_name_the_key(override: str, fragment: str) -> Non
     assert "\n" not in describe(info.value)
 
 
+@pytest.mark.parametrize(
+    "override,line",
+    [
+        ("trainer.precision=fp8", "trainer.precision: Invalid value 'fp8', expected one of [fp32, bf16, fp16]"),
+        (
+            "trainer.progress=fancy",
+            "trainer.progress: Invalid value 'fancy', expected one of [auto, rich, plain, tqdm]",
+        ),
+        ("downstream.mode=bogus", "downstream.mode: Invalid value 'bogus', expected one of [full, probe]"),
+        (
+            "downstream.control=untrained",
+            "downstream.control: Invalid value 'untrained', expected one of [scratch, none]",
+        ),
+        ("scheduler.name=step", "scheduler.name: Invalid value 'step', expected one of [cosine, linear, constant"),
+        ("data.documents=pages", "data.documents: Invalid value 'pages', expected one of [auto, blank_line, wikitext"),
+        ("tokenizer.backend=wordpiece", "tokenizer.backend: Invalid value 'wordpiece', expected one of [sentencepiece"),
+    ],
+)
+def test_a_fixed_choice_is_refused_at_composition_naming_the_allowed_values(override: str, line: str) -> None:
+    """Issue 52: the schemas' fixed choices are Enums (lmpt.config.schema.Choice): a bad value never composes."""
+    with pytest.raises(ConfigCompositionException) as info:
+        composed(override)
+    assert describe(info.value).startswith(line) and "\n" not in describe(info.value)
+
+
+def test_a_choice_reads_as_its_string_everywhere_below_the_config() -> None:
+    from lmpt.config.schema import Progress
+
+    cfg = composed("trainer.progress=plain")
+    assert cfg.trainer.progress == "plain" and cfg.trainer.progress is Progress.plain
+    assert f"{cfg.trainer.progress}" == str(cfg.trainer.progress) == "plain" and {"plain": 1}[cfg.trainer.progress]
+    assert OmegaConf.to_container(cfg.trainer, enum_to_str=True)["progress"] == "plain"
+    assert "progress: plain" in OmegaConf.to_yaml(cfg.trainer)
+
+
 def test_unknown_option_lists_the_choices() -> None:
     with pytest.raises(MissingConfigException) as info:
         composed("objective=bert")
@@ -87,11 +122,8 @@ def test_unknown_option_lists_the_choices() -> None:
         ("model.dropout=1.0", "model.dropout"),
         ("optimizer.lr=-1e-3", "optimizer.lr"),
         ("scheduler.min_lr_ratio=2", "scheduler.min_lr_ratio"),
-        ("trainer.precision=fp8", "trainer.precision"),
         ("trainer.device=tpu", "trainer.device"),
         ("tokenizer.vocab_size=100", "tokenizer.vocab_size"),
-        ("downstream.mode=bogus", "downstream.mode"),
-        ("downstream.control=untrained", "downstream.control"),
         ("downstream.seeds=0", "downstream.seeds"),
         ("downstream.batch_size=-1", "downstream.batch_size"),
         ("downstream.max_train_examples=0", "downstream.max_train_examples"),
@@ -120,3 +152,37 @@ def test_keys_added_outside_the_schema_are_refused(override: str, key: str) -> N
     cfg = composed(override)  # Hydra adds them: the schema check refuses them
     with pytest.raises(LmptError, match=rf"^unknown config key '{re.escape(key)}'"):
         validate_config(cfg)
+
+
+def test_a_run_specs_sections_are_instances_of_their_schemas() -> None:
+    """Issue 52: every stage after start-up takes a real dataclass, each objective and optimizer its own class; the
+    resolved config stays as composed and read-only."""
+    from lmpt.config.quality_schema import QualityConfig
+    from lmpt.config.schema import (
+        DataConfig,
+        DownstreamConfig,
+        ModelConfig,
+        MuonConfig,
+        SchedulerConfig,
+        TokenizerConfig,
+        TrainerConfig,
+    )
+    from lmpt.objectives.mlm import MlmConfig
+    from lmpt.train.spec import resolve
+
+    spec = resolve(composed("objective=mlm", "objective.mask_prob=0.3"), {"objective", "objective.mask_prob"})
+    sections = {
+        "trainer": TrainerConfig,
+        "data": DataConfig,
+        "tokenizer": TokenizerConfig,
+        "objective": MlmConfig,
+        "model": ModelConfig,
+        "optimizer": MuonConfig,
+        "scheduler": SchedulerConfig,
+        "downstream": DownstreamConfig,
+        "quality": QualityConfig,
+    }
+    for name, schema in sections.items():
+        assert type(getattr(spec, name)) is schema, name
+    assert spec.objective.mask_prob == 0.3 and spec.trainer is spec.trainer  # read once
+    assert OmegaConf.is_readonly(spec.config)

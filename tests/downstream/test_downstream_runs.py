@@ -16,8 +16,7 @@ import torch
 from runner import TINY_RUN
 
 from lmpt.downstream.eval_cli import evaluate
-from lmpt.downstream.tasks.choice_tasks import read_choice_task, tasks_dir
-from lmpt.downstream.tasks.pair_tasks import read_pairs
+from lmpt.downstream.tasks.choice_tasks import read_choice_task, read_pairs, tasks_dir
 from lmpt.downstream.zero_shot.minimal_pairs import pair_scores
 from lmpt.downstream.zero_shot.multiple_choice import choice_scores
 from lmpt.hf.export import export

@@ -17,8 +17,8 @@ from lmpt.config.schema import ModelConfig
 from lmpt.downstream.after_training import check_downstream_fits
 from lmpt.downstream.finetuning.finetune import finetune
 from lmpt.downstream.kinds.zero_shot import ZeroShotTask, evaluate_zero_shot, read_zero_shot
+from lmpt.downstream.tasks.choice_tasks import MinimalPair
 from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
-from lmpt.downstream.tasks.pair_tasks import MinimalPair
 from lmpt.errors import LmptError
 from lmpt.model import build_model
 from lmpt.objectives.registry import build_objective, objective_class

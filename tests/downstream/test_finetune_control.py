@@ -18,10 +18,10 @@ from lmpt.downstream.control import scratch_model
 from lmpt.downstream.finetune_cli import finetune_command, render
 from lmpt.downstream.finetuning import finetune as finetune_module
 from lmpt.downstream.finetuning import recipe_search, training
-from lmpt.downstream.finetuning.encoded_task import read_task
+from lmpt.downstream.finetuning.encoding import read_task
 from lmpt.downstream.finetuning.recipe_search import search_slice
-from lmpt.downstream.gain import paired_gain
 from lmpt.downstream.kinds.classification import Classification
+from lmpt.downstream.significance import paired_gain
 from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import derive_seed
@@ -135,7 +135,8 @@ def test_lr_search_reads_only_the_training_split_and_records_its_choice(run, tas
     original = recipe_search.run_seeds
 
     def spied(plan, splits, probe, seeds, bar, **named):
-        seen.append(splits)
+        if "recipe search" in named.get("phase", ""):  # a candidate of the search (not the final runs, on dev)
+            seen.append(splits)
         return original(plan, splits, probe, seeds, bar, **named)
 
     monkeypatch.setattr(recipe_search, "run_seeds", spied)
@@ -249,7 +250,7 @@ def _stored(run: Path, argv: list[str], capsys: pytest.CaptureFixture) -> tuple[
 
 def _rewrite(entry: Path, change, digest: bool) -> None:
     """The entry with `change` applied to its control; `digest`: its digest recomputed (a forger who knows how)."""
-    from lmpt.downstream.finetuning.control_entry import content_digest
+    from lmpt.downstream.finetuning.shared_control import content_digest
 
     data = json.loads(entry.read_text())
     change(data["control"])

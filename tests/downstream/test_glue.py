@@ -19,11 +19,10 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from lmpt.downstream.after_training import check_downstream, score_downstream
 from lmpt.downstream.codec import task_record
 from lmpt.downstream.finetune_cli import finetune_command
-from lmpt.downstream.glue_score import glue_score, task_metrics, task_score
 from lmpt.downstream.kinds.classification import Classification
 from lmpt.downstream.kinds.registry import fine_tuned_kind, kind_of_task
 from lmpt.downstream.kinds.regression import Regression
-from lmpt.downstream.tasks.glue import TASKS, glue_task, glue_tasks, read_glue
+from lmpt.downstream.tasks.glue import TASKS, glue_score, glue_task, glue_tasks, read_glue, task_metrics, task_score
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import objective_class
 

@@ -11,7 +11,7 @@ import pytest
 from glue_files import write_glue
 
 from lmpt.downstream.after_training import check_downstream
-from lmpt.downstream.gain import describe_gain, paired_gain
+from lmpt.downstream.significance import describe_gain, paired_gain
 from lmpt.downstream.tasks.glue import TASKS, glue_tasks, read_glue
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import objective_class

@@ -12,9 +12,9 @@ import pytest
 from finetune_commands import pretrained
 from runner import TINY_MODEL
 
+from lmpt.downstream.codec import HAND_DIR, hand_record_path, record_path
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.finetune_cli import finetune_command
-from lmpt.downstream.record import HAND_DIR, hand_record_path, record_path
 from lmpt.downstream.tasks.choice_tasks import tasks_dir
 from lmpt.errors import LmptError
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import zstandard
 
 from lmpt.downstream.kinds.registry import task_kind
-from lmpt.downstream.tasks.choice_tasks import tasks_dir
-from lmpt.downstream.tasks.pair_tasks import read_pairs
+from lmpt.downstream.tasks.choice_tasks import read_pairs, tasks_dir
 
 REPO = Path(__file__).resolve().parents[2]
 KEPT = ["sentence_good", "sentence_bad", "field", "linguistics_term", "UID", "pairID"]

@@ -13,10 +13,10 @@ from omegaconf import OmegaConf
 
 from lmpt.batch import Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.downstream.intervals import accuracy_with_interval, bootstrap_interval
 from lmpt.downstream.kinds.registry import task_kind
 from lmpt.downstream.kinds.zero_shot import logged_zero_shot, read_zero_shot
-from lmpt.downstream.tasks.pair_tasks import MinimalPair, read_pairs
+from lmpt.downstream.significance import accuracy_with_interval, bootstrap_interval
+from lmpt.downstream.tasks.choice_tasks import MinimalPair, read_pairs
 from lmpt.downstream.zero_shot.minimal_pairs import evaluate_pairs, pair_figures, pair_scores, sentence_tokens
 from lmpt.downstream.zero_shot.multiple_choice import split_tokens
 from lmpt.errors import LmptError

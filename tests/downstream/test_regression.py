@@ -202,7 +202,7 @@ def test_a_regressions_control_is_fine_tuned_once_and_shared(run, folder, capsys
     line and fine-tuned again."""
     from lmpt.downstream.finetuning import finetune as finetune_module
     from lmpt.downstream.finetuning import shared_control
-    from lmpt.downstream.finetuning.control_entry import content_digest
+    from lmpt.downstream.finetuning.shared_control import content_digest
 
     monkeypatch.setenv("LMPT_CACHE_DIR", str(folder / "cache"))
     argv = [str(run), "regression=true", *(f"data.{s}={folder / f'{s}.jsonl'}" for s in ("train", "dev", "test"))]

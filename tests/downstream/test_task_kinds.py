@@ -15,7 +15,7 @@ from lmpt.downstream.kinds.minimal_pairs import MinimalPairs
 from lmpt.downstream.kinds.multiple_choice import MultipleChoice
 from lmpt.downstream.kinds.registry import KINDS, kind_of_task, record_kind, zero_shot_kind
 from lmpt.downstream.task_items import quality_stage_for, read_task_items
-from lmpt.downstream.tasks.pair_tasks import read_pairs
+from lmpt.downstream.tasks.choice_tasks import read_pairs
 from lmpt.errors import LmptError
 from tests.composed import composed
 

@@ -21,8 +21,7 @@ from lmpt.downstream.kinds.minimal_pairs import MinimalPairs
 from lmpt.downstream.kinds.registry import kind_of_task, task_kind
 from lmpt.downstream.kinds.zero_shot import evaluate_zero_shot, read_zero_shot
 from lmpt.downstream.significance import decode_outcomes
-from lmpt.downstream.tasks.choice_tasks import tasks_dir
-from lmpt.downstream.tasks.pair_tasks import MinimalPair, read_pairs
+from lmpt.downstream.tasks.choice_tasks import MinimalPair, read_pairs, tasks_dir
 from lmpt.downstream.zero_shot.minimal_pairs import pair_figures, render_pairs
 from lmpt.model import build_model
 from lmpt.rundir.trained import Trained

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from report_fakes import SHARED, eval_record, fine_tuned_run, make_run, make_sweep, train_record
 
-from lmpt.downstream.intervals import seed_interval
+from lmpt.downstream.significance import seed_interval
 from lmpt.report import ranking_plot
 from lmpt.report.plot import ONCE_NOTE, draw_val_curves
 from lmpt.report.ranking import rank_runs

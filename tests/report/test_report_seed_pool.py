@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from report_fakes import SHARED, eval_record, make_run, train_record
 
-from lmpt.downstream.intervals import seed_interval
-from lmpt.downstream.significance import holm, welch_t
+from lmpt.downstream.significance import holm, seed_interval, welch_t
 from lmpt.report.compare import compare
 from lmpt.report.sweep import summarize_sweep
 

@@ -12,8 +12,7 @@ import pytest
 from report_fakes import SHARED, eval_record, make_run, train_record
 from scipy import stats
 
-from lmpt.downstream.intervals import seed_interval
-from lmpt.downstream.significance import decode_outcomes, encode_outcomes, holm, mcnemar_exact, welch_t
+from lmpt.downstream.significance import decode_outcomes, encode_outcomes, holm, mcnemar_exact, seed_interval, welch_t
 from lmpt.report.compare import compare
 from lmpt.report.ranking import rank_runs
 from lmpt.report.runs import find_runs

@@ -14,13 +14,11 @@ from omegaconf import OmegaConf
 from report_fakes import SHARED, eval_record, make_run, train_record
 
 from lmpt.config.schema import ModelConfig
-from lmpt.downstream.codec import write_record
+from lmpt.downstream.codec import record_path, write_record
 from lmpt.downstream.figures import metric_key
 from lmpt.downstream.kinds.zero_shot import evaluate_zero_shot, logged_zero_shot, read_zero_shot
-from lmpt.downstream.record import record_path
 from lmpt.downstream.significance import decode_outcomes, mcnemar_exact
-from lmpt.downstream.tasks.choice_tasks import tasks_dir
-from lmpt.downstream.tasks.pair_tasks import MinimalPair
+from lmpt.downstream.tasks.choice_tasks import MinimalPair, tasks_dir
 from lmpt.downstream.zero_shot.minimal_pairs import pair_figures
 from lmpt.model import build_model
 from lmpt.report.compare import main

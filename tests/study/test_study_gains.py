@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lmpt.downstream.gain import paired_gain
-from lmpt.downstream.significance import encode_outcomes
+from lmpt.downstream.significance import encode_outcomes, paired_gain
 from lmpt.study.record import GainRow, GainTable, PooledGain, gain_verdicts, pooled_gains, study_gains, verdict
 from lmpt.study.runs import FinalRun
 

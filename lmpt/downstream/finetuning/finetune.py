@@ -1,14 +1,14 @@
-"""`finetune(trained, options) -> dict`: fine-tune a pre-trained run on a labelled task once per seed and score
-each run on dev (and test): accuracy, macro-F1 and, for two classes, Matthews correlation, each as mean and sample
-standard deviation over seeds with the per-seed figures. The recipe is searched on a slice of the training split
-(lr=search, lmpt.downstream.finetuning.recipe_search) unless fixed. With control=scratch the same architecture freshly
-initialised (lmpt.downstream.control) goes through the same search, seeds and data, a bag-of-words floor is fit, and
-the gain over the control carries a 95% interval paired over (seed, item) (lmpt.downstream.gain). A GLUE task (read
-from data.dir) adds its official figures and score to every seed's and the floor's (lmpt.downstream.glue_score), so a
-run's GLUE entry records and ranks by them as `task=glue` does. Every input is
-read and checked before any training, so a bad task file costs nothing and writes nothing. mode=probe computes the
-frozen body's pooled features once, standardises them with the training split's mean and std, and trains the head
-on them. `lmpt-finetune` keeps the result as a hand run's record (lmpt.downstream.finetune_cli)."""
+"""`finetune(trained, options) -> dict`: fine-tune a pre-trained run on a labelled task once per seed and score each run
+on dev (and test): accuracy, macro-F1 and, for two classes, Matthews correlation, each as mean and sample standard
+deviation over seeds with the per-seed figures. The recipe is searched on a slice of the training split (lr=search,
+lmpt.downstream.finetuning.recipe_search) unless fixed. With control=scratch the same architecture freshly initialised
+(lmpt.downstream.control) goes through the same search, seeds and data, a bag-of-words floor is fit, and the gain over
+the control carries a 95% interval paired over (seed, item) (lmpt.downstream.significance). A GLUE task (read from
+data.dir) adds its official figures and score to every seed's and the floor's (lmpt.downstream.tasks.glue), so a run's
+GLUE entry records and ranks by them as `task=glue` does. Every input is read and checked before any training, so a bad
+task file costs nothing and writes nothing. mode=probe computes the frozen body's pooled features once, standardises
+them with the training split's mean and std, and trains the head on them. `lmpt-finetune` keeps the result as a hand
+run's record (lmpt.downstream.finetune_cli)."""
 
 from __future__ import annotations
 
@@ -26,21 +26,22 @@ from lmpt.downstream.figures import (
     SCRATCH,
     mean_of,
 )
-from lmpt.downstream.finetuning.encoded_task import Task, encode_task
+from lmpt.downstream.finetuning.encoding import Task, encode_task
 from lmpt.downstream.finetuning.recipe_search import (
     SEARCH,
+    Tuned,
     check_recipe_settings,
     check_search_size,
     parse_lr,
     recipe_space,
+    tune,
+    tuning_work,
 )
-from lmpt.downstream.finetuning.scores import mean_and_std
 from lmpt.downstream.finetuning.shared_control import control_key, read_control, store_control
 from lmpt.downstream.finetuning.targets import CLASSES, Target
-from lmpt.downstream.finetuning.tuning import Tuned, tune, tuning_work
-from lmpt.downstream.gain import paired_gain
-from lmpt.downstream.glue_score import SPLIT_PREFIXES, official_figures
-from lmpt.downstream.tasks.glue import GlueTask, glue_task
+from lmpt.downstream.metrics import mean_and_std
+from lmpt.downstream.significance import paired_gain
+from lmpt.downstream.tasks.glue import SPLIT_PREFIXES, GlueTask, glue_task, official_figures
 from lmpt.downstream.tasks.labelled_task import LabelledTask, capped, check_trainable, read_labelled
 from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.downstream.tasks.task_files import Example

@@ -6,7 +6,11 @@ first listed on a tie), and every seed then trains on the whole training split w
 
 Why: at one fixed learning rate an mlm encoder can sit at chance while at 1e-3 it learns the task, and mean pooling
 can stall where first-token pooling does not (docs: what the study measured), so a fixed recipe ranks objectives
-by how well they suit it. GLUE practice searches it per model; so does this, per model and per control."""
+by how well they suit it. GLUE practice searches it per model; so does this, per model and per control.
+
+Fine-tune one model on a task: search its recipe when asked (lmpt.downstream.finetuning.recipe_search), then train
+and score it once per seed with the recipe chosen. The run's model and its scratch control each go through this, so they
+get the same search, seeds and data."""
 
 from __future__ import annotations
 
@@ -18,13 +22,25 @@ import torch
 
 from lmpt.config.command_options import require
 from lmpt.downstream.figures import ACCURACY
-from lmpt.downstream.finetuning.classifier import POOLINGS, resolve_pooling
-from lmpt.downstream.finetuning.encoding import EncodedSplit
-from lmpt.downstream.finetuning.training import SeedPlan, run_seeds, seeds_work, steps_per_seed
+from lmpt.downstream.finetuning.encoding import EncodedSplit, Task
+from lmpt.downstream.finetuning.training import (
+    POOLINGS,
+    UNLABELLED,
+    SeedPlan,
+    SeedRuns,
+    SequenceClassifier,
+    resolve_pooling,
+    run_seeds,
+    seeds_work,
+    steps_per_seed,
+)
 from lmpt.downstream.tasks.options import FinetuneOptions
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
+from lmpt.model import LanguageModel
 from lmpt.rng import generator
+from lmpt.tokenizer.special import SpecialTokens
+from lmpt.train.precision import Precision
 
 SEARCH = "search"
 DEFAULT_LR = {"full": 1e-4, "probe": 1e-2}
@@ -166,3 +182,78 @@ def search_recipe(
         "candidates": tried,
     }
     return best["lr"], best["pooling"], record
+
+
+@dataclass
+class Tuned:
+    """One model fine-tuned: the recipe it used, the search that chose it (None when fixed) and its seeds."""
+
+    lr: float
+    pooling: str
+    steps: int
+    """Optimizer steps of each seed."""
+    runs: SeedRuns
+    search: dict | None
+
+
+def tuning_work(task: Task, o: FinetuneOptions, space: RecipeSpace) -> int:
+    """One model's fine-tuning, search included, in examples through the body (training.seeds_work): the progress
+    bar's total."""
+    n_scored = sum(len(s) for s in (task.dev, task.test, task.unlabelled) if s is not None)
+    return examples_work(len(task.train), n_scored, o, space)
+
+
+def examples_work(n_train: int, n_scored: int, o: FinetuneOptions, space: RecipeSpace) -> int:
+    """`tuning_work` of `n_train` training and `n_scored` scored examples (also what the study's plan counts before
+    any task is encoded)."""
+    probe = o.mode == "probe"
+    steps = steps_per_seed(n_train, o.batch_size, o.epochs, o.max_steps)
+    work = seeds_work(n_train, n_scored, o.batch_size, steps, o.seeds, probe)
+    return work + (len(space.candidates) * search_work(n_train, o, probe) if space.searched else 0)
+
+
+def tune(
+    body: LanguageModel,
+    task: Task,
+    o: FinetuneOptions,
+    space: RecipeSpace,
+    precision: Precision,
+    special: SpecialTokens,
+    arch: str,
+    bar: WorkBar,
+    label: str = "",
+) -> Tuned:
+    """Fine-tune `body` (its weights restored before every seed and candidate; a probe never changes them); `bar`
+    shows `label` (the task and model) and the phase running."""
+    probe = o.mode == "probe"
+    pretrained = None if probe else {k: v.clone() for k, v in body.state_dict().items()}
+    outputs = task.target.outputs(task.classes)
+    classifier = SequenceClassifier(body, space.poolings[0], outputs, o.dropout).to(precision.device)
+    if o.compile:
+        classifier.compile_body()
+
+    def make_plan(lr: float, pooling: str, n_train: int, epochs: int) -> SeedPlan:
+        classifier.pooling = pooling  # the head reads a d_model vector whatever the pooling: one classifier serves
+        steps = steps_per_seed(n_train, o.batch_size, epochs, o.max_steps)
+        return SeedPlan(
+            classifier,
+            pretrained,
+            precision,
+            arch,
+            special,
+            o.batch_size,
+            steps,
+            lr,
+            round(o.warmup * steps),
+            o.weight_decay,
+            task.classes,
+            task.target,
+        )
+
+    lr, pooling, search = space.lrs[0], space.poolings[0], None
+    if space.searched:
+        lr, pooling, search = search_recipe(make_plan, task.train, space, o, probe, bar, label, task.target.headline)
+    plan = make_plan(lr, pooling, len(task.train), o.epochs)
+    splits = {"train": task.train, "": task.dev, "test_": task.test, UNLABELLED: task.unlabelled}
+    runs = run_seeds(plan, splits, probe, range(o.seed, o.seed + o.seeds), bar, phase=label)
+    return Tuned(lr, pooling, plan.steps, runs, search)

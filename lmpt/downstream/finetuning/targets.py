@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from lmpt.downstream.figures import ACCURACY, MAJORITY_ACCURACY
 from lmpt.downstream.finetuning.bag_of_words import bag_of_words_floor
-from lmpt.downstream.finetuning.scores import classification_scores
+from lmpt.downstream.metrics import classification_scores
 from lmpt.downstream.tasks.task_files import Example
 
 
@@ -26,7 +26,7 @@ class Target:
     headline: ClassVar[str] = ACCURACY
     """The figure the recipe search picks by (higher is better) and the table leads with."""
     gain_figure: ClassVar[str] = ACCURACY
-    """The figure the gain over the untrained control is of (`gain.FIGURE`, lmpt.downstream.gain)."""
+    """The figure the gain over the untrained control is of (`gain.FIGURE`, lmpt.downstream.significance)."""
     floor_method: ClassVar[str] = "tf-idf + logistic regression"
 
     def outputs(self, classes: list[str]) -> int:

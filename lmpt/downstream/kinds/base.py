@@ -10,8 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion
-    from lmpt.downstream.tasks.pair_tasks import MinimalPair
+    from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion, MinimalPair
     from lmpt.quality.decontamination import TaskItems
     from lmpt.rundir.trained import Trained
 

@@ -73,8 +73,7 @@ class FineTunedKind(TaskKind):
         """The fine-tuning's examples through the body (as its progress bar counts them: a training pass three, the
         recipe search included), each of its mean length in tokens, at most the run's windows."""
         from lmpt.downstream.finetuning.finetune import check_task
-        from lmpt.downstream.finetuning.recipe_search import recipe_space
-        from lmpt.downstream.finetuning.tuning import examples_work
+        from lmpt.downstream.finetuning.recipe_search import examples_work, recipe_space
 
         o = cls.options(run.downstream, cls.find(task, key), "cpu")
         _, labelled = check_task(o, run.seq_len, run.seq_len, cls.target())

@@ -1,5 +1,5 @@
 """Minimal pairs, a zero-shot kind (BLiMP's format): `{"sentence_good", "sentence_bad"}` records
-(lmpt.downstream.tasks.pair_tasks), right when the acceptable sentence scores higher
+(lmpt.downstream.tasks.choice_tasks), right when the acceptable sentence scores higher
 (lmpt.downstream.zero_shot.minimal_pairs)."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from lmpt.downstream.figures import ACCURACY
 from lmpt.downstream.kinds.base import ZeroShotKind, ZeroShotTask
-from lmpt.downstream.tasks.choice_tasks import task_name
-from lmpt.downstream.tasks.pair_tasks import PAIR_FIELDS, read_pairs
+from lmpt.downstream.tasks.choice_tasks import PAIR_FIELDS, read_pairs, task_name
 
 if TYPE_CHECKING:
     from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion

@@ -1,17 +1,34 @@
-"""One door to the zero-shot tasks (`lmpt-eval RUN task=...`, `downstream.choice_tasks`): a task file's kind is found
-by the registry (lmpt.downstream.kinds.registry), which reads, checks, scores, renders and picks the logged figures
-of its own tasks; with control=scratch the same task is scored on the run's untrained twin beside it
-(lmpt.downstream.zero_shot.control_gain)."""
+"""One door to the zero-shot tasks (`lmpt-eval RUN task=...`, `downstream.choice_tasks`): a task file's kind is found by
+the registry (lmpt.downstream.kinds.registry), which reads, checks, scores, renders and picks the logged figures of its
+own tasks; with control=scratch the same task is scored on the run's untrained twin beside it
+(lmpt.downstream.kinds.zero_shot).
+
+A zero-shot task beside its untrained control (`downstream.control=scratch`, `lmpt-eval ... control=scratch`): the same
+items scored the same way by the run's architecture freshly initialised (lmpt.downstream.control), and the run's gain
+over it with a 95% interval paired over items (lmpt.downstream.significance). A zero-shot figure alone cannot say what
+pre-training gave: an untrained model already prefers one sentence of a minimal pair by its tokens. On minimal pairs the
+gain is also given on the pairs of equal token length, where the length preference any language model learns first
+cannot help. The scoring of both lives with the zero-shot door (lmpt.downstream.kinds.zero_shot)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import TYPE_CHECKING
 
-from lmpt.downstream.figures import ACCURACY, ACCURACY_GAIN, EQUAL_LENGTH_ACCURACY, GAIN, SCRATCH, SCRATCH_ACCURACY
+import numpy as np
+
+from lmpt.downstream.figures import (
+    ACCURACY,
+    ACCURACY_GAIN,
+    EQUAL_LENGTH_ACCURACY,
+    EQUAL_LENGTH_PAIRS,
+    GAIN,
+    SCRATCH,
+    SCRATCH_ACCURACY,
+)
 from lmpt.downstream.kinds.base import ZeroShotKind, ZeroShotTask
 from lmpt.downstream.kinds.registry import kind_of, record_kind, zero_shot_kind
-from lmpt.downstream.significance import items_key
+from lmpt.downstream.significance import decode_outcomes, items_key, paired_gain
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Reading
 
@@ -60,7 +77,7 @@ def score_zero_shot(
     same way: then the control's figures (`scratch`: its accuracy and per-item outcomes) and the gains over it
     (`gain`) join the result, stamped with its kind (`TaskKind.stamped`)."""
     from lmpt.downstream.control import scratch_twin  # torch-heavy: when scoring only
-    from lmpt.downstream.zero_shot.control_gain import zero_shot_gains
+    from lmpt.downstream.kinds.zero_shot import zero_shot_gains
 
     result = evaluate_zero_shot(trained, task, batch_size, hidden, within_word, choice_pll)
     if control != SCRATCH:
@@ -91,7 +108,7 @@ def render_zero_shot(result: dict) -> None:
     """The result as rich tables on the console, then its gain over the control when it had one."""
     result_kind(result).render(result)
     if GAIN in result:
-        from lmpt.downstream.zero_shot.control_gain import render_control
+        from lmpt.downstream.kinds.zero_shot import render_control
 
         render_control(result)
 
@@ -103,3 +120,30 @@ def logged_zero_shot(result: dict) -> dict[str, float]:
     if GAIN in result:
         figures |= {SCRATCH_ACCURACY: result[SCRATCH][ACCURACY], ACCURACY_GAIN: result[GAIN][ACCURACY]["gain"]}
     return figures
+
+
+def figure_gain(correct: np.ndarray, control: np.ndarray) -> dict:
+    """The gain of `correct` over `control` ([seeds, items] booleans) with its paired interval, beside both means."""
+    return {"pretrained": float(np.mean(correct)), SCRATCH: float(np.mean(control)), **paired_gain(correct, control)}
+
+
+def zero_shot_gains(result: dict, control: dict) -> dict[str, dict]:
+    """By figure, the gain of a run's zero-shot `result` over its `control`'s on the same items: accuracy, and on
+    minimal pairs accuracy on the pairs of equal token length (when there are any)."""
+    correct, scratch = decode_outcomes(result[items_key(ACCURACY)]), decode_outcomes(control[items_key(ACCURACY)])
+    assert correct is not None and scratch is not None and correct.shape == scratch.shape
+    gains = {ACCURACY: figure_gain(correct[None], scratch[None])}
+    equal = decode_outcomes(result.get(EQUAL_LENGTH_PAIRS))
+    if equal is not None and equal.any():
+        gains[EQUAL_LENGTH_ACCURACY] = figure_gain(correct[None, equal], scratch[None, equal])
+    return gains
+
+
+def render_control(result: dict) -> None:
+    """The gain of the run's model over its untrained control, per figure, in plain sentences."""
+    from lmpt.console import console
+    from lmpt.downstream.significance import describe_gain
+
+    names = {ACCURACY: "accuracy", EQUAL_LENGTH_ACCURACY: "accuracy on pairs of equal token length"}
+    for figure, gain in result[GAIN].items():
+        console.print(f"{describe_gain(names.get(figure, figure) + ':', gain)} (untrained {gain[SCRATCH]:.4f})")

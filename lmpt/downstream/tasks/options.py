@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lmpt.config.schema import FinetuneRecipe
+from lmpt.config.schema import FinetuneRecipe, PrecisionName
 
 MODE_MEANINGS = {
     "probe": "the pre-trained body frozen, a linear head trained on its features",
@@ -86,7 +86,7 @@ class FinetuneOptions(FinetuneRecipe):
     """Dropout on the pooled representation before the head."""
     device: str = "cpu"
     """cpu, cuda or auto."""
-    precision: str | None = None
+    precision: PrecisionName | None = None
     """fp32, bf16 or fp16; null = amp decides (as trainer.precision)."""
     amp: bool = False
     """Mixed precision as training picks it (bf16 where supported, fp16 on older GPUs) when precision is null."""

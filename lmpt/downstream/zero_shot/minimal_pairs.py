@@ -18,7 +18,7 @@ Each sentence is scored as lmpt-eval scores a multiple-choice choice after an em
   an empty context. mdlm: minus the sentence's diffusion bound over fixed draws (LLaDA), every token of the sentence
   maskable, the eos before it visible.
 
-The figures: accuracy with a 95% bootstrap interval over pairs (lmpt.downstream.intervals) overall, per field, per
+The figures: accuracy with a 95% bootstrap interval over pairs (lmpt.downstream.significance) overall, per field, per
 paradigm (UID), and on the pairs whose two sentences have the same number of tokens, where preferring the shorter
 sentence cannot help; beside them chance (0.5) and the length baseline (pick the sentence of fewer tokens, a tie
 counting half: the expected score of a coin flip, the baseline being a rule, not a model).
@@ -36,10 +36,17 @@ from rich.table import Table
 
 from lmpt.console import console
 from lmpt.downstream.figures import ACCURACY, CHANCE, EQUAL_LENGTH_ACCURACY, EQUAL_LENGTH_PAIRS
-from lmpt.downstream.intervals import LEVEL, RESAMPLES, SEED, accuracy_with_interval
-from lmpt.downstream.significance import ITEMS_DIGEST, encode_outcomes, figure_outcomes, items_digest
-from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion
-from lmpt.downstream.tasks.pair_tasks import MinimalPair
+from lmpt.downstream.significance import (
+    ITEMS_DIGEST,
+    LEVEL,
+    RESAMPLES,
+    SEED,
+    accuracy_with_interval,
+    encode_outcomes,
+    figure_outcomes,
+    items_digest,
+)
+from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion, MinimalPair
 from lmpt.downstream.zero_shot.multiple_choice import choice_scores, own_scorer, reading_of, split_tokens
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.sentence_pll import copy_tokens, framed_ids, text_plls
