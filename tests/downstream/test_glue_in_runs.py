@@ -10,7 +10,6 @@ import json
 import shutil
 import statistics
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ from glue_files import write_glue
 from runner import TINY_RUN, run_lmpt
 from sklearn.metrics import accuracy_score, f1_score
 
+from lmpt.config.schema import DownstreamConfig
 from lmpt.downstream.after_training import score_downstream
 from lmpt.downstream.codec import task_record
 from lmpt.downstream.significance import welch_t
@@ -96,7 +96,7 @@ def test_mnli_and_cola_entries_score_by_their_own_figures(sweep: tuple[Path, Pat
     sweep_dir, glue = sweep
     run = tmp_path / "run"
     shutil.copytree(sweep_dir / "1", run)  # a copy: the sweep's own records stay as its runs wrote them
-    downstream = SimpleNamespace(
+    downstream = DownstreamConfig(
         choice_tasks=[],
         classification_tasks=[f"glue:mnli@{glue}", f"glue:cola@{glue}"],
         mode="probe",
