@@ -176,7 +176,7 @@ def build_muon(cfg: MuonConfig, model: nn.Module, device: torch.device) -> MuonW
         momentum=cfg.momentum,
         nesterov=cfg.nesterov,
         ns_steps=cfg.ns_steps,
-        adjust_lr_fn=cfg.adjust_lr_fn,
+        adjust_lr_fn=None if cfg.adjust_lr_fn is None else str(cfg.adjust_lr_fn),  # plain text in the checkpoint
     )
     groups = [g for g in parameter_groups(model, cfg.adamw_weight_decay, skip=set(names)) if g["params"]]
     fused = device.type in ("cuda", "cpu", "mps")
