@@ -7,11 +7,11 @@ lmpt.downstream.kinds.base.RECORD_VERSION); one written before records named the
 (`TaskKind.holds_record`, the registry's one legacy path); a record no kind recognises (a hand-written one) still
 reads, with `kind` None.
 
-The records of a run's downstream tasks. RUN/downstream/TASK.json is the run's own scoring's (the `downstream`
+Where records live. RUN/downstream/TASK.json is the run's own scoring's (the `downstream`
 group, when training ends): what sweeps, studies and reports read. A hand run (`lmpt-finetune RUN task=NAME`,
 `lmpt-eval RUN task=NAME`) keeps its record beside them in RUN/downstream/hand/NAME-TIME.json, never over the run's
-own, and no reader of RUN/downstream/*.json sees it. Each record is written and read back by one codec
-(lmpt.downstream.codec), replaced whole (written beside it, synced, renamed)."""
+own, and no reader of RUN/downstream/*.json sees it. Each record is written and read back by this codec, replaced
+whole (written beside it, synced, renamed)."""
 
 from __future__ import annotations
 

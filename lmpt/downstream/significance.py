@@ -1,5 +1,6 @@
-"""Whether two runs' downstream figures differ beyond noise, and what a zero-shot record keeps so that they can be
-paired: per item, whether the run answered it right.
+"""The statistics of the downstream figures: their intervals, a model's gain over its control, whether two runs'
+figures differ beyond noise, and what a zero-shot record keeps so that they can be paired: per item, whether the run
+answered it right.
 
 - Zero-shot (the same items scored by both runs): McNemar's exact test, the two-sided binomial test of the
   discordant items (right in one run, wrong in the other) against 1/2 (McNemar 1947; scipy.stats.binomtest).
@@ -7,7 +8,7 @@ paired: per item, whether the run answered it right.
   are not paired across runs: the same seed draws a different head and batch order in a model of another size.
 - Many neighbours tested in one table: Holm's step-down correction (Holm 1979) of the family's p-values.
 
-A record's figure F carries F_low and F_high (its bootstrap interval, lmpt.downstream.significance) and F_items, one
+A record's figure F carries F_low and F_high (its bootstrap interval, below) and F_items, one
 character per item in task order, "1" right and "0" wrong (a string: a long task stays one line of the JSON record),
 beside ITEMS_DIGEST, a digest of the items' texts: two runs pair only when they scored the same items.
 
@@ -20,7 +21,7 @@ The gain of a pre-trained model over its control, with an interval paired over s
 fine-tuned with the same seeds and scored on the same items, so the difference is resampled as pairs. Each bootstrap
 resample draws the seeds with replacement and, independently, the items with replacement (a two-way bootstrap over
 (seed, item)), and takes the mean difference in correctness over the drawn seeds and items. Drawn from numpy's
-seeded generator, as lmpt.downstream.significance is, so the same predictions give the same interval everywhere."""
+seeded generator, as the intervals are, so the same predictions give the same interval everywhere."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@
 
 Texts longer than `seq_len` are cut at the end, the longer of a pair first, so the markers always fit.
 
-A labelled task read and checked (lmpt.downstream.tasks.task_files) and tokenised for one model
-(`encode_task`, laid out per architecture by lmpt.downstream.finetuning.encoding; `read_task` does both)."""
+A labelled task read and checked (lmpt.downstream.tasks.labelled_task) is tokenised for one model by `encode_task`;
+`read_task` does both."""
 
 from __future__ import annotations
 

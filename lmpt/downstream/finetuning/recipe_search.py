@@ -8,9 +8,9 @@ Why: at one fixed learning rate an mlm encoder can sit at chance while at 1e-3 i
 can stall where first-token pooling does not (docs: what the study measured), so a fixed recipe ranks objectives
 by how well they suit it. GLUE practice searches it per model; so does this, per model and per control.
 
-Fine-tune one model on a task: search its recipe when asked (lmpt.downstream.finetuning.recipe_search), then train
-and score it once per seed with the recipe chosen. The run's model and its scratch control each go through this, so they
-get the same search, seeds and data."""
+`tune` fine-tunes one model on a task: it searches the recipe when asked, then trains and scores the model once per
+seed with the recipe chosen. The run's model and its scratch control each go through it, so they get the same search,
+seeds and data."""
 
 from __future__ import annotations
 

@@ -4,11 +4,11 @@ code. Two runs whose controls agree on all of them (clm and gpt-bert at one seed
 fine-tune the same control bit for bit, so the first stores it and the others read it back: the cache directory's
 controls/KEY.json ($LMPT_CACHE_DIR or ~/.cache/lmpt, as tokenizers), KEY a digest of every input and of lmpt's own
 source, so a change to any of them, the code included, makes a new entry instead of reusing a stale one. An entry is
-whole or absent (lmpt.safe_files.write_atomically) and carries a digest of its own content
-(lmpt.downstream.finetuning.shared_control); one changed since it was stored, malformed or unreadable is named in one
+whole or absent (lmpt.safe_files.write_atomically) and carries a digest of its own content (the entry's codec,
+below); one changed since it was stored, malformed or unreadable is named in one
 line and fine-tuned again, and the record names the digest of the entry its figures came from.
 
-The codec of a shared control's cache entry (lmpt.downstream.finetuning.shared_control): a fine-tuned scratch control
+The codec of a shared control's cache entry: a fine-tuned scratch control
 as JSON, with a digest of its own content. Reading one back checks the digest and every field's type and shape against
 the task it is read for, so an entry changed after it was stored, or one malformed (outcome strings of another length,
 a figure stored as a string), is refused with the reason instead of trusted or crashing the run. Per-item outcomes are
