@@ -119,14 +119,9 @@ ARCHITECTURES = ("decoder", "encoder", "encoder-decoder")
 """model.arch: the three stacks one Block assembles into (auto: the objective's own). A string checked at start-up,
 not a Choice: encoder-decoder cannot name a member."""
 ARCHS = ("auto", *ARCHITECTURES)
-PRECISIONS = (None, *PrecisionName)
-PROGRESS = tuple(Progress)
-SCHEDULES = tuple(Schedule)
-TOKENIZER_BACKENDS = tuple(TokenizerBackend)
 DOCUMENT_MODES = tuple(DocumentMode)
 FLAVOURS = tuple(Flavour)
 FINETUNE_MODES = tuple(FinetuneMode)
-DOWNSTREAM_WEIGHTS = tuple(Weights)
 CONTROLS = tuple(Control)
 
 

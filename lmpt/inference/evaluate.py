@@ -13,6 +13,7 @@ import torch
 from rich.table import Table
 
 from lmpt.config.command_options import require
+from lmpt.config.schema import Control
 from lmpt.console import console
 from lmpt.data.sources import iter_documents, resolve_paths
 from lmpt.errors import LmptError
@@ -69,7 +70,7 @@ class EvalOptions:
     """Print one JSON object instead of a table."""
     within_word: bool = False
     """Minimal pairs on an encoder: when a token is scored, also mask the rest of its word (PLL-word-l2r)."""
-    control: str = "none"
+    control: Control = Control.none
     """task= only: scratch also scores the task on the run's architecture freshly initialised (seeded as the run was),
     the same way, and reports the gain over that untrained control with its paired 95% interval (twice the
     scoring); none: the run's model alone."""
