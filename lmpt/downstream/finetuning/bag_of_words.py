@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lmpt.downstream.metrics import classification_scores
+from lmpt.downstream.figures import classification_scores
 from lmpt.downstream.tasks.task_files import Example
 
 if TYPE_CHECKING:

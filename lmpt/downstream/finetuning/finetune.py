@@ -24,6 +24,7 @@ from lmpt.downstream.figures import (
     GAIN,
     GLUE_METRICS,
     SCRATCH,
+    mean_and_std,
     mean_of,
 )
 from lmpt.downstream.finetuning.encoding import Task, encode_task
@@ -39,7 +40,6 @@ from lmpt.downstream.finetuning.recipe_search import (
 )
 from lmpt.downstream.finetuning.shared_control import control_key, read_control, store_control
 from lmpt.downstream.finetuning.targets import CLASSES, Target
-from lmpt.downstream.metrics import mean_and_std
 from lmpt.downstream.significance import paired_gain
 from lmpt.downstream.tasks.glue import SPLIT_PREFIXES, GlueTask, glue_task, official_figures
 from lmpt.downstream.tasks.labelled_task import LabelledTask, capped, check_trainable, read_labelled

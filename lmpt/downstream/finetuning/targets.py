@@ -11,9 +11,8 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from lmpt.downstream.figures import ACCURACY, MAJORITY_ACCURACY
+from lmpt.downstream.figures import ACCURACY, MAJORITY_ACCURACY, classification_scores
 from lmpt.downstream.finetuning.bag_of_words import bag_of_words_floor
-from lmpt.downstream.metrics import classification_scores
 from lmpt.downstream.tasks.task_files import Example
 
 

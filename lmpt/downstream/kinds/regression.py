@@ -17,6 +17,7 @@ from lmpt.downstream.figures import (
     BAG_OF_WORDS,
     GAIN,
     MEAN_BASELINE_MSE,
+    METRICS,
     MSE,
     MSE_GAIN,
     PEARSON,
@@ -27,7 +28,6 @@ from lmpt.downstream.figures import (
     mean_of,
 )
 from lmpt.downstream.kinds.fine_tuned import FineTunedKind, FineTunedTask
-from lmpt.downstream.metrics import METRICS
 from lmpt.downstream.tasks.glue import entry_is_regression
 from lmpt.downstream.tasks.task_files import task_folder
 
@@ -43,7 +43,7 @@ FLOOR_METHOD = "bag of words (tf-idf 1-2 grams + ridge regression)"
 
 
 def regression_scores(gold: np.ndarray, predicted: np.ndarray, prefix: str = "") -> dict[str, float]:
-    """Pearson, Spearman and mean squared error (lmpt.downstream.metrics), keyed `prefix + name`."""
+    """Pearson, Spearman and mean squared error (lmpt.downstream.figures), keyed `prefix + name`."""
     return {prefix + name: METRICS[name](gold, predicted) for name in (PEARSON, SPEARMAN, MSE)}
 
 

@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lmpt.downstream.figures import ACCURACY, F1, GLUE_SCORE, MCC, PEARSON, SPEARMAN
-from lmpt.downstream.metrics import METRICS
+from lmpt.downstream.figures import ACCURACY, F1, GLUE_SCORE, MCC, METRICS, PEARSON, SPEARMAN
 from lmpt.downstream.tasks.task_files import MAX_ROW_CHARS, Example, number_label
 from lmpt.errors import LmptError
 from lmpt.safe_files import write_atomically
