@@ -26,14 +26,14 @@ def train(cfg: DictConfig) -> float:
 
 
 def _train(cfg: DictConfig, session: Session) -> float:
-    from lmpt.downstream.after_training import (  # heavy: after composition
+    from lmpt.downstream.records import stoppable_scoring
+    from lmpt.downstream.run_tasks import (  # heavy: after composition
         check_downstream,
         check_downstream_fits,
+        curve_scorer,
+        quality_stage_for,
         score_downstream,
     )
-    from lmpt.downstream.curves import curve_scorer
-    from lmpt.downstream.preemption import stoppable_scoring
-    from lmpt.downstream.task_items import quality_stage_for
     from lmpt.objectives.registry import objective_class
     from lmpt.rundir.directory import failure_recorded
     from lmpt.train.run import complete_run, run_training

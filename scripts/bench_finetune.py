@@ -1,7 +1,7 @@
 """Fine-tuning throughput of `lmpt-finetune` (examples/s of training steps, scoring excluded) for model presets.
 
 Per preset, a run is pre-trained for one step by the real CLI (the weights do not change the speed), then
-`lmpt.downstream.finetuning.finetune.finetune` fine-tunes it (mode=full, one seed, a fixed number of steps) on a
+`lmpt.downstream.finetune.finetune` fine-tunes it (mode=full, one seed, a fixed number of steps) on a
 two-class task built from the bundled corpora, alternating precisions in this one process (fp32, amp, fp32, amp, ...).
 The figure is the median examples/s over the repeats and, above all, the amp/fp32 ratio measured side by side. `amp` is
 the training loop's choice (lmpt.train.precision.pick_precision): the record says which precision it resolved to.
@@ -26,8 +26,8 @@ from rich.table import Table
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
-from lmpt.downstream.finetuning.finetune import finetune  # noqa: E402
-from lmpt.downstream.tasks.options import FinetuneOptions, TaskData  # noqa: E402
+from lmpt.downstream.finetune import finetune  # noqa: E402
+from lmpt.downstream.sources import FinetuneOptions, TaskData  # noqa: E402
 from lmpt.rundir.trained import load_trained  # noqa: E402
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lmpt.config.quality_schema import C4_RULES, GOPHER_QUALITY_RULES, GOPHER_REPETITION_RULES, QualityConfig
-from lmpt.downstream.task_items import read_task_items
+from lmpt.downstream.run_tasks import read_task_items
 from lmpt.quality.record import jsonl_lines
 from lmpt.quality.stage import QualityStage
 

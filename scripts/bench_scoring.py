@@ -2,11 +2,11 @@
 3x of a decoder's on the cloze task), both built in this process with random weights (the weights do not change the
 time) on a tokenizer trained on the bundled Tiny Shakespeare:
 
-- `cloze`: bundled:shakespeare-cloze by lmpt.downstream.zero_shot.multiple_choice, encoders by the conditional PLL of
+- `cloze`: bundled:shakespeare-cloze by lmpt.downstream.likelihood, encoders by the conditional PLL of
 each choice (the default: only the choice's tokens masked), copies batched across choices and questions;
 - `cloze-whole`: the same with choice_pll="whole" (every token of context + choice masked in turn), encoder only,
   set against the cloze decoder;
-- `blimp-fast`: bundled:blimp-fast by lmpt.downstream.zero_shot.minimal_pairs (encoders batched across sentences).
+- `blimp-fast`: bundled:blimp-fast by lmpt.downstream.likelihood (encoders batched across sentences).
 
 Each figure is the median wall time over --repeats, decoder and encoder taking turns; the ratio is encoder / decoder
 on the same task. The machine is taken as it is (threads: torch's setting, or --threads; the load average before
@@ -43,9 +43,8 @@ TASKS = {
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 from lmpt.config.schema import DataConfig, ModelConfig, TokenizerConfig  # noqa: E402
 from lmpt.data.cache import prepare_corpora  # noqa: E402
-from lmpt.downstream.tasks.choice_tasks import read_choice_task, read_pairs  # noqa: E402
-from lmpt.downstream.zero_shot.minimal_pairs import evaluate_pairs  # noqa: E402
-from lmpt.downstream.zero_shot.multiple_choice import evaluate_choices  # noqa: E402
+from lmpt.downstream.likelihood import evaluate_choices, evaluate_pairs  # noqa: E402
+from lmpt.downstream.sources import read_choice_task, read_pairs  # noqa: E402
 from lmpt.model import build_model  # noqa: E402
 from lmpt.rundir.trained import Trained  # noqa: E402
 

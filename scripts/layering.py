@@ -58,29 +58,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 SUBPACKAGE = "downstream"
 """The package whose own floors are measured apart (`package_figures`)."""
 SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "figures",
-        ("figures", "metrics", "significance"),
-    ),  # names and statistics, torch-free
-    ("tasks", ("tasks",)),  # reading tasks, and GLUE's official figures (fine-tuning scores by them)
-    ("control", ("control",)),  # the untrained control, shared by both ways of scoring
-    ("zero_shot", ("zero_shot",)),  # zero-shot scoring
-    ("finetuning", ("finetuning",)),  # fine-tuning
-    ("kinds", ("kinds",)),  # the task kinds and their registry
-    (
-        "commands",
-        (
-            "codec",
-            "preemption",
-            "curves",
-            "cost",
-            "task_items",
-            "after_training",
-            "eval_cli",
-            "finetune_cli",
-            "glue_cli",
-        ),
-    ),
+    ("figures", ("figures", "significance")),  # names, metrics and statistics, torch-free
+    ("sources", ("sources", "glue")),  # where examples come from: files, bundled:NAME, GLUE's folders
+    ("engines", ("control", "likelihood", "floors", "training", "finetune")),  # the ways of scoring, shared by kinds
+    ("task", ("task",)),  # what every task and result answers
+    ("kinds", ("kinds",)),  # one module a kind, and their registry
+    ("commands", ("records", "curves", "run_tasks", "eval_cli", "finetune_cli", "glue_suite")),
 )
 """lmpt/downstream/'s floors, lowest first, as names inside it; its __init__ sits on the lowest."""
 KINDS_HOME = "downstream.kinds"
@@ -368,14 +351,15 @@ def _in_objectives(mod: Mod) -> bool:
     return _in_home(mod)
 
 
-def objective_names(mods: dict[str, Mod], home: str = "objectives") -> list[str]:
+def objective_names(mods: dict[str, Mod], home: str = "objectives", attr: str = "name") -> list[str]:
     """The `name = "clm"` / `name: ClassVar[str] = "clm"` class attributes of the classes in <pkg>/HOME/ (the
-    objectives by default; the fallback list when it has none)."""
+    objectives by default; the fallback list when it has none); `attr`: the attribute that holds the name (a task
+    kind's is `kind`)."""
     found = []
     for mod in (m for m in mods.values() if _in_home(m, home)):
         for cls in (n for n in ast.walk(mod.tree) if isinstance(n, ast.ClassDef)):
             for item in cls.body:
-                if any(getattr(t, "id", 0) == "name" for t in _targets(item)) and isinstance(item.value, ast.Constant):
+                if any(getattr(t, "id", 0) == attr for t in _targets(item)) and isinstance(item.value, ast.Constant):
                     found.append(item.value.value)
     names = sorted({f for f in found if isinstance(f, str) and f})
     return names or (list(FALLBACK_OBJECTIVES) if home == "objectives" else [])
@@ -456,7 +440,7 @@ def analyse(root: Path, entry: str = DEFAULT_ENTRY, layers=LAYERS) -> dict:
     edges = import_graph(mods)
     names = objective_names(mods)
     compares = objective_compares(mods, names)
-    kinds = objective_names(mods, KINDS_HOME)
+    kinds = objective_names(mods, KINDS_HOME, "kind")
     has_sub = any(n.split(".")[1:2] == [SUBPACKAGE] for n in mods)
     kind_compares = objective_compares(mods, kinds, KINDS_HOME)
     fan = dict(sorted(Counter(e.src for e in edges).items(), key=lambda kv: (-kv[1], kv[0])))  # distinct targets

@@ -14,7 +14,7 @@ Then each task is scored as a user scores it, every option at its default:
 - classification: `lmpt-finetune OUT/ARCH task=bundled:NAME json=true control=none` (mode=probe, lr=search, 3
   seeds): the run IS the control, so control=scratch would fine-tune the same weights a second time, its control row
   equal to this one bit for bit (tests/scripts/test_task_cards.py checks it). The bag-of-words floor it prints beside
-  a control is computed once per task by the same function (lmpt.downstream.finetuning.bag_of_words), with the majority
+  a control is computed once per task by the same function (lmpt.downstream.floors), with the majority
   class.
 
 Every command's JSON goes to OUT.json (--json) and a table to docs/tasks.md between `<!-- task-cards:start -->` and
@@ -74,8 +74,7 @@ def refuse(message: str) -> NoReturn:
 
 def shipped_tasks() -> list[str]:
     """Every task lmpt ships: the zero-shot files of lmpt/tasks, then its classification folders, each sorted."""
-    from lmpt.downstream.tasks.choice_tasks import tasks_dir
-    from lmpt.downstream.tasks.task_files import bundled_classification_tasks
+    from lmpt.downstream.sources import bundled_classification_tasks, tasks_dir
 
     zero_shot = sorted({p.name.split(".")[0] for p in tasks_dir().glob("*.jsonl*")})
     return zero_shot + bundled_classification_tasks()
@@ -84,8 +83,14 @@ def shipped_tasks() -> list[str]:
 def card_task(given: str) -> CardTask:
     """A --tasks entry: a shipped task's name, a folder holding train.jsonl and dev.jsonl (classification) or a
     .jsonl file (zero-shot)."""
-    from lmpt.downstream.tasks.choice_tasks import BUNDLED_PREFIX, resolve_task, task_name
-    from lmpt.downstream.tasks.task_files import SPLITS, bundled_classification_tasks, task_folder
+    from lmpt.downstream.sources import (
+        BUNDLED_PREFIX,
+        SPLITS,
+        bundled_classification_tasks,
+        resolve_task,
+        task_folder,
+        task_name,
+    )
     from lmpt.errors import LmptError
 
     path = Path(given).expanduser()
@@ -157,9 +162,8 @@ def make_control(arch: str, run_dir: Path, overrides: list[str]) -> dict:
 def floors(task: CardTask) -> dict:
     """A classification task's bag-of-words floor (lmpt-finetune's, same function and files) and the accuracy of
     always answering the most common training label on dev and test (its majority_accuracy, on each split)."""
-    from lmpt.downstream.finetuning.bag_of_words import bag_of_words_floor
-    from lmpt.downstream.tasks.labelled_task import read_labelled
-    from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
+    from lmpt.downstream.floors import bag_of_words_floor
+    from lmpt.downstream.sources import FinetuneOptions, TaskData, read_labelled
 
     labelled = read_labelled(FinetuneOptions(data=TaskData(**task.files), task=task.name))
     majority = Counter(e.label for e in labelled.examples["train"]).most_common(1)[0][0]
@@ -192,13 +196,13 @@ def spread(result: dict, key: str) -> str:
 def task_rows(task: str, by_arch: dict[str, dict], extra: dict) -> list[list[str]]:
     """The table rows of one task: [task, figure, one cell per architecture, chance or majority, bag of words]; the
     kind of task is the one the downstream codec reads in its results."""
-    from lmpt.downstream.codec import decode
-    from lmpt.downstream.kinds.classification import Classification
-    from lmpt.downstream.kinds.minimal_pairs import MinimalPairs
+    from lmpt.downstream.kinds.classification import ClassificationResult
+    from lmpt.downstream.kinds.pairs import PairsResult
+    from lmpt.downstream.records import decode
 
     some = next(iter(by_arch.values()))
     kind = decode(some).kind
-    if kind is Classification:
+    if kind is ClassificationResult:
         bow = extra["bag_of_words"]
         seeds = f"{some['seeds']} seed{'s' * (some['seeds'] > 1)}"
         rows = [
@@ -218,7 +222,7 @@ def task_rows(task: str, by_arch: dict[str, dict], extra: dict) -> list[list[str
                     f"{bow['test_accuracy']:.3f}",
                 ]
             )
-    elif kind is MinimalPairs:
+    elif kind is PairsResult:
         rows = [
             [
                 f"accuracy ({some['n']:,} pairs)",

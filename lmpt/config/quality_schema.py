@@ -91,7 +91,7 @@ class QualityConfig:
     javascript, curly_bracket, policy, citations (datatrove C4QualityFilter; some drop lines, not documents)."""
     decontaminate: bool = False
     """Drop training documents that share an n-gram with an item of the run's downstream tasks
-    (downstream.choice_tasks, downstream.classification_tasks' dev and test) or of `decontaminate_tasks`."""
+    (downstream.tasks: a fine-tuned task's dev and test) or of `decontaminate_tasks`."""
     decontaminate_ngram: int = 13
     """Words per n-gram of decontamination (13: GPT-3's and lm-eval's choice)."""
     decontaminate_tasks: list[str] = field(default_factory=list)

@@ -110,6 +110,13 @@ class Control(Choice):
     none = "none"
 
 
+class ChoicePll(Choice):
+    """lmpt-eval's choice_pll: how an encoder scores a multiple-choice choice (lmpt.downstream.likelihood)."""
+
+    conditional = "conditional"
+    whole = "whole"
+
+
 class AdjustLr(Choice):
     original = "original"
     match_rms_adamw = "match_rms_adamw"
@@ -366,7 +373,7 @@ class TrainerConfig:
 @dataclass(kw_only=True)
 class FinetuneRecipe:
     """How a task is fine-tuned, one schema for a run's `downstream` section and `lmpt-finetune` (its options,
-    lmpt.downstream.tasks.options.FinetuneOptions): each key means the same and defaults the same in both."""
+    lmpt.downstream.sources.FinetuneOptions): each key means the same and defaults the same in both."""
 
     mode: FinetuneMode = FinetuneMode.probe
     """How the fine-tuned tasks train: probe (the pre-trained body frozen, a linear head trained on its features:
@@ -391,13 +398,16 @@ class FinetuneRecipe:
 
 @dataclass
 class DownstreamConfig(FinetuneRecipe):
+    tasks: list[str] = field(default_factory=list)
+    """The tasks scored when training ends, each by its kind (docs/downstream.md): a .jsonl file or bundled:NAME of
+    multiple-choice questions or minimal pairs, scored zero-shot (as `lmpt-eval RUN task=...`); a folder holding
+    train.jsonl and dev.jsonl (test.jsonl optional), bundled:NAME of one, regression:FOLDER or glue:NAME@DIR,
+    fine-tuned (as `lmpt-finetune`). Each logs its figures to metrics.jsonl as downstream/NAME/FIGURE."""
     choice_tasks: list[str] = field(default_factory=list)
-    """Multiple-choice tasks scored zero-shot when training ends (as `lmpt-eval RUN task=...`): .jsonl files or
-    bundled:NAME; each logs downstream/NAME/accuracy and downstream/NAME/accuracy_norm to metrics.jsonl."""
+    """Old form of `tasks` for zero-shot tasks, accepted for a while (read after `tasks`, with a note)."""
     classification_tasks: list[str] = field(default_factory=list)
-    """Classification tasks fine-tuned when training ends (as `lmpt-finetune`): a folder holding train.jsonl and
-    dev.jsonl (test.jsonl optional; fields text and label) or bundled:NAME; each logs
-    downstream/NAME/accuracy_mean, accuracy_std and macro_f1_mean (dev) to metrics.jsonl."""
+    """Old form of `tasks` for fine-tuned tasks, accepted for a while (read after `tasks` and choice_tasks, with a
+    note)."""
     lr: str = "fixed"
     """The classification tasks' fine-tuning learning rate: fixed (the mode's: 1e-2 probe, 1e-4 full), search
     (lmpt-finetune's default: the rate, and an encoder's pooling, picked on a slice held back from the training split,
@@ -413,6 +423,20 @@ class DownstreamConfig(FinetuneRecipe):
     curve_items: int = 500
     """Items of a choice task's fast subset (score_every): its bundled NAME-fast twin when lmpt ships one, else the
     task itself, then at most this many items drawn with a fixed seed: the same items at every step and in every run."""
+
+
+OLD_TASK_KEYS = ("choice_tasks", "classification_tasks")
+"""The downstream section's task lists before `tasks`: read after it, in this order."""
+
+
+def folded_tasks(flat: dict[str, Any]) -> dict[str, Any]:
+    """A flattened config (`{"downstream.tasks": [...], ...}`) with the old task keys folded into downstream.tasks:
+    a run recorded with them and one composed with `tasks` compare as the same experiment."""
+    old = [f"downstream.{key}" for key in OLD_TASK_KEYS]
+    if not any(key in flat for key in ["downstream.tasks", *old]):
+        return flat
+    tasks = [task for key in ["downstream.tasks", *old] for task in flat.get(key) or []]
+    return {**{k: v for k, v in flat.items() if k not in old}, "downstream.tasks": tasks}
 
 
 @dataclass

@@ -167,7 +167,7 @@ def _validate_finetune_lr(lr: str) -> None:
 
 def _validate_weights(ds: DictConfig, trainer: DictConfig) -> None:
     """downstream.weights: best needs a run that keeps the weights of its best evaluation."""
-    if ds.weights == "best" and (ds.choice_tasks or ds.classification_tasks):
+    if ds.weights == "best" and (ds.tasks or ds.choice_tasks or ds.classification_tasks):
         rule = "last while trainer.eval_every=0 (no evaluation picks a best)"
         _require(trainer.eval_every > 0, "downstream.weights", ds.weights, rule)
         _require(trainer.keep_best, "downstream.weights", ds.weights, "last while trainer.keep_best=false")
@@ -181,7 +181,8 @@ def _validate_curves(ds: DictConfig, eval_every: int) -> None:
         return
     _require(eval_every > 0, key, every, "0 while trainer.eval_every=0: curve points are taken at evaluations")
     _require(every % eval_every == 0, key, every, f"a multiple of trainer.eval_every={eval_every}")
-    _require(bool(ds.choice_tasks), key, every, "0 without downstream.choice_tasks (only those are scored in training)")
+    rule = "0 without a zero-shot task in downstream.tasks (only those are scored in training)"
+    _require(bool(ds.tasks or ds.choice_tasks), key, every, rule)
 
 
 def validate_config(cfg: DictConfig) -> None:

@@ -1,7 +1,7 @@
-"""The `lmpt-eval` command: a trained run scored on text (`data=`, lmpt.inference.evaluate) or on a
-multiple-choice or minimal-pair task zero-shot (`task=`, lmpt.downstream.kinds.zero_shot). A task's result is kept as a
-hand run's record, RUN/downstream/hand/NAME-TIME.json (lmpt.downstream.codec), beside the run's own records and never
-over them."""
+"""The `lmpt-eval` command: a trained run scored on text (`data=`, lmpt.inference.evaluate) or on a multiple-choice
+or minimal-pair task zero-shot (`task=`, read and scored by its kind: lmpt.downstream.task). A task's result is kept
+as a hand run's record, RUN/downstream/hand/NAME-TIME.json (lmpt.downstream.records), beside the run's own records and
+never over them."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from rich.markup import escape
 
 from lmpt.config.command_options import parse_command, require, run_command
 from lmpt.console import console
-from lmpt.downstream.codec import hand_record_path, write_record
-from lmpt.downstream.kinds.zero_shot import read_zero_shot, render_zero_shot, score_zero_shot
-from lmpt.downstream.tasks.choice_tasks import task_name
-from lmpt.downstream.zero_shot.multiple_choice import CHOICE_PLL
+from lmpt.downstream.records import hand_record_path, write_record
+from lmpt.downstream.task import Scoring, read_task
 from lmpt.errors import LmptError
 from lmpt.inference.evaluate import (
     POSITIONALS,
@@ -36,9 +34,9 @@ def evaluate(argv: list[str]) -> None:
     require(
         len(given) == 1, f"{PROG} needs data=TEXT, task=FILE.jsonl or held_out=true, one of them, not {given or 'none'}"
     )
-    require(o.choice_pll in CHOICE_PLL, f"choice_pll={o.choice_pll} is unknown: use {' or '.join(CHOICE_PLL)}")
     require(o.control == "none" or o.task is not None, f"control={o.control} needs task=: text has no control")
-    task = read_zero_shot(o.task) if o.task is not None else None
+    how = Scoring(o.batch_size, o.control, o.json, o.within_word, o.choice_pll)
+    task = read_task(o.task, how=how, zero_shot=True) if o.task is not None else None
     take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.placement)
     trained = load_trained(run, o.device)
     require_token_head(trained, PROG)
@@ -51,21 +49,23 @@ def evaluate(argv: list[str]) -> None:
         return
     if task is not None and o.task is not None:  # a task read is a task named
         require(o.batch_size >= 1, f"batch_size={o.batch_size} must be at least 1")
-        scored = score_zero_shot(trained, task, o.batch_size, o.json, o.control, o.within_word, o.choice_pll)
-        result = {"task": task_name(o.task), **scored}
-        kept = _keep_hand_record(run, result)
-    else:
-        result = evaluate_text(trained, o)
+        scored = task.score(trained).with_keys(first={"task": task.name})
+        kept = _keep_hand_record(run, scored.record)
+        if o.json:
+            print(json.dumps(scored.record))
+            return
+        scored.render()
+        console.print(f"record {escape(kept)}")
+        return
+    result = evaluate_text(trained, o)
     if o.json:
         print(json.dumps(result))
     else:
-        (render_zero_shot if task is not None else render)(result)
-        if task is not None:
-            console.print(f"record {escape(kept)}")
+        render(result)
 
 
 def _keep_hand_record(run: str, result: dict) -> str:
-    """`result` kept as a hand run's record beside the run's own (lmpt.downstream.codec.hand_record_path); where it
+    """`result` kept as a hand run's record beside the run's own (lmpt.downstream.records.hand_record_path); where it
     went, or why it was not kept (a name that cannot be a file, a run directory that cannot be written): scoring a
     task never fails for want of a record."""
     try:

@@ -1,5 +1,5 @@
 """The names of the downstream figures, defined once: what the downstream commands write into their JSON and into
-metrics.jsonl (`downstream/TASK/FIGURE`, lmpt.downstream.after_training), and what lmpt-report ranks and shows.
+metrics.jsonl (`downstream/TASK/FIGURE`, lmpt.downstream.run_tasks), and what lmpt-report ranks and shows.
 Plain strings, so a report reads them without loading torch.
 
 Beside the names, the one table of downstream metrics (`METRICS`): each figure's name to how it is
@@ -51,7 +51,7 @@ MEAN_BASELINE_MSE = "mean_baseline_mse"
 F1 = "f1"
 """GLUE's MRPC and QQP: F1 of the positive class (1)."""
 GLUE_SCORE = "glue_score"
-"""A GLUE task fine-tuned: the task's score, the mean of its official figures (lmpt.downstream.tasks.glue)."""
+"""A GLUE task fine-tuned: the task's score, the mean of its official figures (lmpt.downstream.glue)."""
 
 
 def mean_of(figure: str) -> str:
@@ -75,6 +75,8 @@ SCRATCH = "scratch"
 """control=scratch: the record's section of the freshly initialised control's figures."""
 BAG_OF_WORDS = "bag_of_words"
 """Fine-tuning with control=scratch: the record's section of the bag-of-words floor's figures."""
+UNLABELLED = "unlabelled"
+"""A fine-tuning's predictions of its unlabelled examples (GLUE's test files), kept beside its scored splits."""
 GAIN = "gain"
 """control=scratch: the record's section of the gains over the control, by figure."""
 SCRATCH_ACCURACY_MEAN = f"{SCRATCH}_{ACCURACY_MEAN}"
@@ -103,6 +105,13 @@ CONTROL_FIGURES = (SCRATCH_ACCURACY_MEAN, ACCURACY_GAIN, BOW_ACCURACY)
 """Logged after training beside CLASSIFICATION_FIGURES when the fine-tuning had a scratch control."""
 ZERO_SHOT_CONTROL_FIGURES = (SCRATCH_ACCURACY, ACCURACY_GAIN)
 """Logged after training beside a zero-shot task's figures when it had a scratch control."""
+EQUAL_LENGTH = "equal_length"
+LENGTH_BASELINE = "length_baseline"
+TIES = "ties"
+"""Pairs whose two sentences scored the same: counted wrong, and counted here (records before it hold no count)."""
+PAIR_FIGURES = (ACCURACY, EQUAL_LENGTH_ACCURACY, CHANCE, LENGTH_BASELINE)
+"""The minimal-pair figures logged after training (lmpt.downstream.kinds.pairs)."""
+
 
 METRIC_PREFIX = "downstream/"
 """Every downstream figure in metrics.jsonl is `downstream/TASK/FIGURE`."""
@@ -119,7 +128,7 @@ def task_figure(key: str) -> str:
 
 
 CURVE_PREFIX = "curve/"
-"""A figure taken during training on a task's fast subset (downstream.score_every, lmpt.downstream.curves) is
+"""A figure taken during training on a task's fast subset (downstream.score_every, lmpt.downstream.run_tasks) is
 `curve/TASK/FIGURE`: never a `downstream/` key, so it never ranks runs."""
 
 

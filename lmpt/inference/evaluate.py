@@ -13,7 +13,7 @@ import torch
 from rich.table import Table
 
 from lmpt.config.command_options import require
-from lmpt.config.schema import Control
+from lmpt.config.schema import ChoicePll, Control
 from lmpt.console import console
 from lmpt.data.sources import iter_documents, resolve_paths
 from lmpt.errors import LmptError
@@ -74,7 +74,7 @@ class EvalOptions:
     """task= only: scratch also scores the task on the run's architecture freshly initialised (seeded as the run was),
     the same way, and reports the gain over that untrained control with its paired 95% interval (twice the
     scoring); none: the run's model alone."""
-    choice_pll: str = "conditional"
+    choice_pll: ChoicePll = ChoicePll.conditional
     """Multiple choice on an encoder: conditional (mask only the choice's tokens, one at a time, the context read
     whole: log P(choice | context), as decoders are scored) or whole (every token of context + choice: the filled
     text's pseudo-log-likelihood, about 18x the work on the bundled cloze task)."""

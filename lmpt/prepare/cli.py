@@ -32,7 +32,7 @@ def prepare(cfg: DictConfig) -> None:
     """Build the configured data's tokenizer and token cache; print where they are and what they hold."""
     from lmpt.config.validate import validate_config  # heavy imports only once the config is composed
     from lmpt.data.cache import default_cache_root, prepare_part
-    from lmpt.downstream.task_items import quality_stage_for
+    from lmpt.downstream.run_tasks import quality_stage_for
 
     if isinstance(_part, str):
         raise LmptError(f"{SHARD_KEY}={_part} must be i/N with 0 <= i < N (for example {SHARD_KEY}=2/8)")

@@ -29,7 +29,7 @@ class TaskItems:
 
     name: str
     texts: list[str]
-    """The items' texts (lmpt.downstream.task_items reads them from the task files)."""
+    """The items' texts (lmpt.downstream.run_tasks reads them from the task files)."""
 
 
 def decont_config(n_grams: int) -> NGramsDecontConfig:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lmpt.downstream.codec import task_record
 from lmpt.downstream.figures import METRIC_PREFIX, SCRATCH, task_figure
+from lmpt.downstream.records import task_record
 from lmpt.report.ranking import Ranking
 from lmpt.report.runs import RunSummary
 from lmpt.report.table import Column

@@ -1,6 +1,6 @@
 """Which figure a table of runs may rank by, and the header that says so.
 
-A downstream figure (lmpt.downstream.after_training: a fine-tuned or zero-shot accuracy on one task) ranks runs
+A downstream figure (lmpt.downstream.run_tasks: a fine-tuned or zero-shot accuracy on one task) ranks runs
 of any objective and architecture, so it comes first when every completed run has one.
 
 A run's val_loss is measured on its own task: an mlm run at its own masking rate, a clm run on next-token

@@ -25,7 +25,7 @@ STATUS_FILE = "status.json"
 HYDRA_DIR = ".hydra"
 OVERRIDES_FILE = f"{HYDRA_DIR}/overrides.yaml"
 RUN_MARKERS = (METRICS_FILE, CONFIG_FILE, HYDRA_DIR, STATUS_FILE)
-DOWNSTREAM = METRIC_PREFIX  # prefix of the figures lmpt.downstream.after_training logs
+DOWNSTREAM = METRIC_PREFIX  # prefix of the figures lmpt.downstream.run_tasks logs
 HEADLINE_KEYS = ("val_loss", "val_ppl", "val_fixed_loss", "val_fixed_ppl")  # columns of their own; other val_* keys
 # are objective measures
 

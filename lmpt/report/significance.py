@@ -1,5 +1,5 @@
 """Which gaps in a ranking are noise: each ranked run's figure with its 95% interval, and a test of it against the run
-ranked next, from the run's record of the task (RUN/downstream/TASK.json, lmpt.downstream.after_training).
+ranked next, from the run's record of the task (RUN/downstream/TASK.json, lmpt.downstream.run_tasks).
 
 - A zero-shot figure: its bootstrap interval over items from the record, and McNemar's exact test over the items
   both runs scored (the same items: equal digests).
@@ -19,8 +19,8 @@ import numpy as np
 from rich.markup import escape
 
 from lmpt.console import warn
-from lmpt.downstream.codec import DOWNSTREAM_DIR, task_record
 from lmpt.downstream.figures import METRIC_PREFIX, task_figure
+from lmpt.downstream.records import DOWNSTREAM_DIR, task_record
 from lmpt.downstream.significance import (
     LEVEL,
     bootstrap_interval,
@@ -148,7 +148,7 @@ MALFORMED = "record of the wrong type"
 
 def read_evidence(run: RunSummary, key: str) -> Evidence | None:
     """The interval and per-item or per-seed results of `key` (`downstream/TASK/FIGURE`) in the run's record (read
-    by the downstream codec, lmpt.downstream.codec); None when there is no record of it, and an Evidence holding only
+    by the downstream codec, lmpt.downstream.records); None when there is no record of it, and an Evidence holding only
     its `contradiction` when the record holds another value than the log or is of the wrong type (each said in one
     warning naming the file)."""
     task, figure = task_figure(key).rsplit("/", 1)

@@ -10,6 +10,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from lmpt.config.resume import MAY_CHANGE
+from lmpt.config.schema import folded_tasks
 from lmpt.errors import LmptError
 from lmpt.rundir.checkpoint import load_part
 
@@ -43,8 +44,10 @@ def schema_default(cfg: DictConfig, key: str) -> Any:
 def drifted_keys(old: dict[str, Any], cfg: DictConfig) -> list[str]:
     """Flattened keys whose values differ between `old` and `cfg` (or exist on one side only), except those that
     may change on resume, and keys `old` lacks that `cfg` leaves at the schema's default: keys added to lmpt after
-    the run started, whose defaults keep the behaviour the run had."""
-    new = flatten(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+    the run started, whose defaults keep the behaviour the run had. The downstream section's task lists compare as
+    one (`folded_tasks`): a run begun with the old keys resumes under `downstream.tasks`."""
+    old = folded_tasks(old)
+    new = folded_tasks(flatten(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)))
     return sorted(
         k
         for k in old.keys() | new.keys()
@@ -53,10 +56,10 @@ def drifted_keys(old: dict[str, Any], cfg: DictConfig) -> list[str]:
 
 
 def refuse_drift(checkpoint: Path, cfg: DictConfig) -> None:
-    old = flatten(load_part(checkpoint, "trainer")["config"])
+    old = folded_tasks(flatten(load_part(checkpoint, "trainer")["config"]))
     keys = drifted_keys(old, cfg)
     if keys:
-        new = flatten(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+        new = folded_tasks(flatten(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)))
         changes = ", ".join(f"{k} ({old.get(k)!r} -> {new.get(k)!r})" for k in keys[:6])
         more = f" and {len(keys) - 6} more" if len(keys) > 6 else ""
         raise LmptError(

@@ -17,8 +17,8 @@ range of one value takes no draw), so today's command gives the recipes it alway
 `lmpt-study trainer.dry_run=true` prints the study's plan, nothing run or written: every run it would launch (each
 objective's search trials, then its final runs at each budget and seed) with its steps, tokens, epochs over the
 training text and estimated time on the device its slots find (a GPU's datasheet peak, or this CPU's measured one,
-at the utilisation lmpt plans with), its downstream scoring's (lmpt.downstream.cost), and the whole study's time over
-its slots."""
+at the utilisation lmpt plans with), its downstream scoring's (lmpt.downstream.run_tasks), and the whole study's
+time over its slots."""
 
 from __future__ import annotations
 
@@ -130,7 +130,12 @@ def at_budget(overrides: list[str], budget: str) -> list[str]:
     return [*(o for o in overrides if override_key(o) != "trainer.budget"), f"trainer.budget={budget}"]
 
 
-NO_SCORING = ("downstream.choice_tasks=[]", "downstream.classification_tasks=[]", "downstream.score_every=0")
+NO_SCORING = (
+    "downstream.tasks=[]",
+    "downstream.choice_tasks=[]",
+    "downstream.classification_tasks=[]",
+    "downstream.score_every=0",
+)
 """What a search trial adds to its run keys: no downstream scoring, at the end or during training (the search ranks
 by the objective's own validation loss)."""
 
@@ -253,7 +258,7 @@ def _check_objective(
 ) -> int:
     """Compose the search trials of objective `name` (each recipe: a searched key must exist and take its values),
     check the first and its downstream tasks as lmpt would; returns the steps a trial is expected to take."""
-    from lmpt.downstream.after_training import check_downstream
+    from lmpt.downstream.run_tasks import check_downstream
     from lmpt.objectives.registry import objective_class
 
     run = search_overrides(overrides, name, search_budget)
@@ -305,13 +310,9 @@ def search_space(study: StudyConfig, optimizer: str) -> dict[str, str]:
 
 def task_names(downstream: DownstreamConfig) -> list[str]:
     """The record names (RUN/downstream/TASK.json) of the tasks a run with this `downstream` section scores."""
-    from lmpt.downstream.kinds.classification import Classification
-    from lmpt.downstream.tasks.choice_tasks import task_name
+    from lmpt.downstream.run_tasks import task_entries
 
-    names = [task_name(str(t)) for t in downstream.choice_tasks]
-    for i, task in enumerate(downstream.classification_tasks):
-        names.append(Classification.find(str(task), f"downstream.classification_tasks[{i}]").name)
-    return names
+    return [entry.name() for entry in task_entries(downstream)]
 
 
 STUDY_JSON = "study.json"
@@ -489,7 +490,7 @@ def plan_device(slots: list[Slot]) -> tuple[torch.device, str]:
 
 def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
     """Each objective's trials at the search budget, then its finals at each budget (sized as `lmpt` sizes them)."""
-    from lmpt.downstream.cost import scoring_flops
+    from lmpt.downstream.run_tasks import scoring_flops
     from lmpt.train.plan import estimate_run, sized_run
     from lmpt.train.spec import resolve
 

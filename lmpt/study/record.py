@@ -55,7 +55,6 @@ import numpy as np
 
 from lmpt.config.budget import parse_budget
 from lmpt.console import console
-from lmpt.downstream.codec import TaskRecord, task_record
 from lmpt.downstream.figures import (
     ACCURACY,
     ACCURACY_MEAN,
@@ -71,6 +70,7 @@ from lmpt.downstream.figures import (
     metric_key,
     task_figure,
 )
+from lmpt.downstream.records import TaskRecord, task_record
 from lmpt.downstream.significance import LEVEL, high_key, items_key, low_key, paired_gain, seed_interval
 from lmpt.errors import LmptError
 from lmpt.report.control_gain import within_noise_sentence

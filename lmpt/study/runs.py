@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from lmpt.console import console
-from lmpt.downstream.codec import task_record
 from lmpt.downstream.figures import (
     CHOICE_FIGURES,
     CLASSIFICATION_FIGURES,
@@ -43,6 +42,7 @@ from lmpt.downstream.figures import (
     metric_key,
     std_of,
 )
+from lmpt.downstream.records import task_record
 from lmpt.errors import LmptError
 from lmpt.report.ranking import BITS_PER_TOKEN, is_bound
 from lmpt.report.runs import RunSummary, read_run, read_status

@@ -5,7 +5,7 @@ objective's own yardstick), RUN/best kept, and downstream curve points.
   is cheap) go to RUN/best (lmpt.rundir.best). The best so far travels in LoopState, so a resumed run keeps the same
   best and replaces it exactly when the uninterrupted run would.
 - Curve points: figures of the live model taken by a scorer built above this layer (the zero-shot tasks of
-  `downstream.score_every`, lmpt.downstream.curves) and handed down through run_training, so the training layer
+  `downstream.score_every`, lmpt.downstream.run_tasks) and handed down through run_training, so the training layer
   imports nothing of downstream. Taking a point changes no training number: the model is scored in eval mode without
   gradients, its train mode restored after, and the random streams (CPU and the device's) are forked, so the dropout
   and masking draws after the point are those a run without points makes."""

@@ -30,7 +30,7 @@ from lmpt.train.spec import RunSpec
 
 InputsCheck = Callable[[Tokenizer, Objective], None]
 """A check of what the run will do after training against its tokenizer and objective, once they exist (the CLI's
-lmpt.downstream.after_training.check_downstream_fits): it raises LmptError before any model is built."""
+lmpt.downstream.run_tasks.check_downstream_fits): it raises LmptError before any model is built."""
 
 
 def prepare_inputs(

@@ -69,7 +69,7 @@ def run_training(
 ) -> TrainResult:
     """Train as `spec` says, on text that passed `quality` (lmpt.quality: dedup, filters, decontamination), once
     `check` has passed on the run's tokenizer and objective (before any model is built), taking
-    `curves`' points every `curves.every` steps (downstream.score_every: built by lmpt.downstream.curves). On rank 0
+    `curves`' points every `curves.every` steps (downstream.score_every: built by lmpt.downstream.run_tasks). On rank 0
     a completed run has its final model and summary written, and its status is left to the caller (after downstream
     scoring); a stopped run exits with the requeue code."""
     t, ctx = spec.trainer, session.ctx

@@ -11,7 +11,7 @@ import pytest
 
 from lmpt.config.command_options import run_command
 from lmpt.downstream.eval_cli import evaluate
-from lmpt.downstream.tasks.choice_tasks import read_choice_task, task_name
+from lmpt.downstream.sources import read_choice_task, task_name
 
 
 def _refused(argv: list[str], capsys, monkeypatch) -> str:

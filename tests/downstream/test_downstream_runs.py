@@ -16,9 +16,8 @@ import torch
 from runner import TINY_RUN
 
 from lmpt.downstream.eval_cli import evaluate
-from lmpt.downstream.tasks.choice_tasks import read_choice_task, read_pairs, tasks_dir
-from lmpt.downstream.zero_shot.minimal_pairs import pair_scores
-from lmpt.downstream.zero_shot.multiple_choice import choice_scores
+from lmpt.downstream.likelihood import choice_scores, pair_scores
+from lmpt.downstream.sources import read_choice_task, read_pairs, tasks_dir
 from lmpt.hf.export import export
 from lmpt.inference.progress import WorkBar
 from lmpt.rundir.trained import load_trained

@@ -13,12 +13,12 @@ import torch
 from omegaconf import OmegaConf
 from runner import TINY_RUN, run_lmpt
 
-from lmpt.config.schema import ModelConfig
-from lmpt.downstream.after_training import check_downstream_fits
-from lmpt.downstream.finetuning.finetune import finetune
-from lmpt.downstream.kinds.zero_shot import ZeroShotTask, evaluate_zero_shot, read_zero_shot
-from lmpt.downstream.tasks.choice_tasks import MinimalPair
-from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
+from lmpt.config.schema import DownstreamConfig, ModelConfig
+from lmpt.downstream.finetune import finetune
+from lmpt.downstream.kinds.pairs import MinimalPairs
+from lmpt.downstream.run_tasks import check_downstream_fits
+from lmpt.downstream.sources import FinetuneOptions, MinimalPair, TaskData
+from lmpt.downstream.task import Scoring, read_task
 from lmpt.errors import LmptError
 from lmpt.model import build_model
 from lmpt.objectives.registry import build_objective, objective_class
@@ -103,15 +103,15 @@ def test_lmpt_eval_refuses_the_long_choice_as_the_start_up_check_does(shakespear
         tmp_path / "long.jsonl", [{"context": "Wherefore art thou", "choices": ["Romeo", LONG_CHOICE], "label": 0}]
     )
     trained = _trained(shakespeare, objective, arch)
-    at_eval = _message(lambda: evaluate_zero_shot(trained, read_zero_shot(str(task)), 8, True))
+    at_eval = _message(lambda: read_task(str(task), how=Scoring(batch_size=8, hidden=True)).evaluate(trained))
     assert at_eval.startswith(f"{task}:1: a choice of ") and at_eval.endswith("max_seq_len=64: shorten it")
     settings = OmegaConf.structured(objective_class(objective).config_class)
     run_objective = build_objective(settings, shakespeare.tokenizer, 64, arch)
-    downstream = OmegaConf.create({"choice_tasks": [str(task)]})
+    downstream = DownstreamConfig(choice_tasks=[str(task)])
     at_start = _message(lambda: check_downstream_fits(downstream, 64, shakespeare.tokenizer, run_objective))
     assert at_start == f"downstream.choice_tasks[0]: {at_eval}"  # one check, the same words
-    pair = ZeroShotTask(pairs=[MinimalPair("Romeo speaks.", LONG_CHOICE)])
-    assert "does not fit the model's max_seq_len=64" in _message(lambda: evaluate_zero_shot(trained, pair, 8, True))
+    pair = MinimalPairs(name="long", items=[MinimalPair("Romeo speaks.", LONG_CHOICE)], how=Scoring(hidden=True))
+    assert "does not fit the model's max_seq_len=64" in _message(lambda: pair.evaluate(trained))
 
 
 def test_lmpt_finetune_refuses_one_class_and_a_short_seq_len_before_any_training(shakespeare, tmp_path) -> None:

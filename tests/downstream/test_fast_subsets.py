@@ -1,4 +1,4 @@
-"""The fast subsets scored during training (downstream.score_every, lmpt.downstream.curves) and the refusal of a
+"""The fast subsets scored during training (downstream.score_every, lmpt.downstream.run_tasks) and the refusal of a
 score_every that cannot be taken."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from composed import composed
 from runner import SMALL, run_lmpt
 
 from lmpt.config.validate import validate_config
-from lmpt.downstream.curves import curve_scorer, fast_subset, fast_twin
-from lmpt.downstream.kinds.zero_shot import read_zero_shot
+from lmpt.downstream.run_tasks import curve_scorer, fast_twin
+from lmpt.downstream.task import read_task
 from lmpt.errors import LmptError
 
 
@@ -26,14 +26,14 @@ def test_a_bundled_task_is_scored_on_its_fast_twin_and_others_on_themselves() ->
 
 
 def test_a_fast_subset_is_a_fixed_sample_in_task_order() -> None:
-    whole = read_zero_shot("bundled:shakespeare-cloze")
-    assert whole.questions is not None and len(whole.questions) > 100
-    subset = fast_subset(whole, 100)
-    assert subset.questions is not None and len(subset.questions) == 100 and subset.pairs is None
-    positions = [whole.questions.index(q) for q in subset.questions]
+    whole = read_task("bundled:shakespeare-cloze")
+    assert len(whole.items) > 100
+    subset = whole.subset(100)
+    assert len(subset.items) == 100 and subset.kind == "choice"
+    positions = [whole.items.index(q) for q in subset.items]
     assert positions == sorted(positions) and positions != list(range(100))  # drawn, not the first 100
-    assert fast_subset(read_zero_shot("bundled:shakespeare-cloze"), 100) == subset  # the same items every time
-    assert fast_subset(whole, len(whole.questions)) is whole
+    assert read_task("bundled:shakespeare-cloze").subset(100) == subset  # the same items every time
+    assert whole.subset(len(whole.items)) is whole
 
 
 def test_the_scorer_reads_each_fast_subset_once() -> None:
@@ -44,7 +44,7 @@ def test_the_scorer_reads_each_fast_subset_once() -> None:
     )
     scorer = curve_scorer(cfg.downstream, cfg)
     assert scorer is not None and scorer.every == 100
-    assert [(name, len(task.pairs or task.questions)) for name, task in scorer.tasks] == [
+    assert [(name, len(task.items)) for name, task in scorer.tasks] == [
         ("blimp-fast", 40),
         ("shakespeare-cloze", 40),
     ]
@@ -57,7 +57,10 @@ def test_the_scorer_reads_each_fast_subset_once() -> None:
         (["downstream.score_every=-5"], "downstream.score_every=-5 is invalid: it must be >= 0"),
         (["downstream.score_every=150"], "it must be a multiple of trainer.eval_every=100"),
         (["downstream.score_every=100", "trainer.eval_every=0"], "it must be 0 while trainer.eval_every=0"),
-        (["downstream.score_every=100", "downstream.choice_tasks=[]"], "it must be 0 without downstream.choice_tasks"),
+        (
+            ["downstream.score_every=100", "downstream.choice_tasks=[]"],
+            "it must be 0 without a zero-shot task in downstream.tasks",
+        ),
         (["downstream.curve_items=0"], "downstream.curve_items=0 is invalid: it must be > 0"),
     ],
 )

@@ -13,9 +13,9 @@ import pytest
 import torch
 from finetune_commands import refused
 
+from lmpt.downstream.finetune import finetune
 from lmpt.downstream.finetune_cli import finetune_command
-from lmpt.downstream.finetuning.finetune import finetune
-from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
+from lmpt.downstream.sources import FinetuneOptions, TaskData
 from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,10 +13,9 @@ from composed import composed
 from finetune_commands import pretrained, refused
 
 from lmpt.config.schema import DownstreamConfig
+from lmpt.downstream import sources
 from lmpt.downstream.finetune_cli import finetune_command
-from lmpt.downstream.tasks import task_files
-from lmpt.downstream.tasks.choice_tasks import tasks_dir
-from lmpt.downstream.tasks.options import MODE_MEANINGS, FinetuneOptions, TaskData
+from lmpt.downstream.sources import MODE_MEANINGS, FinetuneOptions, TaskData, tasks_dir
 
 TINY = [
     "tokenizer.vocab_size=1024",
@@ -47,7 +46,7 @@ def shipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for split, n in (("train", 64), ("dev", 24), ("test", 16)):
         lines = (ORDER / f"{split}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
         (folder / f"{split}.jsonl").write_text("".join(lines[:n]), encoding="utf-8")
-    monkeypatch.setattr(task_files, "tasks_dir", lambda: tmp_path / "tasks")
+    monkeypatch.setattr(sources, "tasks_dir", lambda: tmp_path / "tasks")
     return folder
 
 
@@ -67,14 +66,14 @@ def test_one_recipe_schema_serves_the_downstream_section_and_lmpt_finetune() -> 
 
     from lmpt.config.schema import FinetuneRecipe
     from lmpt.downstream.kinds.classification import Classification
-    from lmpt.downstream.kinds.fine_tuned import FineTunedTask
+    from lmpt.downstream.task import Scoring
 
     shared = [f.name for f in dataclasses.fields(FinetuneRecipe)]
     assert shared == ["mode", "seeds", "epochs", "max_train_examples", "batch_size", "control"]
     for schema in (DownstreamConfig, FinetuneOptions):
         assert issubclass(schema, FinetuneRecipe) and not set(shared) & set(vars(schema).get("__annotations__", {}))
     section = DownstreamConfig(mode="full", seeds=5, epochs=2, max_train_examples=100, batch_size=8, control="none")
-    options = Classification.options(section, FineTunedTask("t", TaskData()), "cpu")
+    options = Classification.read("bundled:clinc-domains", "k", Scoring.of(section)).options
     assert [getattr(options, k) for k in shared] == ["full", 5, 2, 100, 8, "none"]
 
 

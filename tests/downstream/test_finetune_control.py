@@ -14,15 +14,15 @@ import torch
 from finetune_commands import pretrained, refused
 from runner import TINY_RUN
 
+from lmpt.downstream import finetune as finetune_module
+from lmpt.downstream import training
 from lmpt.downstream.control import scratch_model
-from lmpt.downstream.finetune_cli import finetune_command, render
-from lmpt.downstream.finetuning import finetune as finetune_module
-from lmpt.downstream.finetuning import recipe_search, training
-from lmpt.downstream.finetuning.encoding import read_task
-from lmpt.downstream.finetuning.recipe_search import search_slice
-from lmpt.downstream.kinds.classification import Classification
+from lmpt.downstream.finetune import search_slice
+from lmpt.downstream.finetune_cli import finetune_command
+from lmpt.downstream.kinds.classification import ClassificationResult
 from lmpt.downstream.significance import paired_gain
-from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
+from lmpt.downstream.sources import FinetuneOptions, TaskData
+from lmpt.downstream.training import read_task
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import derive_seed
 from lmpt.rundir.trained import load_trained
@@ -36,7 +36,9 @@ TINY = [
 FAST = ["seeds=2", "max_steps=2", "batch_size=16", "seq_len=24", "lr_grid=[1e-4,1e-3]"]
 KEPT = '{"kept": true}\n'
 
-logged_figures = Classification.logged  # what a fine-tuning logs after training
+
+def logged_figures(record: dict) -> dict[str, float]:
+    return ClassificationResult(record).logged()  # what a fine-tuning logs after training
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +113,7 @@ def test_control_scratch_reports_both_figures_the_gain_and_the_bag_of_words_row(
     assert logged_figures(out)["accuracy_gain"] == gains["accuracy"]["gain"]
     assert logged_figures(out)["bow_accuracy"] == bow["accuracy"]
 
-    render({**out, "record": "R"})
+    ClassificationResult({**out, "record": "R"}).render()
     shown_on = capsys.readouterr()  # the json=true command above moved the console to stderr for its process
     table = shown_on.out + shown_on.err
     for shown in ("pre-trained mlm", "scratch encoder", "bag of words", "majority class", "gain [95%]"):
@@ -132,14 +134,14 @@ def test_scratch_model_weights_differ_from_the_run_and_equal_a_fresh_seeded_buil
 
 def test_lr_search_reads_only_the_training_split_and_records_its_choice(run, task, capsys, monkeypatch) -> None:
     seen: list = []
-    original = recipe_search.run_seeds
+    original = finetune_module.run_seeds
 
     def spied(plan, splits, probe, seeds, bar, **named):
         if "recipe search" in named.get("phase", ""):  # a candidate of the search (not the final runs, on dev)
             seen.append(splits)
         return original(plan, splits, probe, seeds, bar, **named)
 
-    monkeypatch.setattr(recipe_search, "run_seeds", spied)
+    monkeypatch.setattr(finetune_module, "run_seeds", spied)
     base = [str(run), *FAST, "seeds=1", "control=none"]
     out = _json([*base, *_data(task), "task=searched"], capsys)
     trained = load_trained(run)
@@ -217,7 +219,6 @@ def test_bad_control_and_search_settings_are_one_line_before_any_training(run, t
 def test_one_control_is_fine_tuned_once_and_shared_by_every_run_that_has_it(run, task, capsys, monkeypatch) -> None:
     """The second fine-tuning with the same control (fresh weights, task tokens, recipe, code) reads it back, the
     same figures bit for bit, without training it; another recipe, or an entry that cannot be read, trains it."""
-    from lmpt.downstream.finetuning import shared_control
 
     monkeypatch.setenv("LMPT_CACHE_DIR", str(run.parent / "shared-cache"))
     argv = [str(run), *_data(task), *FAST, "lr=1e-3", "pooling=first"]
@@ -232,7 +233,7 @@ def test_one_control_is_fine_tuned_once_and_shared_by_every_run_that_has_it(run,
     assert (first["scratch"]["shared"], second["scratch"]["shared"]) == (False, True)
     assert first["scratch"]["key"] == second["scratch"]["key"]
     assert {**first["scratch"], "shared": True} == second["scratch"] and first["gain"] == second["gain"]
-    entry = shared_control.controls_dir() / f"{first['scratch']['key']}.json"
+    entry = finetune_module.controls_dir() / f"{first['scratch']['key']}.json"
     entry.write_text("{not json")
     third = _json(argv, capsys)
     assert not third["scratch"]["shared"] and third["gain"] == first["gain"] and len(trained_bodies) == 3
@@ -242,15 +243,14 @@ def test_one_control_is_fine_tuned_once_and_shared_by_every_run_that_has_it(run,
 
 def _stored(run: Path, argv: list[str], capsys: pytest.CaptureFixture) -> tuple[dict, Path]:
     """A fine-tuning whose control is stored in a cache of its own; (its JSON, the entry's file)."""
-    from lmpt.downstream.finetuning import shared_control
 
     first = _json(argv, capsys)
-    return first, shared_control.controls_dir() / f"{first['scratch']['key']}.json"
+    return first, finetune_module.controls_dir() / f"{first['scratch']['key']}.json"
 
 
 def _rewrite(entry: Path, change, digest: bool) -> None:
     """The entry with `change` applied to its control; `digest`: its digest recomputed (a forger who knows how)."""
-    from lmpt.downstream.finetuning.shared_control import content_digest
+    from lmpt.downstream.finetune import content_digest
 
     data = json.loads(entry.read_text())
     change(data["control"])

@@ -12,7 +12,7 @@ import pytest
 from finetune_commands import pretrained, refused
 
 from lmpt.config.command_options import run_command
-from lmpt.downstream.codec import write_record
+from lmpt.downstream.records import write_record
 from lmpt.errors import LmptError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""How examples become model inputs (lmpt.downstream.finetuning.encoding) and how dotted keys parse (data.train=...),
+"""How examples become model inputs (lmpt.downstream.training) and how dotted keys parse (data.train=...),
 with the tokenizer trained on the bundled corpus; no model needed."""
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ import torch
 
 from lmpt.config.command_options import parse_command, usage
 from lmpt.data.cache import PreparedData
-from lmpt.downstream.finetuning.encoding import collate, encode_split, fit_pair
-from lmpt.downstream.tasks.labelled_task import label_order, task_name
-from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
-from lmpt.downstream.tasks.task_files import Example
+from lmpt.downstream.sources import Example, FinetuneOptions, TaskData, label_order, labelled_name
+from lmpt.downstream.training import collate, encode_split, fit_pair
 from lmpt.errors import LmptError
 
 
@@ -53,9 +51,9 @@ def test_labels_sort_numbers_numerically_then_strings() -> None:
 
 
 def test_task_name_defaults_to_the_folder_of_a_train_file() -> None:
-    assert task_name(FinetuneOptions(TaskData("glue/SST-2/train.tsv", "d"))) == "SST-2"
-    assert task_name(FinetuneOptions(TaskData("data/sst2_train.jsonl.gz", "d"))) == "sst2_train"
-    assert task_name(FinetuneOptions(TaskData("x/train.tsv", "d"), task="mine")) == "mine"
+    assert labelled_name(FinetuneOptions(TaskData("glue/SST-2/train.tsv", "d"))) == "SST-2"
+    assert labelled_name(FinetuneOptions(TaskData("data/sst2_train.jsonl.gz", "d"))) == "sst2_train"
+    assert labelled_name(FinetuneOptions(TaskData("x/train.tsv", "d"), task="mine")) == "mine"
 
 
 @dataclass

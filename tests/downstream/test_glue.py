@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from finetune_commands import pretrained, refused
@@ -16,13 +15,14 @@ from glue_files import write_glue
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
-from lmpt.downstream.after_training import check_downstream, score_downstream
-from lmpt.downstream.codec import task_record
+from lmpt.config.schema import DownstreamConfig
 from lmpt.downstream.finetune_cli import finetune_command
+from lmpt.downstream.glue import TASKS, glue_score, glue_task, glue_tasks, read_glue, task_metrics, task_score
 from lmpt.downstream.kinds.classification import Classification
-from lmpt.downstream.kinds.registry import fine_tuned_kind, kind_of_task
-from lmpt.downstream.kinds.regression import Regression
-from lmpt.downstream.tasks.glue import TASKS, glue_score, glue_task, glue_tasks, read_glue, task_metrics, task_score
+from lmpt.downstream.kinds.regression import Regression, RegressionResult
+from lmpt.downstream.records import task_record
+from lmpt.downstream.run_tasks import check_downstream, score_downstream
+from lmpt.downstream.task import kind_of, read_task
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import objective_class
 
@@ -226,10 +226,10 @@ def test_glue_beside_data_train_is_one_line(run, tmp_path, capsys, monkeypatch) 
 
 def test_glue_entries_are_found_by_their_kind(tmp_path: Path) -> None:
     root = write_glue(tmp_path / "glue", ("RTE", "STS-B"))
-    assert kind_of_task(f"glue:rte@{root}") is Classification and kind_of_task(f"glue:sts-b@{root}") is Regression
-    assert fine_tuned_kind(f"glue:StsB@{root}") is Regression
-    assert Classification.find(f"glue:sts-b@{root}", "k").name == "STS-B"  # what a study names the task by
-    items = Regression.decontamination_texts(f"glue:sts-b@{root}", "quality.decontaminate_tasks[0]")
+    assert kind_of(f"glue:rte@{root}") is Classification and kind_of(f"glue:sts-b@{root}") is Regression
+    assert kind_of(f"glue:StsB@{root}", zero_shot=False) is Regression
+    assert Classification.named(f"glue:sts-b@{root}", "k") == "STS-B"  # what a study names the task by
+    items = read_task(f"glue:sts-b@{root}", "quality.decontaminate_tasks[0]").texts()
     assert items.name == "STS-B" and len(items.texts) == 12
 
 
@@ -239,7 +239,7 @@ def test_glue_entries_are_found_by_their_kind(tmp_path: Path) -> None:
 )
 def test_a_bad_glue_entry_is_refused_before_training_naming_its_key(entry: str, said: str, tmp_path: Path) -> None:
     root = write_glue(tmp_path / "glue", ("RTE",))
-    downstream = SimpleNamespace(
+    downstream = DownstreamConfig(
         choice_tasks=[],
         classification_tasks=[entry.format(root=root)],
         mode="probe",
@@ -256,7 +256,7 @@ def test_a_bad_glue_entry_is_refused_before_training_naming_its_key(entry: str, 
 
 def test_glue_entries_are_scored_when_a_run_ends(run, tmp_path) -> None:
     root = write_glue(tmp_path / "glue", ("RTE", "STS-B"))
-    downstream = SimpleNamespace(
+    downstream = DownstreamConfig(
         choice_tasks=[],
         classification_tasks=[f"glue:rte@{root}", f"glue:sts-b@{root}"],
         mode="probe",
@@ -277,7 +277,7 @@ def test_glue_entries_are_scored_when_a_run_ends(run, tmp_path) -> None:
         "downstream/STS-B/bow_pearson",
     } <= set(figures)
     record = task_record(run, "STS-B")
-    assert record is not None and record.kind is Regression and record.figure("train_examples") == 30
+    assert record is not None and record.kind is RegressionResult and record.figure("train_examples") == 30
     assert record.seed_figures("pearson") is not None and len(record.seed_figures("pearson")) == 2
 
 

@@ -4,15 +4,15 @@ scored honestly, where it crashed or said nothing."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from glue_files import write_glue
 
-from lmpt.downstream.after_training import check_downstream
+from lmpt.config.schema import DownstreamConfig
+from lmpt.downstream.glue import TASKS, glue_tasks, read_glue
+from lmpt.downstream.run_tasks import check_downstream
 from lmpt.downstream.significance import describe_gain, paired_gain
-from lmpt.downstream.tasks.glue import TASKS, glue_tasks, read_glue
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import objective_class
 
@@ -27,7 +27,7 @@ def _edit(path: Path, row: int, column: int, value: str) -> None:
 
 def _checked(entry: str, max_train_examples: int | None = None) -> str:
     """lmpt's start-up check of a run scoring `entry`: the one-line refusal."""
-    downstream = SimpleNamespace(
+    downstream = DownstreamConfig(
         choice_tasks=[],
         classification_tasks=[entry],
         mode="probe",

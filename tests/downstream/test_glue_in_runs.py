@@ -1,6 +1,6 @@
 """GLUE tasks as downstream.classification_tasks entries of real runs: each seed records the task's official figures
 and score (CoLA's Matthews correlation, MRPC's F1 and accuracy, STS-B's Pearson and Spearman, MNLI's matched and
-mismatched accuracy) computed by lmpt.downstream.tasks.glue, the run logs them, and lmpt-compare ranks two runs by the
+mismatched accuracy) computed by lmpt.downstream.glue, the run logs them, and lmpt-compare ranks two runs by the
 official score with its gap tested over seeds; a regression figure ranks and is tested the same way. One tiny
 `lmpt -m objective=clm,mlm` sweep over a fake GLUE folder (a few dozen rows a task)."""
 
@@ -18,10 +18,10 @@ from runner import TINY_RUN, run_lmpt
 from sklearn.metrics import accuracy_score, f1_score
 
 from lmpt.config.schema import DownstreamConfig
-from lmpt.downstream.after_training import score_downstream
-from lmpt.downstream.codec import task_record
+from lmpt.downstream.glue import TASKS, glue_examples, official_figures
+from lmpt.downstream.records import task_record
+from lmpt.downstream.run_tasks import score_downstream
 from lmpt.downstream.significance import welch_t
-from lmpt.downstream.tasks.glue import TASKS, glue_examples, official_figures
 from lmpt.report.compare import compare
 from lmpt.report.ranking import Ranking, rank_runs
 from lmpt.report.runs import find_runs

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lmpt.downstream.codec import record_path
-from lmpt.downstream.preemption import ScoringProgress, disagrees_with_its_items
+from lmpt.downstream.records import ScoringProgress, disagrees_with_its_items, record_path
 
 
 def kept(run_dir: Path, accuracy: float) -> dict | None:

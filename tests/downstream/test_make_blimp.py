@@ -10,8 +10,8 @@ from pathlib import Path
 
 import zstandard
 
-from lmpt.downstream.kinds.registry import task_kind
-from lmpt.downstream.tasks.choice_tasks import read_pairs, tasks_dir
+from lmpt.downstream.sources import read_pairs, tasks_dir
+from lmpt.downstream.task import read_task
 
 REPO = Path(__file__).resolve().parents[2]
 KEPT = ["sentence_good", "sentence_bad", "field", "linguistics_term", "UID", "pairID"]
@@ -64,7 +64,7 @@ def test_the_shipped_tasks_are_blimp_and_its_fast_subset() -> None:
     fast_path, every_path = tasks_dir() / "blimp-fast.jsonl", tasks_dir() / "blimp.jsonl.zst"
     assert fast_path.stat().st_size < 600_000 and every_path.stat().st_size < 1_500_000
     assert (tasks_dir() / "blimp" / "README.md").is_file()
-    assert task_kind("bundled:blimp-fast") == task_kind("bundled:blimp") == "pairs"
+    assert read_task("bundled:blimp-fast").kind == read_task("bundled:blimp").kind == "pairs"
     fast = read_pairs("bundled:blimp-fast")
     assert len(fast) == 2010 and len({p.paradigm for p in fast}) == 67
     assert {p.field for p in fast} == {"morphology", "syntax", "semantics", "syntax_semantics", "syntax/semantics"}

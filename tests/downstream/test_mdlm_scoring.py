@@ -18,8 +18,8 @@ from runner import SMALL, TINY_RUN, lmpt_command, lmpt_env
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
 from lmpt.downstream.eval_cli import evaluate
-from lmpt.downstream.tasks.choice_tasks import ChoiceQuestion, tasks_dir
-from lmpt.downstream.zero_shot.multiple_choice import choice_scores, own_scorer, split_tokens, whole_rows
+from lmpt.downstream.likelihood import choice_scores, own_scorer, split_tokens, whole_rows
+from lmpt.downstream.sources import ChoiceQuestion, tasks_dir
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.objectives.mdlm import BoundScorer, MaskedDiffusion, MdlmConfig
@@ -186,8 +186,8 @@ def test_the_run_and_its_control_are_scored_by_the_bound_and_say_so(run: tuple[P
 def test_lmpt_eval_gives_the_same_scores_every_time(run: tuple[Path, Path, Path], capsys) -> None:
     """Fixed draws: lmpt-eval scores as the run scored when it ended, every time, and so does its control."""
     from lmpt.downstream.control import scratch_twin
-    from lmpt.downstream.kinds.zero_shot import evaluate_zero_shot, read_zero_shot
-    from lmpt.downstream.zero_shot.minimal_pairs import pair_scores
+    from lmpt.downstream.likelihood import pair_scores
+    from lmpt.downstream.task import Scoring, read_task
     from lmpt.rundir.trained import load_trained
 
     run_dir, pairs, cloze = run
@@ -200,10 +200,10 @@ def test_lmpt_eval_gives_the_same_scores_every_time(run: tuple[Path, Path, Path]
         assert results[0] == results[1] and results[0]["accuracy_items"] == record["accuracy_items"]
         assert results[0]["method"] == record["method"]
     trained = load_trained(run_dir)
-    twin = evaluate_zero_shot(scratch_twin(trained), read_zero_shot(str(pairs)), 8, True)
+    twin = read_task(str(pairs), how=Scoring(batch_size=8, hidden=True)).evaluate(scratch_twin(trained))
     record = json.loads((run_dir / "downstream" / "pairs.json").read_text())
     assert "diffusion bound" in twin["method"] and twin["accuracy_items"] == record["scratch"]["accuracy_items"]
-    items = read_zero_shot(str(pairs)).items
+    items = read_task(str(pairs)).items
     with torch.inference_mode(), WorkBar("", hidden=True) as bar:
         first = pair_scores(trained, list(items), 8, torch.device("cpu"), bar)
         second = pair_scores(trained, list(items), 3, torch.device("cpu"), bar)  # another batch size

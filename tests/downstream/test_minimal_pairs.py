@@ -13,12 +13,11 @@ from omegaconf import OmegaConf
 
 from lmpt.batch import Batch
 from lmpt.config.schema import ModelConfig
-from lmpt.downstream.kinds.registry import task_kind
-from lmpt.downstream.kinds.zero_shot import logged_zero_shot, read_zero_shot
+from lmpt.downstream.kinds.pairs import PairsResult
+from lmpt.downstream.likelihood import evaluate_pairs, pair_figures, pair_scores, sentence_tokens, split_tokens
 from lmpt.downstream.significance import accuracy_with_interval, bootstrap_interval
-from lmpt.downstream.tasks.choice_tasks import MinimalPair, read_pairs
-from lmpt.downstream.zero_shot.minimal_pairs import evaluate_pairs, pair_figures, pair_scores, sentence_tokens
-from lmpt.downstream.zero_shot.multiple_choice import split_tokens
+from lmpt.downstream.sources import MinimalPair, read_pairs
+from lmpt.downstream.task import kind_of, read_task
 from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar
@@ -143,7 +142,7 @@ def test_subsets_per_field_paradigm_and_equal_length(tmp_path: Path) -> None:
         "p3": (1, 1.0),
     }
     assert json.loads(json.dumps(result)) == result
-    assert logged_zero_shot(result) == {
+    assert PairsResult(result).logged() == {
         "accuracy": 0.5,
         "accuracy_equal_length": 0.5,
         "chance": 0.5,
@@ -154,9 +153,9 @@ def test_subsets_per_field_paradigm_and_equal_length(tmp_path: Path) -> None:
 def test_a_file_is_scored_end_to_end_and_tokens_decide_equal_length(shakespeare, tmp_path: Path) -> None:
     trained = _trained(shakespeare, "decoder", "clm")
     records = [{"sentence_good": p.good, "sentence_bad": p.bad, "field": p.field, "UID": p.paradigm} for p in PAIRS]
-    task = read_zero_shot(str(_write(tmp_path / "p.jsonl", records)))
-    assert task.questions is None and task.pairs is not None
-    result = evaluate_pairs(trained, task.pairs, 4, hidden=True)
+    task = read_task(str(_write(tmp_path / "p.jsonl", records)))
+    assert task.kind == "pairs"
+    result = evaluate_pairs(trained, task.items, 4, hidden=True)
     equal = sum(len(sentence_tokens(trained, p.good)) == len(sentence_tokens(trained, p.bad)) for p in PAIRS)
     assert result["n"] == 3 and result["equal_length"]["n"] == equal
     assert set(result["fields"]) == {"morphology", "syntax"} and len(result["paradigms"]) == 3
@@ -182,11 +181,11 @@ def test_the_bootstrap_interval_holds_the_estimate_and_repeats() -> None:
 def test_a_file_in_neither_format_is_refused_in_one_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "texts.jsonl", [{"text": "hello", "label": 1}])
     with pytest.raises(LmptError) as caught:
-        task_kind(str(path))
+        kind_of(str(path))
     message = str(caught.value)
     assert "\n" not in message and f"{path}:1" in message and "sentence_good" in message and "context" in message
     choice = _write(tmp_path / "choice.jsonl", [{"context": "c", "choices": ["a", "b"], "label": 0}])
-    assert task_kind(str(choice)) == "choice" and read_zero_shot(str(choice)).questions is not None
+    assert kind_of(str(choice)).kind == "choice" and len(read_task(str(choice)).items) == 1
     broken = _write(tmp_path / "broken.jsonl", [{"sentence_good": "a", "sentence_bad": "b"}, {"sentence_good": "a"}])
     with pytest.raises(LmptError, match=r"broken.jsonl:2 has no field 'sentence_bad'"):
         read_pairs(str(broken))

@@ -13,7 +13,7 @@ import pytest
 from runner import TINY_RUN
 
 from lmpt.downstream.eval_cli import evaluate
-from lmpt.downstream.tasks.choice_tasks import tasks_dir
+from lmpt.downstream.sources import tasks_dir
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
@@ -59,15 +59,15 @@ def test_the_run_scored_the_pairs_beside_its_untrained_control(run: tuple[Path, 
     ones that twin gives when scored directly, and the gain over it; metrics.jsonl logs both; lmpt-eval's
     control=scratch gives the same."""
     from lmpt.downstream.control import scratch_twin
-    from lmpt.downstream.kinds.zero_shot import evaluate_zero_shot, read_zero_shot
     from lmpt.downstream.significance import decode_outcomes
+    from lmpt.downstream.task import Scoring, read_task
     from lmpt.rundir.trained import load_trained
 
     run_dir, pairs = run
     record = json.loads((run_dir / "downstream" / "pairs.json").read_text())
     trained = load_trained(run_dir)
     assert record["control"] == "scratch" and record["scratch"]["init_seed"] == trained.config.trainer.seed
-    twin = evaluate_zero_shot(scratch_twin(trained), read_zero_shot(str(pairs)), 8, True)
+    twin = read_task(str(pairs), how=Scoring(batch_size=8, hidden=True)).evaluate(scratch_twin(trained))
     assert record["scratch"]["accuracy_items"] == twin["accuracy_items"]
     correct, control = (decode_outcomes(record["accuracy_items"]), decode_outcomes(twin["accuracy_items"]))
     gain = record["gain"]["accuracy"]

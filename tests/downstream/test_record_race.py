@@ -7,7 +7,7 @@ import json
 import multiprocessing
 from pathlib import Path
 
-from lmpt.downstream.codec import write_record
+from lmpt.downstream.records import write_record
 
 WRITES = 300
 

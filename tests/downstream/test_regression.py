@@ -13,14 +13,12 @@ import torch
 from finetune_commands import pretrained, refused
 from scipy.stats import pearsonr, spearmanr
 
-from lmpt.downstream.codec import read_record
 from lmpt.downstream.figures import MSE, PEARSON, PEARSON_MEAN, SPEARMAN
 from lmpt.downstream.finetune_cli import finetune_command
-from lmpt.downstream.kinds.registry import KINDS, kind_of_task, record_kind
-from lmpt.downstream.kinds.regression import Regression, regression_scores, ridge_floor
-from lmpt.downstream.tasks.labelled_task import read_labelled
-from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
-from lmpt.downstream.tasks.task_files import Example
+from lmpt.downstream.kinds.regression import Regression, RegressionResult, regression_scores, ridge_floor
+from lmpt.downstream.records import read_record
+from lmpt.downstream.sources import Example, FinetuneOptions, TaskData, read_labelled
+from lmpt.downstream.task import kind_of, kinds, read_result
 from lmpt.errors import LmptError
 
 TINY = [
@@ -65,9 +63,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_registry_finds_regression_in_its_own_module() -> None:
-    assert KINDS["regression"] is Regression and Regression.__module__ == "lmpt.downstream.kinds.regression"
-    assert kind_of_task("regression:some/folder") is Regression
-    assert record_kind({"per_seed": [], PEARSON_MEAN: 0.5}) is Regression  # asked before classification
+    assert kinds()["regression"] is Regression and Regression.__module__ == "lmpt.downstream.kinds.regression"
+    assert kind_of("regression:some/folder") is Regression
+    assert type(read_result({"per_seed": [], PEARSON_MEAN: 0.5})) is RegressionResult  # asked before classification
 
 
 def test_the_figures_are_scipys_and_numpys() -> None:
@@ -154,13 +152,13 @@ def test_a_tiny_run_fine_tunes_a_one_output_head_beside_its_control(run, folder,
     assert gain["gain"] == pytest.approx(result["scratch"]["mse_mean"] - result["mse_mean"])
     assert result["bag_of_words"]["method"].endswith("ridge regression)")
     record = read_record(Path(result["record"]))
-    assert record is not None and record.kind is Regression
-    logged = Regression.logged(result)
+    assert record is not None and record.kind is RegressionResult
+    logged = RegressionResult(result).logged()
     assert set(logged) >= {PEARSON_MEAN, "mse_gain", "bow_pearson", "scratch_pearson_mean"}
 
 
 def test_runs_with_only_a_regression_figure_rank_by_its_pearson(tmp_path: Path) -> None:
-    from lmpt.downstream.codec import write_record
+    from lmpt.downstream.records import write_record
     from lmpt.downstream.significance import welch_t
     from lmpt.report.ranking import choose_ranking
     from lmpt.report.runs import RunSummary
@@ -200,9 +198,8 @@ def test_a_regressions_control_is_fine_tuned_once_and_shared(run, folder, capsys
     """As a classification's: the second fine-tuning with the same control reads it back (its per-item squared errors
     kept as numbers), the same figures and gain bit for bit; an entry whose outcomes were cut short is named in one
     line and fine-tuned again."""
-    from lmpt.downstream.finetuning import finetune as finetune_module
-    from lmpt.downstream.finetuning import shared_control
-    from lmpt.downstream.finetuning.shared_control import content_digest
+    from lmpt.downstream import finetune as finetune_module
+    from lmpt.downstream.finetune import content_digest
 
     monkeypatch.setenv("LMPT_CACHE_DIR", str(folder / "cache"))
     argv = [str(run), "regression=true", *(f"data.{s}={folder / f'{s}.jsonl'}" for s in ("train", "dev", "test"))]
@@ -219,7 +216,7 @@ def test_a_regressions_control_is_fine_tuned_once_and_shared(run, folder, capsys
     second = fine_tuned()
     assert len(bodies) == 1 and (first["scratch"]["shared"], second["scratch"]["shared"]) == (False, True)
     assert {**first["scratch"], "shared": True} == second["scratch"] and first["gain"] == second["gain"]
-    entry = shared_control.controls_dir() / f"{first['scratch']['key']}.json"
+    entry = finetune_module.controls_dir() / f"{first['scratch']['key']}.json"
     stored = json.loads(entry.read_text())
     assert all(isinstance(v, float) for row in stored["control"]["runs"]["correct"][""] for v in row)
     stored["control"]["runs"]["correct"][""] = [row[:-1] for row in stored["control"]["runs"]["correct"][""]]

@@ -1,4 +1,4 @@
-"""The downstream scoring a study's time plan counts (lmpt.downstream.cost): rows as each reading reads a choice,
+"""The downstream scoring a study's time plan counts (lmpt.downstream.run_tasks): rows as each reading reads a choice,
 each task kind counting its own records, the control doubling the end-of-run scoring, curve points their fast
 subsets."""
 
@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from lmpt.downstream.cost import curve_tokens, scoring_tokens
-from lmpt.downstream.kinds.base import ScoringRun
+from lmpt.config.schema import DownstreamConfig
+from lmpt.downstream.run_tasks import curve_tokens, scoring_tokens
+from lmpt.downstream.task import ScoringRun
 
 
 def downstream(choice: list[str], classification: list[str] = (), score_every: int = 0, control: str = "none"):
-    return SimpleNamespace(
+    return DownstreamConfig(
         choice_tasks=choice,
         classification_tasks=list(classification),
         score_every=score_every,

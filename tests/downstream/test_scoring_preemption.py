@@ -10,14 +10,14 @@ import shlex
 import signal
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from runner import SMALL, TINY_MODEL, lmpt_command, lmpt_env, records, run_lmpt
 
-from lmpt.downstream import after_training
-from lmpt.downstream.preemption import LEDGER, SCORING, ScoringProgress, recorded_before, stoppable_scoring
-from lmpt.downstream.tasks.choice_tasks import tasks_dir
+from lmpt.config.schema import DownstreamConfig
+from lmpt.downstream import run_tasks
+from lmpt.downstream.records import LEDGER, SCORING, ScoringProgress, recorded_before, stoppable_scoring
+from lmpt.downstream.sources import tasks_dir
 from lmpt.report.runs import find_runs
 from lmpt.train.preemption import EXIT_PREEMPTED
 from lmpt.train.run import TrainResult
@@ -130,10 +130,10 @@ def test_a_resumed_scoring_keeps_the_recorded_tasks_and_logs_each_figure_once(tm
     (run / "downstream" / "cloze.json").write_text(json.dumps(kept))
     stale = {"step": 4, "downstream/cloze/accuracy": 0.75}  # logged by a scoring stopped after its last write
     (run / "metrics.jsonl").write_text(json.dumps({"step": 4, "val_loss": 2.0}) + "\n" + json.dumps(stale) + "\n")
-    downstream = SimpleNamespace(choice_tasks=[str(task)], classification_tasks=[], batch_size=8, weights="last")
+    downstream = DownstreamConfig(choice_tasks=[str(task)], classification_tasks=[], batch_size=8, weights="last")
     progress = ScoringProgress(kept=frozenset({"cloze"}))
 
-    figures = after_training.score_downstream(downstream, run, 4, "cpu", progress)  # no model: nothing is scored
+    figures = run_tasks.score_downstream(downstream, run, 4, "cpu", progress)  # no model: nothing is scored
 
     assert figures == {
         "downstream/cloze/accuracy": 0.25,

@@ -12,10 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lmpt.downstream.tasks.choice_tasks import read_choice_task, resolve_task
-from lmpt.downstream.tasks.labelled_task import label_order
-from lmpt.downstream.tasks.options import TaskData
-from lmpt.downstream.tasks.task_files import Example, read_examples
+from lmpt.downstream.sources import Example, TaskData, label_order, read_choice_task, read_examples, resolve_task
 from lmpt.errors import LmptError
 
 DEEP = "[" * 200_000 + "]" * 200_000
@@ -105,7 +102,7 @@ def test_column_numbers_on_a_headed_file_are_refused(tmp_path: Path) -> None:
 
 
 def test_true_false_mixed_with_integers_is_refused() -> None:
-    from lmpt.downstream.tasks.labelled_task import check_labels_agree
+    from lmpt.downstream.sources import check_labels_agree
 
     examples = [Example("a", None, label) for label in ("true", "false", "1", "0")]
     with pytest.raises(LmptError, match="mixes true/false labels with integer labels") as info:

@@ -11,8 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lmpt.downstream.tasks.options import TaskData
-from lmpt.downstream.tasks.task_files import Example, read_examples
+from lmpt.downstream.sources import Example, TaskData, read_examples
 from lmpt.errors import LmptError
 
 SST2 = "sentence\tlabel\nhide new secretions from the parental units \t0\nthe greatest musicians \t1\n"

@@ -15,10 +15,10 @@ from rich.console import Console
 
 import lmpt.inference.progress as progress
 from lmpt.config.schema import ModelConfig
-from lmpt.downstream.finetuning.finetune import finetune
-from lmpt.downstream.kinds.zero_shot import ZeroShotTask, evaluate_zero_shot, read_zero_shot
-from lmpt.downstream.tasks.choice_tasks import MinimalPair
-from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
+from lmpt.downstream.finetune import finetune
+from lmpt.downstream.kinds.pairs import MinimalPairs
+from lmpt.downstream.sources import FinetuneOptions, MinimalPair, TaskData
+from lmpt.downstream.task import Scoring, read_task
 from lmpt.model import build_model
 from lmpt.rundir.trained import Trained
 
@@ -59,13 +59,14 @@ def _ended_full(bar: progress.WorkBar) -> bool:
 
 
 def test_a_bundled_task_is_named_by_what_it_reads() -> None:
-    assert read_zero_shot("bundled:blimp-fast").name == "blimp-fast"
+    assert read_task("bundled:blimp-fast").name == "blimp-fast"
 
 
 @pytest.mark.parametrize(("arch", "objective"), [("decoder", "clm"), ("encoder", "mlm")])
 def test_a_zero_shot_bar_names_its_task_and_ends_full(shakespeare, bars, arch: str, objective: str) -> None:
     terminal, closed = bars
-    evaluate_zero_shot(_trained(shakespeare, arch, objective), ZeroShotTask(pairs=PAIRS, name="blimp-fast"), 2, False)
+    task = MinimalPairs(name="blimp-fast", items=PAIRS, how=Scoring(batch_size=2))
+    task.evaluate(_trained(shakespeare, arch, objective))
     assert "blimp-fast zero-shot" in terminal.export_text()
     (bar,) = closed
     assert _ended_full(bar)  # encoders count the tokens of the masked copies: the total is that sum

@@ -16,13 +16,12 @@ import zstandard
 from omegaconf import OmegaConf
 
 from lmpt.config.schema import ModelConfig
-from lmpt.downstream.curves import fast_twin
-from lmpt.downstream.kinds.minimal_pairs import MinimalPairs
-from lmpt.downstream.kinds.registry import kind_of_task, task_kind
-from lmpt.downstream.kinds.zero_shot import evaluate_zero_shot, read_zero_shot
+from lmpt.downstream.kinds.pairs import MinimalPairs, PairsResult
+from lmpt.downstream.likelihood import pair_figures
+from lmpt.downstream.run_tasks import fast_twin
 from lmpt.downstream.significance import decode_outcomes
-from lmpt.downstream.tasks.choice_tasks import MinimalPair, read_pairs, tasks_dir
-from lmpt.downstream.zero_shot.minimal_pairs import pair_figures, render_pairs
+from lmpt.downstream.sources import MinimalPair, read_pairs, tasks_dir
+from lmpt.downstream.task import Scoring, kind_of, read_task
 from lmpt.model import build_model
 from lmpt.rundir.trained import Trained
 
@@ -68,8 +67,8 @@ def test_the_shipped_zorro_is_23_paradigms_of_2000_pairs_and_a_fast_draw_of_50_e
 
 
 def test_bundled_zorro_is_a_minimal_pair_task_with_a_fast_twin() -> None:
-    assert task_kind("bundled:zorro") == task_kind("bundled:zorro-fast") == "pairs"
-    assert kind_of_task("bundled:zorro") is MinimalPairs  # lmpt/tasks/zorro/ is a folder, but no task's files
+    assert kind_of("bundled:zorro").kind == kind_of("bundled:zorro-fast").kind == "pairs"
+    assert kind_of("bundled:zorro") is MinimalPairs  # lmpt/tasks/zorro/ is a folder, but no task's files
     assert (
         fast_twin("bundled:zorro") == "bundled:zorro-fast" and fast_twin("bundled:zorro-fast") == "bundled:zorro-fast"
     )
@@ -185,10 +184,10 @@ def _trained(shakespeare, arch: str, objective: str) -> Trained:
 
 
 def test_bundled_zorro_scores_per_paradigm_on_a_tiny_model(shakespeare) -> None:
-    task = read_zero_shot("bundled:zorro")
+    task = read_task("bundled:zorro", how=Scoring(batch_size=8, hidden=True))
     assert task.name == "zorro" and len(task.items) == 46_000
     subset = task.with_items(list(task.items)[::2000])  # the first pair of each paradigm
-    result = evaluate_zero_shot(_trained(shakespeare, "decoder", "clm"), subset, 8, True)
+    result = subset.evaluate(_trained(shakespeare, "decoder", "clm"))
     assert result["n"] == 23 and len(result["paradigms"]) == 23 and len(result["fields"]) == 13
     assert 0 <= result["accuracy"] <= 1 and result["ties"] == sum(g["ties"] for g in result["paradigms"].values())
     assert all(g["n"] == 1 and "ties" in g for g in result["paradigms"].values())
@@ -208,8 +207,8 @@ def test_a_tie_counts_wrong_and_is_reported_overall_and_per_group() -> None:
 @pytest.mark.parametrize(("arch", "objective"), [("decoder", "clm"), ("encoder", "mlm")])
 def test_a_pair_of_one_sentence_twice_is_a_tie_and_wrong(shakespeare, arch: str, objective: str) -> None:
     pairs = [MinimalPair("the dog ran .", "the dog ran ."), MinimalPair("i saw the dog .", "i saw the dogs .")]
-    task = read_zero_shot("bundled:zorro-fast").with_items(pairs)
-    result = evaluate_zero_shot(_trained(shakespeare, arch, objective), task, 1, True)  # one row a pass
+    task = read_task("bundled:zorro-fast", how=Scoring(batch_size=1, hidden=True)).with_items(pairs)
+    result = task.evaluate(_trained(shakespeare, arch, objective))  # one row a pass
     assert result["ties"] >= 1 and decode_outcomes(result["accuracy_items"])[0] == 0
 
 
@@ -217,10 +216,10 @@ def test_a_record_from_before_ties_were_counted_still_renders(capsys) -> None:
     pairs = [MinimalPair("a", "b", "f", "p1"), MinimalPair("c", "d", "f", "p2")]
     result = pair_figures(pairs, [-1.0, -1.0], [-2.0, -1.0], [1, 1], [1, 1])
     result |= {"objective": "clm", "arch": "decoder", "method": "log-likelihood", "task": "old"}
-    render_pairs(result)
+    PairsResult(result).render()
     assert "ties (wrong)" in capsys.readouterr().out
     old = {k: v for k, v in result.items() if k != "ties"}
     old["paradigms"] = {k: {f: x for f, x in g.items() if f != "ties"} for k, g in result["paradigms"].items()}
-    render_pairs(old)  # a record written before: no ties to show, nothing refused
+    PairsResult(old).render()  # a record written before: no ties to show, nothing refused
     assert "p2" in capsys.readouterr().out
     assert np.isclose(result["accuracy"], 0.5)

@@ -22,7 +22,7 @@ from lmpt.batch import IGNORE, Batch
 from lmpt.config.reference import reference_rows
 from lmpt.config.schema import ARCHITECTURES
 from lmpt.data.sampler import Windows
-from lmpt.downstream.zero_shot.multiple_choice import Framed, frame, method_of
+from lmpt.downstream.likelihood import Framed, frame, method_of
 from lmpt.errors import LmptError
 from lmpt.hf.export import export_kind
 from lmpt.objectives.base import Objective, ScoringFrame

@@ -125,7 +125,7 @@ def fine_tuned_run(
     scratch: float = 0.55,
     task: str = "order",
 ) -> Path:
-    """A completed run that fine-tuned `task` when training ended, as lmpt.downstream.after_training logs and records
+    """A completed run that fine-tuned `task` when training ended, as lmpt.downstream.run_tasks logs and records
     it: dev accuracy per seed, the majority class, and with `gain` (gain, low, high) its scratch control."""
     mean = sum(per_seed) / len(per_seed)
     figures = {"accuracy_mean": mean, "majority_accuracy": 0.5}

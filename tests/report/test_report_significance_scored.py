@@ -1,4 +1,4 @@
-"""The real path: two small models score a zero-shot task as a run's end does (lmpt.downstream.after_training: the
+"""The real path: two small models score a zero-shot task as a run's end does (lmpt.downstream.run_tasks: the
 record RUN/downstream/TASK.json and the logged figures), and lmpt-compare pairs them item by item."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from omegaconf import OmegaConf
 from report_fakes import SHARED, eval_record, make_run, train_record
 
 from lmpt.config.schema import ModelConfig
-from lmpt.downstream.codec import record_path, write_record
 from lmpt.downstream.figures import metric_key
-from lmpt.downstream.kinds.zero_shot import evaluate_zero_shot, logged_zero_shot, read_zero_shot
+from lmpt.downstream.likelihood import pair_figures
+from lmpt.downstream.records import record_path, write_record
 from lmpt.downstream.significance import decode_outcomes, mcnemar_exact
-from lmpt.downstream.tasks.choice_tasks import MinimalPair, tasks_dir
-from lmpt.downstream.zero_shot.minimal_pairs import pair_figures
+from lmpt.downstream.sources import MinimalPair, tasks_dir
+from lmpt.downstream.task import Scoring, read_task
 from lmpt.model import build_model
 from lmpt.report.compare import main
 from lmpt.rundir.trained import Trained
@@ -33,12 +33,13 @@ def scored_run(path: Path, seed: int, shakespeare, task_file: Path) -> dict:
     cfg = ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2, ffn_dim=64, max_seq_len=64)
     model = build_model(cfg, "decoder", shakespeare.tokenizer.vocab_size, shakespeare.tokenizer.special.pad).eval()
     trained = Trained(model, shakespeare.tokenizer, OmegaConf.create({}), "decoder", "clm", path)
-    result = {"task": "cloze", **evaluate_zero_shot(trained, read_zero_shot(str(task_file)), 16, hidden=True)}
-    figures = {metric_key("cloze", k): v for k, v in logged_zero_shot(result).items()}
+    task = read_task(str(task_file), how=Scoring(batch_size=16, hidden=True), zero_shot=True)
+    result = task.score(trained).with_keys(first={"task": "cloze"})
+    figures = {metric_key("cloze", k): v for k, v in result.logged().items()}
     records = [train_record(4, 6.0, 4000.0), eval_record(4, 5.9), {"step": 4, **figures}]
     make_run(path, [*SHARED, f"trainer.seed={seed}"], records, status={"status": "completed"})
-    write_record(record_path(path, "cloze"), result)
-    return result
+    write_record(record_path(path, "cloze"), result.record)
+    return result.record
 
 
 def test_two_scored_runs_are_paired_item_by_item(shakespeare, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from report_fakes import SHARED, eval_record, make_run, train_record
 
-from lmpt.downstream.codec import task_record
+from lmpt.downstream.records import task_record
 from lmpt.report.runs import UNREADABLE, find_runs
 
 

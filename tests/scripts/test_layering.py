@@ -154,24 +154,22 @@ DOWNSTREAM = {
     "__init__.py": "",
     "downstream/__init__.py": "",
     "downstream/figures.py": "ACCURACY = 'accuracy'\n",
-    "downstream/tasks/__init__.py": "",
-    "downstream/tasks/read.py": "from lmpt.downstream.figures import ACCURACY\n",
+    "downstream/sources.py": "from lmpt.downstream.figures import ACCURACY\n",
     "downstream/kinds/__init__.py": "",
     "downstream/kinds/pairs.py": """
-        from lmpt.downstream.tasks import read
+        from lmpt.downstream import sources
 
         class Pairs:
-            name = "pairs"
+            kind = "pairs"
 
         def mine(kind):
             return kind == "pairs"  # inside kinds/: not counted
     """,
-    "downstream/zero_shot/__init__.py": "",
-    "downstream/zero_shot/score.py": """
-        from lmpt.downstream.tasks.read import ACCURACY
+    "downstream/likelihood.py": """
+        from lmpt.downstream.sources import ACCURACY
 
         def is_pairs(kind):
-            from lmpt.downstream.kinds import pairs  # lazy, up: zero_shot -> kinds
+            from lmpt.downstream.kinds import pairs  # lazy, up: engines -> kinds
             return kind == "pairs"  # a kind's name compared outside kinds/
     """,
     "downstream/stray.py": "",
@@ -185,11 +183,11 @@ def test_the_downstream_package_is_measured_on_its_own_floors(tmp_path: Path) ->
         path.write_text(textwrap.dedent(text))
     figures = layering.analyse(tmp_path / "lmpt")
     sub = figures["subpackage"]
-    assert (sub["package"], sub["files"], sub["arrows"], sub["depth"]) == ("lmpt.downstream", 9, 4, 4)
+    assert (sub["package"], sub["files"], sub["arrows"], sub["depth"]) == ("lmpt.downstream", 7, 4, 4)
     assert sub["floors"][0] == "figures" and sub["unfloored"] == ["lmpt.downstream.stray"]
     assert [(u["src"], u["dst"], u["lazy"]) for u in sub["up_arrows"]] == [
-        ("lmpt.downstream.zero_shot.score", "lmpt.downstream.kinds.pairs", True)
+        ("lmpt.downstream.likelihood", "lmpt.downstream.kinds.pairs", True)
     ]
     assert figures["kind_names"] == ["pairs"]
-    assert figures["kind_compares"] == ["lmpt/downstream/zero_shot/score.py:6"]
-    assert "lmpt.downstream: 9 files" in layering.report(figures)
+    assert figures["kind_compares"] == ["lmpt/downstream/likelihood.py:6"]
+    assert "lmpt.downstream: 7 files" in layering.report(figures)

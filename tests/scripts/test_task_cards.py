@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from runner import lmpt_env
 
-from lmpt.downstream.finetuning.finetune import finetune
-from lmpt.downstream.tasks.options import FinetuneOptions, TaskData
+from lmpt.downstream.finetune import finetune
+from lmpt.downstream.sources import FinetuneOptions, TaskData
 from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]

@@ -123,7 +123,7 @@ def test_downstream_weights_best_scores_the_best_checkpoint_not_the_last(tmp_pat
 
     from omegaconf import OmegaConf
 
-    from lmpt.downstream.after_training import score_downstream
+    from lmpt.downstream.run_tasks import score_downstream
 
     task = tmp_path / "cloze.jsonl"
     words = ["king", "lord", "night", "heart", "death", "love"]

@@ -1,14 +1,15 @@
 """Regression, a fine-tuned kind (STS-B's): each example's label is a number to predict. A folder of SPLIT.jsonl files
-named `regression:FOLDER` in downstream.classification_tasks (or `lmpt-finetune RUN regression=true data.train=...`),
+named `regression:FOLDER` in downstream.tasks (or `lmpt-finetune RUN regression=true data.train=...`),
 or a GLUE task scored by a correlation. Its head has one output trained by mean squared error; its figures are
 Pearson and Spearman correlation (scipy.stats) and the MSE; its floor is a ridge regression on the same TF-IDF
 features as classification's bag of words; the gain over the untrained control is the drop in squared error, paired
 over (seed, item) as classification's gain in accuracy is. A label that does not read as a number is refused naming
-its file and line (lmpt.downstream.tasks.task_files)."""
+its file and line (lmpt.downstream.sources)."""
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -27,15 +28,15 @@ from lmpt.downstream.figures import (
     SPEARMAN,
     mean_of,
 )
-from lmpt.downstream.kinds.fine_tuned import FineTunedKind, FineTunedTask
-from lmpt.downstream.tasks.glue import entry_is_regression
-from lmpt.downstream.tasks.task_files import task_folder
+from lmpt.downstream.glue import entry_is_regression
+from lmpt.downstream.kinds.fine_tuned import FineTunedResult, FineTunedTask, Found
+from lmpt.downstream.sources import task_folder
 
 if TYPE_CHECKING:
     import torch
 
-    from lmpt.downstream.finetuning.targets import Target
-    from lmpt.downstream.tasks.task_files import Example
+    from lmpt.downstream.sources import Example
+    from lmpt.downstream.training import Target
 
 PREFIX = "regression:"
 """downstream.classification_tasks=[regression:FOLDER]: a folder of SPLIT.jsonl whose labels are numbers."""
@@ -57,7 +58,7 @@ def ridge_floor(examples: dict[str, list[Example]], predictions: dict[str, list]
     training mean. `predictions`, when given, receives each scored split's predictions by prefix."""
     from sklearn.linear_model import Ridge
 
-    from lmpt.downstream.finetuning.bag_of_words import lexical_floor, texts_of
+    from lmpt.downstream.floors import lexical_floor, texts_of
 
     train = _numbers(examples["train"])
     predict = lexical_floor(texts_of(examples["train"]), train, Ridge(alpha=1.0), float(train.mean()))
@@ -76,7 +77,7 @@ def _number_target() -> Target:
     """The regression target, built on first use (it subclasses the torch-importing Target)."""
     import torch.nn.functional as F
 
-    from lmpt.downstream.finetuning.targets import Target
+    from lmpt.downstream.training import Target
 
     class Numbers(Target):
         """One output, mean squared error, correlations."""
@@ -120,10 +121,33 @@ def _number_target() -> Target:
     return Numbers()
 
 
-class Regression(FineTunedKind):
-    name: ClassVar[str] = "regression"
-    listing_order: ClassVar[int] = 3
+@dataclass(frozen=True)
+class RegressionResult(FineTunedResult):
+    kind: ClassVar[str] = "regression"
     record_precedence: ClassVar[int] = -1  # its record holds per_seed, as classification's does: asked first
+
+    @classmethod
+    def wrote(cls, raw: dict[str, Any]) -> bool:
+        return PEARSON_MEAN in raw  # what only a regression's fine-tuning reports
+
+    def logged(self) -> dict[str, float]:
+        """REGRESSION_FIGURES and, with a scratch control, the control's dev Pearson, the drop in MSE over it and the
+        ridge floor's Pearson."""
+        result = self.record
+        figures = {k: result[k] for k in REGRESSION_FIGURES if k in result}
+        if result.get("control") == SCRATCH:
+            figures[f"{SCRATCH}_{PEARSON_MEAN}"] = result[SCRATCH][mean_of(PEARSON)]
+            figures[MSE_GAIN] = result[GAIN][MSE]["gain"]
+            figures[f"bow_{PEARSON}"] = result[BAG_OF_WORDS][PEARSON]
+        return figures | self.official_logged()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Regression(FineTunedTask):
+    kind: ClassVar[str] = "regression"
+    listing_order: ClassVar[int] = 3
+    result_type: ClassVar[type[FineTunedResult]] = RegressionResult
+    numbers: ClassVar[bool] = True
 
     @classmethod
     def target(cls) -> Target:
@@ -131,26 +155,11 @@ class Regression(FineTunedKind):
         return _number_target()
 
     @classmethod
-    def holds_record(cls, raw: dict[str, Any]) -> bool:
-        return PEARSON_MEAN in raw  # what only a regression's fine-tuning reports
+    def claims(cls, spec: str) -> bool:
+        return spec.startswith(PREFIX) or entry_is_regression(spec)  # regression:FOLDER, or glue:sts-b@DIR
 
     @classmethod
-    def names_folder(cls, task: str) -> bool:
-        return task.startswith(PREFIX) or entry_is_regression(task)  # regression:FOLDER, or glue:sts-b@DIR
-
-    @classmethod
-    def find_files(cls, task: str, key: str) -> FineTunedTask:
+    def find_files(cls, spec: str, key: str) -> Found:
         """regression:FOLDER, a folder holding train.jsonl and dev.jsonl (test.jsonl optional), named as the
         folder; its labels are numbers."""
-        return FineTunedTask(*task_folder(task.removeprefix(PREFIX), key))
-
-    @classmethod
-    def logged(cls, result: dict) -> dict[str, float]:
-        """REGRESSION_FIGURES and, with a scratch control, the control's dev Pearson, the drop in MSE over it and the
-        ridge floor's Pearson."""
-        figures = {k: result[k] for k in REGRESSION_FIGURES if k in result}
-        if result.get("control") == SCRATCH:
-            figures[f"{SCRATCH}_{PEARSON_MEAN}"] = result[SCRATCH][mean_of(PEARSON)]
-            figures[MSE_GAIN] = result[GAIN][MSE]["gain"]
-            figures[f"bow_{PEARSON}"] = result[BAG_OF_WORDS][PEARSON]
-        return figures | cls.official_logged(result)
+        return Found(*task_folder(spec.removeprefix(PREFIX), key))

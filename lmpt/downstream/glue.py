@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lmpt.downstream.figures import ACCURACY, F1, GLUE_SCORE, MCC, METRICS, PEARSON, SPEARMAN
-from lmpt.downstream.tasks.task_files import MAX_ROW_CHARS, Example, number_label
+from lmpt.downstream.sources import MAX_ROW_CHARS, Example, number_label
 from lmpt.errors import LmptError
 from lmpt.safe_files import write_atomically
 
@@ -226,6 +226,12 @@ def parse_entry(entry: str, key: str) -> tuple[GlueTask, str]:
     if not at or not root.strip() or "," in name:
         raise LmptError(f"{key}={entry} names no GLUE folder: write glue:NAME@DIR (one task, e.g. glue:rte@glue_data)")
     return glue_task(name.strip(), key), root.strip()
+
+
+def entries(names: str, root: str, key: str = "task") -> list[str]:
+    """GLUE as a source of tasks: the entry (glue:NAME@DIR, read as any other task by its kind) of each task
+    `task=glue` (all nine) or `task=glue:rte,mrpc,sts-b` names, in GLUE's order, its files in the folder `root`."""
+    return [f"{ENTRY_PREFIX}{task.hf}@{root}" for task in glue_tasks(names, key)]
 
 
 def entry_is_regression(entry: str) -> bool:
@@ -461,7 +467,7 @@ WNLI = "wnli"
 SPLIT_PREFIXES = ("", "test_")
 """A fine-tuning's figure prefixes of a task's first and second dev file (MNLI's matched and mismatched)."""
 SCORED_SPLITS = ("dev", "test")
-"""A fine-tuning's split names of a task's first and second dev file (lmpt.downstream.tasks.glue.GlueSplits)."""
+"""A fine-tuning's split names of a task's first and second dev file (lmpt.downstream.glue.GlueSplits)."""
 
 
 def as_written(values: Sequence[float], classes: Sequence[str]) -> list:

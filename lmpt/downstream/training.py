@@ -13,30 +13,255 @@ A classification head on a pooled representation of a pre-trained lmpt model, on
 Why these defaults: an mlm encoder never trains its [CLS] position (only nsp does), so the mean of its states is the
 stronger untuned feature (Reimers & Gurevych 2019 report mean pooling ahead of [CLS] for BERT); a causal decoder's
 states summarise the whole text only at its end (GPT's classification recipe); Sentence-T5 (Ni et al. 2021) finds
-T5's encoder mean ahead of its decoder's first step. The head is one linear layer behind dropout in both modes."""
+T5's encoder mean ahead of its decoder's first step. The head is one linear layer behind dropout in both modes.
+
+Examples as model inputs, laid out per architecture, and batches of them (right-padded to the longest row):
+
+- encoder: `[CLS] text [SEP]` (`pair [SEP]`); segment ids 0 through the first [SEP] and 1 after, when the model
+  has segment embeddings (nsp runs);
+- decoder: `</s> text` (`[SEP] pair`) `</s>`: a document start as training saw it (documents are packed behind
+  an eos), causal attention;
+- encoder-decoder: encoder `text` (`[SEP] pair`) `</s>` (span corruption's inputs end with eos), decoder `<s>`.
+
+Texts longer than `seq_len` are cut at the end, the longer of a pair first, so the markers always fit.
+
+A labelled task read and checked (lmpt.downstream.sources) is tokenised for one model by `encode_task`;
+`read_task` does both.
+
+What a fine-tuned task predicts (`Target`): the head's outputs, its loss, its predictions, its figures, the
+per-item outcomes a paired gain resamples, its floor and its trivial baseline. Classification's (`CLASSES`: one logit
+a class, cross-entropy, accuracy) is here, beside the code that fine-tunes; a task kind that predicts something else
+(lmpt.downstream.kinds.regression) brings its own subclass, so fine-tuning never asks which kind it serves."""
 
 from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
+import torch.nn.functional as F
 from omegaconf import OmegaConf
 from torch import nn
 
-from lmpt.batch import Batch
+from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import AdamWConfig, Schedule, SchedulerConfig
-from lmpt.downstream.finetuning.encoding import EncodedSplit, collate
-from lmpt.downstream.finetuning.targets import CLASSES, Target
+from lmpt.downstream.figures import ACCURACY, MAJORITY_ACCURACY, UNLABELLED, classification_scores
+from lmpt.downstream.floors import bag_of_words_floor
+from lmpt.downstream.glue import glue_examples
+from lmpt.downstream.sources import Example, FinetuneOptions, LabelledTask, read_labelled
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.model import LanguageModel
 from lmpt.model.stacks import EncoderDecoder
+from lmpt.objectives.sequences import pad_rows
 from lmpt.rng import derive_seed, generator
+from lmpt.rundir.trained import Trained
+from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.optim import build_optimizer, build_scheduler
 from lmpt.train.precision import Precision
+
+
+class Target:
+    """What a fine-tuned task predicts; subclasses answer each method. A target is stateless: the task's classes
+    (empty for a task predicting numbers) come with every call that needs them."""
+
+    numeric_labels: ClassVar[bool] = False
+    """Whether the labels are read as numbers (each checked where it is read) rather than as class names."""
+    headline: ClassVar[str] = ACCURACY
+    """The figure the recipe search picks by (higher is better) and the table leads with."""
+    gain_figure: ClassVar[str] = ACCURACY
+    """The figure the gain over the untrained control is of (`gain.FIGURE`, lmpt.downstream.significance)."""
+    floor_method: ClassVar[str] = "tf-idf + logistic regression"
+
+    def outputs(self, classes: list[str]) -> int:
+        """The head's width."""
+        return len(classes)
+
+    def labels(self, examples: list[Example], classes: list[str]) -> torch.Tensor:
+        """The training target of each example, as the loss reads it."""
+        index = {label: i for i, label in enumerate(classes)}
+        return torch.tensor([index[e.label] for e in examples])
+
+    def loss(self, outputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The loss of float32 head outputs [B, outputs] against `labels`."""
+        return F.cross_entropy(outputs, labels)
+
+    def predict(self, outputs: torch.Tensor) -> torch.Tensor:
+        """The prediction of each example from its head outputs."""
+        return outputs.argmax(dim=-1)
+
+    def scores(self, gold: torch.Tensor, predicted: torch.Tensor, classes: list[str], prefix: str = "") -> dict:
+        """The figures of `predicted` against `gold`, keyed `prefix + name`."""
+        return classification_scores(gold, predicted, len(classes), prefix)
+
+    def outcomes(self, gold: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+        """Per item, how well it was predicted, higher better (the paired gain resamples their difference)."""
+        return predicted == gold
+
+    def floor(
+        self, examples: dict[str, list[Example]], classes: list[str], predictions: dict[str, list] | None = None
+    ) -> dict:
+        """The bag-of-words floor's figures on dev (and test), keyed as the fine-tuning's; `predictions`, when
+        given, receives its predictions by split prefix ("" dev, "test_" test)."""
+        return bag_of_words_floor(examples, classes, predictions)
+
+    def baseline(self, examples: dict[str, list[Example]], dev_labels: torch.Tensor, classes: list[str]) -> dict:
+        """The trivial baseline's figures on dev: answering the training split's most common class."""
+        majority = Counter(e.label for e in examples["train"]).most_common(1)[0][0]
+        return {MAJORITY_ACCURACY: float((dev_labels == classes.index(majority)).float().mean())}
+
+    def as_written(self, prediction: float, classes: list[str]) -> str:
+        """A prediction as the task's files write a label."""
+        return classes[int(prediction)]
+
+
+CLASSES = Target()
+"""Classification's target: one logit a class, cross-entropy, accuracy."""
+
+
+@dataclass
+class EncodedSplit:
+    """A split tokenised: one id row (and segment row, when used) per example, and the label of each (a class id,
+    or a number to predict)."""
+
+    rows: list[torch.Tensor]
+    segments: list[torch.Tensor] | None
+    labels: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def subset(self, indices: list[int]) -> EncodedSplit:
+        """The examples at `indices`, in that order (the same row tensors, not copies)."""
+        segments = None if self.segments is None else [self.segments[i] for i in indices]
+        return EncodedSplit([self.rows[i] for i in indices], segments, self.labels[indices])
+
+
+def fit_pair(text: list[int], pair: list[int] | None, room: int) -> tuple[list[int], list[int] | None]:
+    """Cut the longer of the two (the text alone, without a pair) one token at a time until both fit `room`."""
+    text, pair = list(text), None if pair is None else list(pair)
+    while len(text) + (len(pair) if pair is not None else 0) > room:
+        if pair is not None and len(pair) > len(text):
+            pair.pop()
+        else:
+            text.pop()
+    return text, pair
+
+
+def encode_split(
+    examples: list[Example],
+    labels: dict[str, int] | torch.Tensor,
+    tokenizer: Tokenizer,
+    arch: str,
+    seq_len: int,
+    segments: bool,
+) -> EncodedSplit:
+    """The examples laid out for `arch` (see the module's table), at most `seq_len` tokens each, with their labels:
+    a class id each by `labels` (label as written -> id), or `labels` itself (one a row, as the task's target reads
+    them: a regression's numbers)."""
+    if isinstance(labels, dict):
+        labels = torch.tensor([labels[e.label] for e in examples])
+    sp = tokenizer.special
+    texts = tokenizer.encode_batch([e.text for e in examples])
+    pairs = tokenizer.encode_batch([e.pair or "" for e in examples]) if examples[0].pair is not None else None
+    markers = {"encoder": 2, "decoder": 2, "encoder-decoder": 1}[arch] + (pairs is not None)
+    rows, segment_rows = [], []
+    for i, ids in enumerate(texts):
+        text, pair = fit_pair(ids, pairs[i] if pairs is not None else None, seq_len - markers)
+        tail = [] if pair is None else [sp.sep, *pair]
+        if arch == "encoder":
+            first = [sp.cls, *text, sp.sep]
+            second = [] if pair is None else [*pair, sp.sep]
+            row = first + second
+            segment_rows.append(torch.tensor([0] * len(first) + [1] * len(second)))
+        elif arch == "decoder":
+            row = [sp.eos, *text, *tail, sp.eos]
+        else:
+            row = [*text, *tail, sp.eos]
+        rows.append(torch.tensor(row))
+    return EncodedSplit(rows, segment_rows if segments and arch == "encoder" else None, labels)
+
+
+def collate(split: EncodedSplit, indices: list[int], arch: str, special) -> Batch:
+    """The examples at `indices` as one Batch, right-padded with pad to the longest row."""
+    rows = [split.rows[i] for i in indices]
+    length = max(r.numel() for r in rows)
+    ids = pad_rows(rows, length, special.pad)
+    segment_ids = None if split.segments is None else pad_rows([split.segments[i] for i in indices], length, 0)
+    decoder_ids = torch.full((len(rows), 1), special.bos) if arch == "encoder-decoder" else None
+    attention = "causal" if arch == "decoder" else "bidirectional"
+    no_labels = torch.full((len(rows), 1), IGNORE)  # the classifier reads hidden states, never the LM head
+    return Batch(ids, no_labels, attention, decoder_input_ids=decoder_ids, segment_ids=segment_ids)
+
+
+@dataclass
+class EncodedTask:
+    """A task read, checked and tokenised: its classes (label as written, in class-id order; none for numbers to
+    predict), splits and target."""
+
+    name: str
+    classes: list[str]
+    train: EncodedSplit
+    dev: EncodedSplit
+    test: EncodedSplit | None
+    examples: dict[str, list[Example]]
+    """The examples as read, by split ("train", "dev", "test"): what the bag-of-words floor reads."""
+    target: Target = CLASSES
+    """What the task predicts: the head, loss, figures and floor (lmpt.downstream.training)."""
+    unlabelled: EncodedSplit | None = None
+    """Examples only predicted, never scored (a benchmark's test split whose labels are withheld)."""
+
+
+def encode_task(
+    trained: Trained,
+    labelled: LabelledTask,
+    seq_len: int,
+    target: Target = CLASSES,
+    unlabelled: list[Example] | None = None,
+) -> EncodedTask:
+    """`labelled` tokenised for the model, at most `seq_len` tokens an example, its labels as `target` reads them;
+    `unlabelled`: examples to predict only (their labels are never read)."""
+    segments = trained.model.body.embed.segments is not None
+
+    def encode(examples: list[Example], labels: torch.Tensor) -> EncodedSplit:
+        return encode_split(examples, labels, trained.tokenizer, trained.arch, seq_len, segments)
+
+    def labelled_split(split: str) -> EncodedSplit:
+        examples = labelled.examples[split]
+        return encode(examples, target.labels(examples, labelled.classes))
+
+    test = labelled_split("test") if "test" in labelled.examples else None
+    unlabelled_split = encode(unlabelled, torch.zeros(len(unlabelled))) if unlabelled else None
+    return EncodedTask(
+        labelled.name,
+        labelled.classes,
+        labelled_split("train"),
+        labelled_split("dev"),
+        test,
+        labelled.examples,
+        target,
+        unlabelled_split,
+    )
+
+
+def labelled_task(o: FinetuneOptions, numbers: bool = False) -> LabelledTask:
+    """The task `o` names, read from where its examples come from: a GLUE folder (`o.data.dir`, as GLUE ships it:
+    downstream.classification_tasks=[glue:NAME@DIR]) or its files (`read_labelled`, labels checked against the
+    training labels; `numbers`: labels are numbers to predict)."""
+    if o.data.dir is not None:
+        task, examples = glue_examples(o.data.dir, o.task or "", "data.dir")
+        return LabelledTask(task.name, list(task.labels), examples)
+    return read_labelled(o, numbers)
+
+
+def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> EncodedTask:
+    """Every split read (`labelled_task`) and tokenised for the model (`encode_task`)."""
+    return encode_task(trained, labelled_task(o), seq_len)
+
 
 MAX_GRAD_NORM = 1.0
 
@@ -198,10 +423,6 @@ class SeedRuns:
     predictions: dict[str, torch.Tensor] | None = None
     """Per predicted split (scored ones by prefix, and UNLABELLED), each seed's prediction of each item [seeds,
     items]: what a benchmark's files and a recomputed figure read. None when read back from a shared control."""
-
-
-UNLABELLED = "unlabelled"
-"""run_seeds' key of a split predicted but never scored (its labels withheld)."""
 
 
 def run_seeds(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from lmpt.downstream.figures import classification_scores
-from lmpt.downstream.tasks.task_files import Example
+from lmpt.downstream.sources import Example
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
