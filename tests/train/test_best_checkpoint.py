@@ -15,6 +15,7 @@ from runner import val_losses
 from safetensors.torch import load_file
 
 from lmpt.config.command_options import run_command
+from lmpt.config.schema import DownstreamConfig
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.finetune_cli import finetune_command
 from lmpt.hf.export import export
@@ -121,8 +122,6 @@ def test_a_run_that_never_evaluated_has_no_best(tmp_path: Path, capsys, monkeypa
 def test_downstream_weights_best_scores_the_best_checkpoint_not_the_last(tmp_path: Path, capsys, monkeypatch) -> None:
     import shutil
 
-    from omegaconf import OmegaConf
-
     from lmpt.downstream.run_tasks import score_downstream
 
     task = tmp_path / "cloze.jsonl"
@@ -159,15 +158,7 @@ def test_downstream_weights_best_scores_the_best_checkpoint_not_the_last(tmp_pat
     shutil.copy(copy / "checkpoints" / "step_00000002" / "model.safetensors", copy / "best" / "model.safetensors")
     (copy / "best" / "best.json").write_text(json.dumps({"step": 2, "val_loss": 9.0}) + "\n")
     for weights, target in (("best", copy / "best"), ("last", copy)):
-        downstream = OmegaConf.create(
-            {
-                "choice_tasks": [str(task)],
-                "classification_tasks": [],
-                "weights": weights,
-                "batch_size": 8,
-                "control": "scratch",
-            }
-        )
+        downstream = DownstreamConfig(choice_tasks=[str(task)], weights=weights, batch_size=8, control="scratch")
         score_downstream(downstream, copy, 16)
         again = json.loads((copy / "downstream" / "cloze.json").read_text())
         assert again["weights"] == weights
