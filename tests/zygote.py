@@ -24,6 +24,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+REAL_RUN = subprocess.run
+"""subprocess.run itself, whatever the tests' session makes of the name (tests/conftest.py: `forked_commands`)."""
 IMPORT_TIME = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONPATH", "PYTHONHASHSEED", "CUDA_VISIBLE_DEVICES")
 """Variables read while torch and lmpt import: a command that sets them otherwise than the server gets a subprocess."""
 WARM = ("torch", "lmpt.cli", "lmpt.app", "lmpt.objectives.registry", "lmpt.train.run", "lmpt.downstream.run_tasks")
@@ -49,6 +51,7 @@ def _child(request: dict[str, Any]) -> None:
         sys.argv = ["-m" if request["module"] else request["path"], *request["args"]]
         sys.path[0] = request["cwd"] if request["module"] else str(Path(request["path"]).resolve().parent)
         if request["module"]:
+            sys.modules.pop(request["module"], None)  # as in a fresh interpreter: only __main__ holds its code
             runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
         else:
             runpy.run_path(request["path"], run_name="__main__")
@@ -127,7 +130,7 @@ class Zygote:
     ) -> subprocess.CompletedProcess:
         """`command` run as `subprocess.run(..., capture_output=True, text=True)` would, forked when it can be."""
         if not self.takes(command, env):
-            return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+            return REAL_RUN(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
         if self.process is None or self.process.poll() is not None:
             self._start()
         module = command[2] if command[1] == "-m" else None
@@ -158,6 +161,22 @@ class Zygote:
             return subprocess.CompletedProcess(
                 command, returncode, out.read_text(errors="replace"), err.read_text(errors="replace")
             )
+
+    def subprocess_run(self, *popenargs: Any, **kwargs: Any) -> subprocess.CompletedProcess:
+        """In place of `subprocess.run`: a command that captures its output as text (and sets nothing else but its
+        directory, environment, timeout and check) is run by `run`; any other call is subprocess.run's."""
+        command = popenargs[0] if popenargs else kwargs.get("args")
+        plain = set(kwargs) <= {"args", "cwd", "env", "capture_output", "text", "timeout", "check"}
+        if len(popenargs) > 1 or not plain or not (kwargs.get("capture_output") and kwargs.get("text")):
+            return REAL_RUN(*popenargs, **kwargs)
+        if not isinstance(command, list | tuple):
+            return REAL_RUN(*popenargs, **kwargs)
+        command = [os.fspath(c) for c in command]
+        env = dict(os.environ) if kwargs.get("env") is None else dict(kwargs["env"])
+        done = self.run(command, kwargs.get("cwd") or os.getcwd(), env, kwargs.get("timeout"))
+        if kwargs.get("check") and done.returncode:
+            raise subprocess.CalledProcessError(done.returncode, command, done.stdout, done.stderr)
+        return done
 
 
 if __name__ == "__main__":

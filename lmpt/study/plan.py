@@ -130,14 +130,16 @@ def at_budget(overrides: list[str], budget: str) -> list[str]:
     return [*(o for o in overrides if override_key(o) != "trainer.budget"), f"trainer.budget={budget}"]
 
 
-NO_SCORING = (
-    "downstream.tasks=[]",
-    "downstream.choice_tasks=[]",
-    "downstream.classification_tasks=[]",
-    "downstream.score_every=0",
-)
+NO_SCORING = ("downstream.choice_tasks=[]", "downstream.classification_tasks=[]", "downstream.score_every=0")
 """What a search trial adds to its run keys: no downstream scoring, at the end or during training (the search ranks
 by the objective's own validation loss)."""
+
+
+def no_scoring(overrides: list[str]) -> tuple[str, ...]:
+    """NO_SCORING for a study run with the run keys `overrides`, and `downstream.tasks=[]` when they name
+    downstream.tasks: a trial of a study begun before that key keeps the run keys it was launched with."""
+    named = any(override_key(o) == "downstream.tasks" for o in overrides)
+    return (*NO_SCORING, "downstream.tasks=[]") if named else NO_SCORING
 
 
 def search_overrides(overrides: list[str], objective: str, search_budget: str) -> list[str]:
@@ -502,7 +504,7 @@ def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
         ]:
             overrides = [*at_budget(plan.run_overrides, budget), f"objective={objective}"]
             if kind == "search":
-                overrides += NO_SCORING  # as a trial launches
+                overrides += no_scoring(plan.run_overrides)  # as a trial launches
             cfg = compose(config_name="config", overrides=overrides)
             dtype = torch.bfloat16 if cfg.trainer.amp else torch.float32  # amp: bf16 (lmpt.train.precision)
             spec = resolve(cfg, {override_key(o) for o in overrides})

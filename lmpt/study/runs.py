@@ -46,7 +46,7 @@ from lmpt.downstream.records import task_record
 from lmpt.errors import LmptError
 from lmpt.report.ranking import BITS_PER_TOKEN, is_bound
 from lmpt.report.runs import RunSummary, read_run, read_status
-from lmpt.study.plan import NO_SCORING, StudyPlan, at_budget, search_overrides
+from lmpt.study.plan import StudyPlan, at_budget, no_scoring, search_overrides
 from lmpt.study.pool import Launch, LocalPool, SlurmPool, StudyStopped, refuse_another_run
 
 FINISHED = ("completed", "failed")
@@ -155,7 +155,7 @@ def trial_command(plan: StudyPlan, objective: str, index: int) -> list[str]:
         "lmpt",
         *search_overrides(plan.run_overrides, objective, plan.search_budget),
         f"trainer.seed={plan.seeds[0]}",
-        *NO_SCORING,
+        *no_scoring(plan.run_overrides),
         *[f"{key}={value}" for key, value in plan.recipes[index].items()],
         f"hydra.run.dir={trial_dir(plan, objective, index)}",
     ]
