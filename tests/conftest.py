@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,26 +31,6 @@ def lmpt_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ.pop("LMPT_CACHE_DIR", None)
     else:
         os.environ["LMPT_CACHE_DIR"] = previous
-
-
-@pytest.fixture(scope="session", autouse=True)
-def forked_commands(lmpt_cache_dir: Path) -> Iterator[None]:
-    """Every `python -m lmpt ...` (or `python SCRIPT.py ...`) a test runs through subprocess.run, capturing its output,
-    is forked from a server that has imported torch and lmpt once (tests/zygote.py): the real command in a real
-    process, a second or two sooner. LMPT_TEST_FORK=0 runs each as a plain subprocess instead."""
-    if os.environ.get("LMPT_TEST_FORK", "1") == "0":
-        yield
-        return
-    from runner import lmpt_env
-    from zygote import REAL_RUN, Zygote
-
-    zygote = Zygote(lmpt_env())
-    subprocess.run = zygote.subprocess_run  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        subprocess.run = REAL_RUN
-        zygote.close()
 
 
 def _prepare(corpus: str, repo_root: Path) -> PreparedData:
