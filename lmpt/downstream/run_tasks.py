@@ -46,8 +46,6 @@ from lmpt.downstream.task import RunShape, Scoring, ScoringRun, Task, kind_of, r
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective, Reading
 from lmpt.objectives.schema import ObjectiveConfig
-from lmpt.quality.decontamination import TaskItems
-from lmpt.quality.stage import QualityStage
 from lmpt.rundir.best import BEST_DIR, BEST_RECORD
 from lmpt.rundir.directory import METRICS_FILE
 from lmpt.rundir.trained import Trained
@@ -56,6 +54,8 @@ from lmpt.train.metrics import MetricsLog
 
 if TYPE_CHECKING:
     from lmpt.model.language_model import LanguageModel
+    from lmpt.quality.decontamination import TaskItems
+    from lmpt.quality.stage import QualityStage
 
 OLD_KEYS_NOTE = (
     "downstream.choice_tasks and downstream.classification_tasks are now one list, downstream.tasks=[...] (each "
@@ -312,6 +312,8 @@ def quality_stage_for(quality: QualityConfig, downstream: DownstreamConfig) -> Q
     check_quality(settings)
     if not settings.active:
         return None
+    from lmpt.quality.stage import QualityStage  # datatrove: only for a run that filters its text
+
     tasks = []
     if settings.decontaminate:
         entries = [(e.key, e.spec) for e in task_entries(downstream)]
