@@ -131,6 +131,18 @@ def test_web_filters_name_each_reason_and_decontaminate_against_the_tasks(tmp_pa
     assert ("gopher_quality", "gopher_enough_stop_words") in reasons  # the bullet list has no stop words
 
 
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder whose corpus was prepared with quality=dedup once: every refusal below runs against its cache (each
+    checks the cache is left as it was, so one that touched it would fail itself, not the next)."""
+    folder = tmp_path_factory.mktemp("prepared")
+    write_corpus(folder / "corpus.txt", n=60)
+    (folder / "bad.jsonl").write_text("{not json\n")
+    first = _prepare(folder, "quality=dedup")
+    assert first.returncode == 0, first.stderr
+    return folder
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
@@ -141,16 +153,12 @@ def test_web_filters_name_each_reason_and_decontaminate_against_the_tasks(tmp_pa
         ("quality.decontaminate_tasks=[bad.jsonl]", "quality.decontaminate_tasks[0]: "),
     ],
 )
-def test_bad_input_is_one_line_exit_2_and_leaves_the_cache_alone(tmp_path: Path, override: str, message: str) -> None:
-    write_corpus(tmp_path / "corpus.txt", n=60)
-    (tmp_path / "bad.jsonl").write_text("{not json\n")
-    first = _prepare(tmp_path, "quality=dedup")
-    assert first.returncode == 0, first.stderr
-    before = _tree(tmp_path / "cache")
-    result = _prepare(tmp_path, "quality=dedup", "quality.decontaminate=true", override)
+def test_bad_input_is_one_line_exit_2_and_leaves_the_cache_alone(prepared: Path, override: str, message: str) -> None:
+    before = _tree(prepared / "cache")
+    result = _prepare(prepared, "quality=dedup", "quality.decontaminate=true", override)
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
-    assert _tree(tmp_path / "cache") == before
+    assert _tree(prepared / "cache") == before
 
 
 @pytest.mark.soak  # ~16 s: a kill and resume of datatrove's stages

@@ -157,18 +157,20 @@ def test_dry_run_prints_the_plan_and_trains_nothing(tmp_path: Path) -> None:
 
 
 def test_a_launch_that_crashes_on_an_import_leaves_no_run_directory(tmp_path: Path) -> None:
-    # a module the run imports is missing (as regex was on a bare install): the crash is no bad input, a traceback,
-    # yet the run directory Hydra made for the launch is taken back
-    missing = tmp_path / "site" / "regex"
+    # a module the run imports once composed is missing (as regex was on a bare install): the crash is no bad input,
+    # a traceback, yet the run directory Hydra made for the launch is taken back
+    missing = tmp_path / "site" / "safetensors"
     missing.mkdir(parents=True)
-    (missing / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'regex'\", name='regex')\n")
+    (missing / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'safetensors'\", name='safetensors')\n"
+    )
     env = {**lmpt_env(), "PYTHONPATH": f"{tmp_path / 'site'}:{lmpt_env().get('PYTHONPATH', '')}"}
     launch = tmp_path / "launch"
     launch.mkdir()
     result = subprocess.run(
         lmpt_command(*SMALL, "trainer.max_steps=1"), cwd=launch, env=env, capture_output=True, text=True, timeout=300
     )
-    assert result.returncode == 1 and "No module named 'regex'" in result.stderr
+    assert result.returncode == 1 and "No module named 'safetensors'" in result.stderr
     assert nothing_written(launch)
 
 
