@@ -76,10 +76,12 @@ def _module_docstrings(modules: tuple[str, ...]) -> dict[str, dict[str, str]]:
     return found
 
 
-def field_doc(cls: type, name: str) -> str:
-    """A field's description, inherited from the nearest base class that documents it."""
+def field_doc(cls: type, name: str, docs: dict[str, dict[str, str]] | None = None) -> str:
+    """A field's description, inherited from the nearest base class that documents it (`docs`: `_docstrings()`,
+    read once by a caller that asks for many fields)."""
+    docs = _docstrings() if docs is None else docs
     for klass in cls.__mro__:
-        doc = _docstrings().get(klass.__name__, {}).get(name)
+        doc = docs.get(klass.__name__, {}).get(name)
         if doc:
             return doc
     return ""
@@ -94,7 +96,7 @@ def _default(field: dataclasses.Field) -> str:
 
 def reference_rows() -> list[tuple[str, str, str, str]]:
     """(section, key, default, description) for every field of every group."""
-    rows, titles = [], _titles()
+    rows, titles, docs = [], _titles(), _docstrings()
     for group, classes in group_schemas().items():
         for cls in classes:
             if cls in titles:
@@ -104,7 +106,7 @@ def reference_rows() -> list[tuple[str, str, str, str]]:
                 section = group if len(options) == 1 else f"{group}={cls().name}"
             prefix = "" if cls in titles else f"{group}."
             for field in dataclasses.fields(cls):
-                rows.append((section, f"{prefix}{field.name}", _default(field), field_doc(cls, field.name)))
+                rows.append((section, f"{prefix}{field.name}", _default(field), field_doc(cls, field.name, docs)))
     return rows
 
 
@@ -119,9 +121,9 @@ def reference_markdown() -> str:
 
 
 def reference_text() -> str:
-    lines, section = [], None
-    width = max(len(key) for _, key, _, _ in reference_rows())
-    for sec, key, default, doc in reference_rows():
+    lines, section, rows = [], None, reference_rows()
+    width = max(len(key) for _, key, _, _ in rows)
+    for sec, key, default, doc in rows:
         if sec != section:
             section = sec
             lines += ["", f"{sec}:"]

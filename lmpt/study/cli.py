@@ -58,13 +58,13 @@ def study(cfg: DictConfig) -> int:
 
     stop_on_signals()
     try:  # LmptError here: bad input, exit 2
-        plan = plan_study(cfg, list(HydraConfig.get().overrides.task))
-        slots = plan_slots(cfg.study)
+        slots = plan_slots(cfg.study)  # the slots first: a bad one is refused before the plan sizes any run
         jobs = None
         if cfg.study.launcher == "slurm":
             from lmpt.study.pool import job_parameters
 
             jobs = job_parameters(cfg.study.slurm, str(cfg.study.slot_device) == "gpu")
+        plan = plan_study(cfg, list(HydraConfig.get().overrides.task))
     except StudyStopped as exc:
         print(f"lmpt-study: stopped by {exc.signal.name} while planning; nothing was written", file=sys.stderr)
         return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
