@@ -70,7 +70,8 @@ if [ "$DRY" = 1 ]; then
   ENC_SHORT=(--seq-len 32); ENC_LONG=(--seq-len 64)
   NANO=(--device=cpu --dtype=float32 --compile=False --batch_size=2 --block_size=32 --n_layer=2 --n_head=2
         --n_embd=64 --max_iters=8)
-  RESUME=(trainer.device=cpu "${TINY[@]}" trainer.max_steps=40 trainer.ckpt_every=4 trainer.keep_last=20)
+  RESUME=(trainer.device=cpu "${TINY[@]}" model.d_model=32 model.n_layers=1 model.n_heads=2 model.ffn_dim=64
+          trainer.max_steps=40 trainer.ckpt_every=4 trainer.keep_last=20)  # three runs: the smallest model
   KILL_AT=6
   TIMEOUT_RUN=120; TIMEOUT_BENCH=180; TIMEOUT_RESUME=240
   echo "CPU dry run: tiny sizes, figures meaningless" > "$OUT_DIR/device.txt"

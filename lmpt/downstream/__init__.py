@@ -1,3 +1,4 @@
-"""Downstream yardsticks that rank pre-trained runs across objectives, by floor: figure names and statistics, reading
-tasks (`tasks/`), zero-shot scoring (`zero_shot/`), fine-tuning (`finetuning/`), the task kinds and their registry
-(`kinds/`), then the records' codec, scoring after training and the commands (`lmpt-eval`, `lmpt-finetune`)."""
+"""Downstream yardsticks that rank pre-trained runs across objectives, by floor: figure names and statistics; where
+examples come from (`sources`, `glue`); the engines that score (`likelihood`, `training`, `finetune`, `floors`,
+`control`); what every task and result answers and the one registry (`task`); one module per kind (`kinds/`); then
+the records, a run's tasks and the commands (`lmpt-eval`, `lmpt-finetune`, GLUE's suite). docs/layout.md draws it."""
