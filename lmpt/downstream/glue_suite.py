@@ -35,13 +35,16 @@ from lmpt.downstream.glue import (
 from lmpt.downstream.kinds.fine_tuned import FineTunedTask
 from lmpt.downstream.records import hand_record_path, write_record
 from lmpt.downstream.sources import SPLITS, Example, FinetuneOptions, LabelledTask
-from lmpt.downstream.task import kind_of
+from lmpt.downstream.task import RECORD_VERSION, kind_of
 from lmpt.rundir.trained import load_trained, locate_weights
 from lmpt.safe_files import write_atomically
 from lmpt.train.placement import take_threads
 
 GLUE = "glue"
 PRETRAINED = "pretrained"
+SUITE_KIND = "glue-suite"
+"""The `kind` of the suite's record: no task kind's (the registry reads it as none of its kinds); the records of its
+tasks inside it name theirs."""
 MODELS = (PRETRAINED, SCRATCH, BAG_OF_WORDS)
 """The models of the table: the run's, its untrained control, the bag-of-words floor."""
 
@@ -116,9 +119,8 @@ class GlueSuite:
         results, kept = {}, {}
         for job in self.jobs:
             keep: list[dict] = []
-            results[job.glue.hf] = finetune(
-                trained, job.task.options, job.task.target(), job.labelled, job.unlabelled or None, keep
-            )
+            figures = finetune(trained, job.task.options, job.task.target(), job.labelled, job.unlabelled or None, keep)
+            results[job.glue.hf] = job.task.result_type.of(figures).record  # each task's record, of its kind
             kept[job.glue.hf] = keep[0]
         folder = path.with_suffix("")
         models: dict[str, dict] = {m: {} for m in MODELS}
@@ -130,6 +132,8 @@ class GlueSuite:
                 models[model][job.glue.hf] = figures
             _write_test_files(folder / "test", job, kept[job.glue.hf])
         record = {
+            "kind": SUITE_KIND,
+            "record_version": RECORD_VERSION,
             "task": GLUE,
             "tasks": [job.glue.name for job in self.jobs],
             "wnli_in_score": o.wnli_in_score,

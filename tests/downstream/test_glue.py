@@ -145,6 +145,12 @@ def test_glue_on_a_tiny_run_writes_its_record_predictions_and_server_files(run, 
     record = json.loads(capsys.readouterr().out)
     assert record["tasks"] == ["MRPC", "STS-B", "MNLI"] and record["max_train_examples"] == 30
     assert all(r["train_examples"] == 30 for r in record["results"].values())
+    assert (record["kind"], record["record_version"]) == ("glue-suite", 1)  # the suite's record names its kind
+    assert {hf: r["kind"] for hf, r in record["results"].items()} == {  # and each task's record its own
+        "mnli": "classification",
+        "mrpc": "classification",
+        "stsb": "regression",
+    }
     assert set(record["models"]) == {"pretrained", "scratch", "bag_of_words"}
     assert set(record["models"]["pretrained"]["mnli"]["figures"]) == {"matched_accuracy", "mismatched_accuracy"}
     assert set(record["models"]["bag_of_words"]["stsb"]["figures"]) == {"pearson", "spearman"}
