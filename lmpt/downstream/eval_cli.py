@@ -35,7 +35,9 @@ def evaluate(argv: list[str]) -> None:
         len(given) == 1, f"{PROG} needs data=TEXT, task=FILE.jsonl or held_out=true, one of them, not {given or 'none'}"
     )
     require(o.control == "none" or o.task is not None, f"control={o.control} needs task=: text has no control")
-    how = Scoring(o.batch_size, o.control, o.json, o.within_word, o.choice_pll)
+    how = Scoring(
+        batch_size=o.batch_size, control=o.control, hidden=o.json, within_word=o.within_word, choice_pll=o.choice_pll
+    )
     task = read_task(o.task, how=how, zero_shot=True) if o.task is not None else None
     take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.placement)
     trained = load_trained(run, o.device)

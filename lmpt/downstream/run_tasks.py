@@ -147,11 +147,11 @@ def check_downstream_fits(
         return
     run = RunShape(max_seq_len, max_seq_len, tokenizer, type(objective), objective.arch)
     for entry in entries:
+        task = entry.read(Scoring())  # a problem reading it names its key already
         try:
-            entry.read(Scoring()).check(run)
+            task.check(run)
         except LmptError as exc:
-            message = str(exc)
-            raise LmptError(message if message.startswith(entry.key) else f"{entry.key}: {message}") from None
+            raise LmptError(f"{entry.key}: {exc}") from None
 
 
 def score_downstream(
@@ -161,14 +161,15 @@ def score_downstream(
     at `step`, in place of those an earlier scoring of `step` logged, and print them. `progress`: the tasks a scoring
     stopped at `step` recorded (kept, not scored again) and those recorded so far (lmpt.downstream.records).
     Returns the logged figures (empty when no task is named)."""
-    tasks = run_tasks(downstream, Scoring.of(downstream, device))
+    how = Scoring.of(downstream, device)
+    tasks = run_tasks(downstream, how)
     if not tasks:
         return {}
     from lmpt.rundir.trained import load_trained
 
     progress = progress or ScoringProgress()
     weights = run_dir / BEST_DIR if downstream.weights == "best" else run_dir  # one rule for every task
-    trained = functools.cache(lambda: load_trained(weights, device if device == "cuda" else "cpu"))  # none if all kept
+    trained = functools.cache(lambda: load_trained(weights, how.device))  # none if every task's record is kept
     if downstream.weights == "best":
         console.print(f"scoring the best weights: {_best_text(run_dir)}")
     figures: dict[str, float] = {}

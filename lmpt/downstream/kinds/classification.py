@@ -11,15 +11,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from lmpt.downstream.figures import (
     ACCURACY,
-    ACCURACY_GAIN,
     ACCURACY_MEAN,
-    BAG_OF_WORDS,
-    BOW_ACCURACY,
     CLASSIFICATION_FIGURES,
-    GAIN,
-    SCRATCH,
-    SCRATCH_ACCURACY_MEAN,
-    mean_of,
+    CONTROL_FIGURES,
 )
 from lmpt.downstream.glue import entry_is_regression, is_entry
 from lmpt.downstream.kinds.fine_tuned import FineTunedResult, FineTunedTask, Found
@@ -32,21 +26,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ClassificationResult(FineTunedResult):
     kind: ClassVar[str] = "classification"
+    logged_figures: ClassVar[tuple[str, ...]] = CLASSIFICATION_FIGURES
+    control_figures: ClassVar[tuple[str, str, str]] = CONTROL_FIGURES
+    headline: ClassVar[str] = ACCURACY
+    gain_figure: ClassVar[str] = ACCURACY
 
     @classmethod
     def wrote(cls, raw: dict[str, Any]) -> bool:
         return "per_seed" in raw or ACCURACY_MEAN in raw  # what only a fine-tuning reports
-
-    def logged(self) -> dict[str, float]:
-        """CLASSIFICATION_FIGURES and, with a scratch control, the control's dev accuracy, the gain over it and the
-        bag-of-words floor."""
-        result = self.record
-        figures = {k: result[k] for k in CLASSIFICATION_FIGURES if k in result}
-        if result.get("control") == SCRATCH:
-            figures[SCRATCH_ACCURACY_MEAN] = result[SCRATCH][mean_of(ACCURACY)]
-            figures[ACCURACY_GAIN] = result[GAIN][ACCURACY]["gain"]
-            figures[BOW_ACCURACY] = result[BAG_OF_WORDS][ACCURACY]
-        return figures | self.official_logged()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -160,10 +160,30 @@ def _record_texts(path: Path) -> Iterator[str]:
 
 @dataclass(frozen=True)
 class FineTunedResult(Result):
-    """A fine-tuning's result: figures per seed and their means, the recipe, and with a control its sections."""
+    """A fine-tuning's result: figures per seed and their means, the recipe, and with a control its sections. A kind
+    names the figures it logs, its headline figure and the figure its gain over the control is of."""
+
+    logged_figures: ClassVar[tuple[str, ...]] = ()
+    control_figures: ClassVar[tuple[str, str, str]] = ("", "", "")
+    """The names, in metrics.jsonl, of the control's headline, the gain over it and the floor's headline."""
+    headline: ClassVar[str] = ""
+    gain_figure: ClassVar[str] = ""
 
     def run_record(self, name: str, weights: str) -> dict[str, Any]:
         return {**self.record, "weights": weights}
+
+    def logged(self) -> dict[str, float]:
+        """What a fine-tuning logs to metrics.jsonl after training: the kind's `logged_figures` and, with a scratch
+        control, its `control_figures` (the control's dev headline, the gain over it in `gain_figure`, the floor's
+        headline), then GLUE's figures."""
+        result = self.record
+        figures = {k: result[k] for k in self.logged_figures if k in result}
+        if result.get("control") == SCRATCH:
+            scratch, gain, floor = self.control_figures
+            figures[scratch] = result[SCRATCH][mean_of(self.headline)]
+            figures[gain] = result[GAIN][self.gain_figure]["gain"]
+            figures[floor] = result[BAG_OF_WORDS][self.headline]
+        return figures | self.official_logged()
 
     def official_logged(self) -> dict[str, float]:
         """A GLUE task's official figures (means over seeds: f1_mean, mcc_mean, matched_accuracy_mean ...), its

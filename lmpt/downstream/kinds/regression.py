@@ -15,18 +15,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from lmpt.downstream.figures import (
-    BAG_OF_WORDS,
-    GAIN,
     MEAN_BASELINE_MSE,
     METRICS,
     MSE,
-    MSE_GAIN,
     PEARSON,
     PEARSON_MEAN,
+    REGRESSION_CONTROL_FIGURES,
     REGRESSION_FIGURES,
-    SCRATCH,
     SPEARMAN,
-    mean_of,
 )
 from lmpt.downstream.glue import entry_is_regression
 from lmpt.downstream.kinds.fine_tuned import FineTunedResult, FineTunedTask, Found
@@ -124,22 +120,15 @@ def _number_target() -> Target:
 @dataclass(frozen=True)
 class RegressionResult(FineTunedResult):
     kind: ClassVar[str] = "regression"
+    logged_figures: ClassVar[tuple[str, ...]] = REGRESSION_FIGURES
+    control_figures: ClassVar[tuple[str, str, str]] = REGRESSION_CONTROL_FIGURES
+    headline: ClassVar[str] = PEARSON
+    gain_figure: ClassVar[str] = MSE  # the gain is the drop in squared error
     record_precedence: ClassVar[int] = -1  # its record holds per_seed, as classification's does: asked first
 
     @classmethod
     def wrote(cls, raw: dict[str, Any]) -> bool:
         return PEARSON_MEAN in raw  # what only a regression's fine-tuning reports
-
-    def logged(self) -> dict[str, float]:
-        """REGRESSION_FIGURES and, with a scratch control, the control's dev Pearson, the drop in MSE over it and the
-        ridge floor's Pearson."""
-        result = self.record
-        figures = {k: result[k] for k in REGRESSION_FIGURES if k in result}
-        if result.get("control") == SCRATCH:
-            figures[f"{SCRATCH}_{PEARSON_MEAN}"] = result[SCRATCH][mean_of(PEARSON)]
-            figures[MSE_GAIN] = result[GAIN][MSE]["gain"]
-            figures[f"bow_{PEARSON}"] = result[BAG_OF_WORDS][PEARSON]
-        return figures | self.official_logged()
 
 
 @dataclass(frozen=True, kw_only=True)
