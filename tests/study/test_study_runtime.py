@@ -22,8 +22,10 @@ from lmpt.downstream.significance import encode_outcomes
 from lmpt.errors import LmptError
 from lmpt.study.plan import (
     DEFAULT_SPACES,
+    NO_SCORING,
     StudyPlan,
     draw_recipes,
+    no_scoring,
     read_range,
     read_space,
     record_recipes,
@@ -304,3 +306,12 @@ def test_a_folder_whose_recipes_are_of_another_search_is_refused(tmp_path: Path)
     refuse_another_study(_plan(tmp_path, [{"optimizer.lr": "0.5"}, {"optimizer.lr": "1"}]))  # its own: resumed
     with pytest.raises(LmptError, match=r"holds another study \(search_recipes differ from this command's\)"):
         refuse_another_study(_plan(tmp_path, [{"optimizer.lr": "0.5"}, {"optimizer.lr": "2"}]))
+
+
+def test_a_trial_turns_downstream_tasks_off_only_where_the_study_names_them() -> None:
+    """A search trial scores nothing; `downstream.tasks=[]` joins its run keys only for a study whose run keys name
+    downstream.tasks, so a trial of a study begun before that key is launched with the run keys it had."""
+    assert no_scoring(["data=wikitext", "downstream.choice_tasks=[bundled:blimp-fast]"]) == NO_SCORING
+    assert "downstream.tasks=[]" not in NO_SCORING
+    named = no_scoring(["data=wikitext", "downstream.tasks=[bundled:blimp-fast]"])
+    assert named == (*NO_SCORING, "downstream.tasks=[]")
