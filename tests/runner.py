@@ -32,11 +32,15 @@ TINY_RUN = [
 """A run of the tiny model with no sample and one evaluation batch: the downstream and study tests' base."""
 
 
-def lmpt_env() -> dict[str, str]:
+def lmpt_env(**extra: str) -> dict[str, str]:
+    """The environment of an lmpt command in the tests (the one way to make it): this checkout first on the path,
+    Hydra's own error report off, one thread per process, and `extra` on top."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.pop("HYDRA_FULL_ERROR", None)
     env.setdefault("OMP_NUM_THREADS", "1")  # tiny models: threads only fight over 2 shared cores
+    env.setdefault("MKL_NUM_THREADS", "1")
+    env.update(extra)
     return env
 
 

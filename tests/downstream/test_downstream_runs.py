@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-from runner import TINY_RUN
+from runner import TINY_RUN, lmpt_env
 
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.likelihood import choice_scores, pair_scores
@@ -28,14 +27,6 @@ TINY = [
     "trainer.max_steps=4",
 ]
 OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)  # LMPT_CACHE_DIR from tests/conftest.py: one tokenizer for the whole session
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env["OMP_NUM_THREADS"] = "1"
-    env.pop("HYDRA_FULL_ERROR", None)
-    return env
 
 
 def _head(source: Path, target: Path, lines: int) -> Path:
@@ -71,7 +62,7 @@ def sweep(tasks: Path) -> tuple[Path, str]:
         "downstream.seeds=2",
         "downstream.epochs=1",
     ]
-    done = subprocess.run(command, cwd=tasks.parent, env=_env(), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, cwd=tasks.parent, env=lmpt_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return sweep_dir, done.stdout
 
@@ -108,7 +99,7 @@ def test_a_bad_downstream_task_is_refused_before_training(tasks: Path) -> None:
     bad.write_text(json.dumps({"context": "a", "choices": ["b"], "label": 0}) + "\n")
     run_dir = tasks.parent / "refused"
     command = [sys.executable, "-m", "lmpt", *TINY, f"downstream.choice_tasks=[{bad}]", f"hydra.run.dir={run_dir}"]
-    done = subprocess.run(command, cwd=tasks.parent, env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=tasks.parent, env=lmpt_env(), capture_output=True, text=True, timeout=300)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert lines[0].startswith("lmpt: error: downstream.choice_tasks[0]:") and "choices has 1 entry" in lines[0]
@@ -138,7 +129,7 @@ def _lm_eval_scores(hf: Path, yaml_dir: Path, out: Path, model_args: str = "") -
         str(out),
         "--log_samples",
     ]
-    env = {**_env(), **OFFLINE, "HF_HOME": str(out.parent / "hf-home")}
+    env = {**lmpt_env(), **OFFLINE, "HF_HOME": str(out.parent / "hf-home")}
     done = subprocess.run(command, cwd=out.parent, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     scores: dict[str, dict] = {}

@@ -4,7 +4,6 @@ the record, full vs probe, bit-for-bit seeds, and one-line refusals of bad input
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from finetune_commands import refused
+from runner import lmpt_env
 
 from lmpt.downstream.finetune import finetune
 from lmpt.downstream.finetune_cli import finetune_command
@@ -37,8 +37,7 @@ FAST = ["seeds=2", "max_steps=3", "batch_size=8", "seq_len=32", *FIXED]
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A tiny pre-trained run per architecture (clm decoder, mlm encoder, span encoder-decoder)."""
-    env = dict(os.environ)  # LMPT_CACHE_DIR from tests/conftest.py: one tokenizer for the whole session
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env = lmpt_env()  # LMPT_CACHE_DIR from tests/conftest.py: one tokenizer for the whole session
     root = tmp_path_factory.mktemp("pretrained")
     # the tokenizer first (cached for the others), then two runs side by side on the two cores
     done = {}
@@ -181,7 +180,7 @@ def test_unseen_dev_label_empty_dev_missing_file_and_bad_keys(runs, task, tmp_pa
 
 
 def test_the_console_script_refuses_in_one_line_and_writes_nothing(runs, task, tmp_path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = lmpt_env()
     (tmp_path / "one.tsv").write_text("text\tlabel\na b c\tyes\nd e f\tyes\n")
     argv = [str(runs["encoder"]), f"data.train={tmp_path / 'one.tsv'}", f"data.dev={task['dev']}", "task=cli"]
     done = subprocess.run(

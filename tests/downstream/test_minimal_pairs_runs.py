@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from runner import TINY_RUN
+from runner import TINY_RUN, lmpt_env
 
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.sources import tasks_dir
@@ -30,8 +29,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     lines = (tasks_dir() / "blimp-fast.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     pairs = root / "pairs.jsonl"
     pairs.write_text("".join(lines[:6] + lines[30:36]), encoding="utf-8")
-    env = dict(os.environ, OMP_NUM_THREADS="1")  # LMPT_CACHE_DIR from tests/conftest.py
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env = lmpt_env()  # LMPT_CACHE_DIR from tests/conftest.py
     task, run_dir = f"downstream.choice_tasks=[{pairs}]", f"hydra.run.dir={root / 'run'}"
     command = [sys.executable, "-m", "lmpt", *TINY, task, run_dir]
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)

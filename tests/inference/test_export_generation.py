@@ -7,14 +7,13 @@ tests/downstream/test_downstream_runs.py."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-from runner import TINY_RUN
+from runner import TINY_RUN, lmpt_env
 
 from lmpt.hf.export import export
 from lmpt.inference.generate import generate
@@ -37,7 +36,7 @@ NEW = 24
 def exports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """(a tiny clm run, its plain export, its export with add_bos_token=false)."""
     root = tmp_path_factory.mktemp("generation")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = lmpt_env()
     command = [sys.executable, "-m", "lmpt", *TINY, f"hydra.run.dir={root / 'run'}"]
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from runner import lmpt_env
 
 from lmpt.config.command_options import run_command
 from lmpt.downstream.eval_cli import evaluate
@@ -37,17 +37,10 @@ TEXT = (
 )
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)  # LMPT_CACHE_DIR from tests/conftest.py: one tokenizer for the whole session
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.pop("HYDRA_FULL_ERROR", None)
-    return env
-
-
 def _train(tmp_path_factory: pytest.TempPathFactory, *overrides: str) -> Path:
     run = tmp_path_factory.mktemp("run") / "run"
     cmd = [sys.executable, "-m", "lmpt", *TINY, *overrides, f"hydra.run.dir={run}"]
-    done = subprocess.run(cmd, cwd=run.parent, env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cmd, cwd=run.parent, env=lmpt_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return run
 
@@ -196,7 +189,7 @@ def test_export_decoder_loads_in_transformers_with_the_same_loss(decoder_run: Pa
     out = tmp_path / "hf"
     done = subprocess.run(
         [sys.executable, "-m", "lmpt.hf.export", str(decoder_run), str(out)],
-        env=_env(),
+        env=lmpt_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -265,7 +258,11 @@ def test_export_where_it_cannot_write_names_out_dir(decoder_run: Path, tmp_path:
 
 def test_console_script_refusal_and_help(encoder_run: Path) -> None:
     run = lambda *a: subprocess.run(
-        [sys.executable, "-m", "lmpt.inference.generate", *a], env=_env(), capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "lmpt.inference.generate", *a],
+        env=lmpt_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     refused = run(str(encoder_run), "prompt=hi")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "lmpt-fill" in refused.stderr

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-from runner import TINY_MODEL
+from runner import TINY_MODEL, lmpt_env
 
 from lmpt.config.schema import ModelConfig
 from lmpt.errors import LmptError
@@ -33,17 +32,9 @@ TINY = [
 ]
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.pop("HYDRA_FULL_ERROR", None)
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return env
-
-
 def _command(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", module, *args], cwd=cwd, env=lmpt_env(), capture_output=True, text=True, timeout=300
     )
 
 

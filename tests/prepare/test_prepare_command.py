@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from runner import lmpt_env
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _prepare(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    env.update(PYTHONPATH=str(REPO), LMPT_CACHE_DIR=str(cwd / "cache"), OMP_NUM_THREADS="1")
+    env = lmpt_env(LMPT_CACHE_DIR=str(cwd / "cache"))
     command = [sys.executable, "-m", "lmpt.prepare", "tokenizer.vocab_size=1024", *args]
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 

@@ -5,7 +5,6 @@ same first losses."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -15,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from runner import SMALL, run_lmpt, train_losses
+from runner import SMALL, lmpt_env, run_lmpt, train_losses
 
 from lmpt.prepare.cli import parse_part
 
@@ -24,8 +23,7 @@ DATA = ["data=text", "data.paths=[corpus.txt]", "data.tokenize_workers=1"]
 
 
 def _env(cwd: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    env.update(PYTHONPATH=str(REPO), LMPT_CACHE_DIR=str(cwd / "cache"), OMP_NUM_THREADS="1")
+    env = lmpt_env(LMPT_CACHE_DIR=str(cwd / "cache"))
     return env
 
 

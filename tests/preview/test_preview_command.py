@@ -4,12 +4,12 @@ and it writes nothing in the working directory."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from runner import lmpt_env
 
 from lmpt.data.cache import PreparedData
 
@@ -20,9 +20,7 @@ OBJECTIVES = ["clm", "mlm", "nsp", "span", "prefix", "ul2-mixture", "mdlm"]
 
 
 def run_preview(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ)  # LMPT_CACHE_DIR comes from conftest's session fixture
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.pop("HYDRA_FULL_ERROR", None)
+    env = lmpt_env()  # LMPT_CACHE_DIR comes from conftest's session fixture
     command = [sys.executable, "-m", "lmpt.preview.cli", *SMALL, *args]
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 

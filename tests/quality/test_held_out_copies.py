@@ -4,13 +4,13 @@ the counts, and held-out documents that copy a kept training document leave vali
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from runner import lmpt_env
 
 from lmpt.config.quality_schema import QualityConfig
 from lmpt.errors import LmptError
@@ -68,8 +68,7 @@ def test_a_held_out_text_of_nothing_but_copies_is_refused_in_one_line(tmp_path: 
     docs = _documents(3, seed=5)
     text = "\n\n".join("\n".join(docs[i % 3]) for i in range(120))  # every 20th held out: all copies
     (tmp_path / "corpus.txt").write_text(text + "\n")
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    env.update(PYTHONPATH=str(REPO), LMPT_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    env = lmpt_env(LMPT_CACHE_DIR=str(tmp_path / "cache"))
     command = [
         sys.executable,
         "-m",

@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+from runner import lmpt_env
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _prepare(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    env.update(PYTHONPATH=str(REPO), LMPT_CACHE_DIR=str(cwd / "cache"), OMP_NUM_THREADS="1")
+    env = lmpt_env(LMPT_CACHE_DIR=str(cwd / "cache"))
     command = [
         sys.executable,
         "-m",
@@ -165,8 +165,7 @@ def test_bad_input_is_one_line_exit_2_and_leaves_the_cache_alone(prepared: Path,
 def test_a_killed_prepare_resumes_without_redoing_finished_tasks(tmp_path: Path) -> None:
     write_corpus(tmp_path / "corpus.txt", n=1500)
     args = ["quality=dedup", "quality.shard_docs=40", "quality.workers=1"]
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    env.update(PYTHONPATH=str(REPO), LMPT_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    env = lmpt_env(LMPT_CACHE_DIR=str(tmp_path / "cache"))
     command = [
         sys.executable,
         "-m",

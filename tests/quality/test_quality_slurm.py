@@ -6,13 +6,13 @@ it once between them; every way removes exactly what a local run removes and kee
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from runner import lmpt_env
 from slurm_cluster import SlurmCluster
 from test_quality_prepare import write_corpus
 
@@ -32,8 +32,7 @@ PREPARE = [
 
 
 def _env(cwd: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    env.update(PYTHONPATH=str(REPO), LMPT_CACHE_DIR=str(cwd / "cache"), OMP_NUM_THREADS="1")
+    env = lmpt_env(LMPT_CACHE_DIR=str(cwd / "cache"))
     return env
 
 

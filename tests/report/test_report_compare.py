@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import csv
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from report_fakes import SHARED, eval_record, make_run, make_sweep, train_record
+from runner import lmpt_env
 
 from lmpt.report.compare import main
 
@@ -18,8 +18,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def compare_command(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    env.pop("HYDRA_FULL_ERROR", None)
+    env = lmpt_env()
     return subprocess.run(
         [sys.executable, "-m", "lmpt.report.compare", *args], cwd=cwd, env=env, capture_output=True, text=True
     )
@@ -105,7 +104,7 @@ def test_real_sweep_then_compare(tmp_path: Path) -> None:
         "optimizer.lr=1e-3,3e-3",
         f"hydra.sweep.dir={sweep_dir}",
     ]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = lmpt_env()
     sweep = subprocess.run(
         [sys.executable, "-m", "lmpt", "-m", *overrides], cwd=tmp_path, env=env, capture_output=True, text=True
     )

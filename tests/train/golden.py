@@ -41,10 +41,7 @@ _pending: dict[tuple, tuple[Path, subprocess.Popen]] = {}
 
 def env(**extra: str) -> dict[str, str]:
     """lmpt's environment, one thread per process: the 2 shared cores are not oversubscribed (a 20x slowdown)."""
-    e = lmpt_env()
-    e.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    e.update(extra)
-    return e
+    return lmpt_env(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", **extra)
 
 
 def run(run_dir: Path, args: list[str], timeout: float = 300, **fault_env: str) -> subprocess.CompletedProcess:
