@@ -371,9 +371,12 @@ class StudyRuns:
         return {name: found[name] for name in self.plan.objectives if name in found}
 
     def write(self) -> None:
-        """The study's record as it stands: the searches and finals, in the plan's order."""
+        """The study's record as it stands: the searches and finals, in the plan's order. A launch that collected
+        neither (one stopped or refused before its first search was done) leaves the record on disk as it was."""
         searches = {name: self.searches[name] for name in self.plan.objectives if name in self.searches}
-        self.record(searches, self.finals())
+        finals = self.finals()
+        if searches or finals:
+            self.record(searches, finals)
 
     def _push(self, order: tuple[int, ...], launch: Launch) -> None:
         heapq.heappush(self._queue, (order, len(self._queue), launch))

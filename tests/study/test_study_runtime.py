@@ -33,7 +33,7 @@ from lmpt.study.plan import (
 )
 from lmpt.study.pool import lock_holder
 from lmpt.study.record import gain_verdicts, refuse_another_study, study_gains
-from lmpt.study.runs import FinalRun, read_final
+from lmpt.study.runs import FinalRun, StudyRuns, read_final
 
 
 def test_recipes_are_the_draws_of_optunas_random_sampler_as_the_sweeper_asked_it() -> None:
@@ -315,3 +315,26 @@ def test_a_trial_turns_downstream_tasks_off_only_where_the_study_names_them() ->
     assert "downstream.tasks=[]" not in NO_SCORING
     named = no_scoring(["data=wikitext", "downstream.tasks=[bundled:blimp-fast]"])
     assert named == (*NO_SCORING, "downstream.tasks=[]")
+
+
+class _RefusingPool:
+    """A pool with a free slot that refuses every run it is asked to start."""
+
+    running: list = []
+    free = True
+    side_by_side = False
+
+    def start(self, launch) -> str:
+        raise LmptError(f"{launch.name}: no slot would take it")
+
+
+def test_a_launch_refused_before_it_collected_anything_leaves_the_record_as_it_was(tmp_path: Path) -> None:
+    """A study resumed and refused at its first trial (a run that will not start) reports the refusal and keeps its
+    study.md: the record on disk holds more than that launch collected."""
+    (tmp_path / "study.md").write_text("# the study as it stood\n")
+    written: list[tuple] = []
+    runs = StudyRuns(_plan(tmp_path, [{"optimizer.lr": "0.001"}] * 2), _RefusingPool(), lambda *r: written.append(r))
+    with pytest.raises(LmptError, match="no slot would take it"):
+        runs.run()
+    runs.write()  # as lmpt-study does after a failure
+    assert written == [] and (tmp_path / "study.md").read_text() == "# the study as it stood\n"
