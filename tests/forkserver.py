@@ -1,9 +1,9 @@
-"""A warm Python for the tests' lmpt commands: each command still runs in a process of its own, with its own argv,
+"""A warm Python for the tests' lmpt commands. Each command still runs in a process of its own, with its own argv,
 working directory, environment, standard streams, exit status and signals (it blocks and ignores what a child of
-the test would inherit), but that process is forked from a
-server that has already imported torch (and torch._dynamo, which every run's first optimizer step imports), Hydra
-and lmpt, instead of spending about 3 s of one core importing them again. Most of the suite's commands last 1 to 4
-seconds, so this halves what the suite costs.
+the test would inherit). But that process is forked from a server that has already imported torch (and
+torch._dynamo, which every run imports), Hydra and lmpt, instead of spending about 3 s of one core importing them
+again. Most of the suite's commands last 1 to 4 seconds: on 2 cores the suite takes 634 s this way, 869 s with
+every command fresh.
 
 The test side is `ForkedPopen`, a `subprocess.Popen` that conftest.py installs as `subprocess.Popen` for the session
 (so `subprocess.run` and every test's own helper use it): a command of the form `python -m lmpt...` or `python
