@@ -31,6 +31,7 @@ import inspect
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -109,6 +110,7 @@ class _Server:
         if self.process.stdin:
             self.process.stdin.close()
         self.process.wait(timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _REAL_POPEN = subprocess.Popen
