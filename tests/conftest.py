@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,13 +43,8 @@ def warm_python(lmpt_cache_dir: Path) -> Iterator[None]:
         return
     from runner import lmpt_env
 
-    forkserver.start_servers(lmpt_env())
-    subprocess.Popen = forkserver.ForkedPopen  # type: ignore[misc]
-    try:
+    with forkserver.installed(lmpt_env()):
         yield
-    finally:
-        subprocess.Popen = forkserver._REAL_POPEN  # type: ignore[misc]
-        forkserver.stop_servers()
 
 
 def _prepare(corpus: str, repo_root: Path) -> PreparedData:

@@ -21,13 +21,15 @@ never share a string-hash order. `LMPT_TEST_FORK=0` turns forking off: every com
 The server: `python tests/forkserver.py SOCKET` imports, listens on the Unix socket, and for each connection reads
 one request (JSON, with the child's stdin, stdout and stderr passed as file descriptors), forks, answers the pid
 once the child is set up (or the OSError that stopped it, which Popen raises), and when the child ends, its wait
-status. The child leaves the server's loop and runs the command at the top
-level of this script, so it ends as an interpreter does: atexit handlers, thread joins, `SystemExit`'s code.
+status. The child leaves the server's loop and runs the command at the top level of this script, so it ends as an
+interpreter does: atexit handlers, thread joins, `SystemExit`'s code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import itertools
 import json
 import os
 import selectors
@@ -37,6 +39,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,11 +63,13 @@ PRELOAD = [
 ]
 """What the server imports once: every command of lmpt and what a run imports on its way."""
 
-RUNTIME_ENV = ("LMPT_", "HYDRA_", "SLURM_", "FAKE_", "TORCHELASTIC_", "HF_", "TRANSFORMERS_", "DATATROVE_")
+RUNTIME_ENV = ("LMPT_", "HYDRA_", "SLURM_", "FAKE_", "TORCHELASTIC_", "HF_", "TRANSFORMERS_", "DATATROVE_", "KMP_")
 RUNTIME_NAMES = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PATH"}
 RUNTIME_NAMES |= {"CUBLAS_WORKSPACE_CONFIG", "PYTEST_CURRENT_TEST", "PYTHONUNBUFFERED"}
 """Environment variables lmpt reads while it runs, not as it imports: a command's own values of these still fork.
-(HF_*, TRANSFORMERS_*, DATATROVE_*: read as their libraries import, which the server does not: `NOT_PRELOADED`.)"""
+(HF_*, TRANSFORMERS_*, DATATROVE_*: read as their libraries import, which the server does not: `NOT_PRELOADED`.
+KMP_*: read by Intel's OpenMP as it loads, which the server does not load; scikit-learn sets two as it imports, so a
+test worker that imported it would otherwise fork nothing after.)"""
 
 NOT_PRELOADED = ("huggingface_hub", "datasets", "transformers", "datatrove")
 """Libraries that read their environment as they import: the server refuses to start if its imports bring one in."""
@@ -115,13 +120,32 @@ class _Server:
 
 _REAL_POPEN = subprocess.Popen
 _servers: list[_Server] = []
-_turn = [0]
+_turns = itertools.count()
 
 
-def start_servers(env: dict[str, str], count: int = 2) -> None:
-    """Start the servers (they import in the background; the first command waits for its server to be ready).
-    With none started, `ForkedPopen` is `subprocess.Popen`."""
-    _servers.extend(_Server(env) for _ in range(count))
+@contextlib.contextmanager
+def servers(env: dict[str, str], count: int = 2) -> Iterator[None]:
+    """Two servers of `env` for `ForkedPopen` while the block runs, beside any already running (they import in the
+    background; the first command waits for its server). With none, `ForkedPopen` is `subprocess.Popen`."""
+    started = [_Server(env) for _ in range(count)]
+    _servers.extend(started)
+    try:
+        yield
+    finally:
+        for server in started:
+            _servers.remove(server)
+            server.close()
+
+
+@contextlib.contextmanager
+def installed(env: dict[str, str]) -> Iterator[None]:
+    """`ForkedPopen` as `subprocess.Popen` while the block runs (so `subprocess.run` and every helper use it)."""
+    with servers(env):
+        subprocess.Popen = ForkedPopen  # type: ignore[misc]
+        try:
+            yield
+        finally:
+            subprocess.Popen = _REAL_POPEN  # type: ignore[misc]
 
 
 def fresh_run(command: list[str], timeout: float = 300, **options) -> subprocess.CompletedProcess:
@@ -135,17 +159,11 @@ def fresh_run(command: list[str], timeout: float = 300, **options) -> subprocess
     return subprocess.CompletedProcess(command, process.returncode, out, err)
 
 
-def stop_servers() -> None:
-    while _servers:
-        _servers.pop().close()
-
-
 def _server_for(env: dict[str, str]) -> _Server | None:
     usable = [s for s in _servers if s.serves(env)]
     if not usable:
         return None
-    _turn[0] += 1
-    return usable[_turn[0] % len(usable)]
+    return usable[next(_turns) % len(usable)]
 
 
 def _target(args: object, executable: object, shell: bool) -> list[str] | None:
@@ -248,13 +266,15 @@ def _signals() -> dict[str, list[int]]:
 
 
 def _read_line(conn: socket.socket) -> str:
-    """One newline-ended line from `conn` (the server writes each answer whole, in one send)."""
+    """One newline-ended line from `conn`, read a byte at a time: the pid and, for a child that ends at once, its
+    status may wait there together. Each line comes in one send of a few bytes: a non-blocking read that finds
+    nothing finds it before the first byte."""
     data = b""
     while not data.endswith(b"\n"):
-        chunk = conn.recv(64)
-        if not chunk:
+        byte = conn.recv(1)
+        if not byte:
             raise ConnectionError("the fork server closed the connection")
-        data += chunk
+        data += byte
     return data.decode().strip()
 
 
@@ -382,6 +402,7 @@ if __name__ == "__main__":
     for name in PRELOAD:
         importlib.import_module(name)
     early = [name for name in NOT_PRELOADED if name in sys.modules]
+    early += [line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines() if "libiomp" in line]
     if early:
         sys.exit(f"the fork server imported {early}, which read their environment as they import: see RUNTIME_ENV")
     _run(_serve(sys.argv[1]))

@@ -21,13 +21,10 @@ RUN = [*TINY_RUN, "trainer.max_steps=6", "trainer.log_every=1", "trainer.eval_ev
 
 @pytest.fixture(scope="module", autouse=True)
 def servers() -> Iterator[None]:
-    """The session's servers, or (LMPT_TEST_FORK=0) this module's own."""
-    own = not forkserver._servers
-    if own:
-        forkserver.start_servers(lmpt_env())
-    yield
-    if own:
-        forkserver.stop_servers()
+    """This module's own servers, of the environment its commands have (an earlier test in the worker may have left
+    one in os.environ that the session's servers do not serve)."""
+    with forkserver.servers(lmpt_env()):
+        yield
 
 
 def forked_run(command: list[str], **options) -> subprocess.CompletedProcess:
@@ -94,12 +91,18 @@ def test_a_forked_process_answers_signals_timeouts_and_sessions_as_a_child_does(
 def test_a_command_with_its_own_start_up_settings_starts_fresh(tmp_path: Path) -> None:
     endless = lmpt_command(*TINY_RUN, "trainer.max_steps=1000000", "trainer.log_every=1")
     parents = {}
-    for name, env in (("runtime", lmpt_env(LMPT_THREADS="1")), ("start-up", lmpt_env(OMP_NUM_THREADS="2"))):
+    cases = {
+        "runtime": lmpt_env(LMPT_THREADS="1"),
+        "scikit-learn": lmpt_env(KMP_DUPLICATE_LIB_OK="True", KMP_INIT_AT_FORK="FALSE"),  # set as it imports
+        "start-up": lmpt_env(OMP_NUM_THREADS="2"),
+    }
+    for name, env in cases.items():
         process = forkserver.ForkedPopen(endless, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL)
         parents[name] = parent_of(process.pid)
         process.kill()
         process.wait(timeout=60)
     assert parents["runtime"] != os.getpid()  # forked: lmpt reads LMPT_THREADS as it runs
+    assert parents["scikit-learn"] != os.getpid()  # forked: no Intel OpenMP is loaded to read KMP_*
     assert parents["start-up"] == os.getpid()  # OpenMP reads OMP_NUM_THREADS as torch loads: a fresh interpreter
     with pytest.raises(FileNotFoundError):  # as Popen raises it
         forkserver.ForkedPopen(lmpt_command("--help"), cwd=tmp_path / "missing", env=lmpt_env())
