@@ -81,7 +81,7 @@ def test_training_from_parquet_and_save_to_disk_through_data_hf(corpus: dict[str
     for fmt in ("parquet", "hf"):
         run_dir = tmp_path / f"run-{fmt}"
         args = [*SMALL, *steps, "data=hf", f"data.name={corpus[fmt]}", f"hydra.run.dir={run_dir}"]
-        env = {**lmpt_env(), **OFFLINE, "LMPT_CACHE_DIR": str(tmp_path / "cache")}
+        env = lmpt_env(**OFFLINE, LMPT_CACHE_DIR=str(tmp_path / "cache"))
         result = subprocess.run(lmpt_command(*args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
         losses[fmt] = train_losses(run_dir)
@@ -173,7 +173,7 @@ prepare_corpora(data, TokenizerConfig(vocab_size=500, num_sentinels=4), Path.cwd
 
 def test_a_killed_preparation_resumes_and_ends_with_the_same_cache(corpus, ordinary, tmp_path, capsys) -> None:
     root = tmp_path / "cache"
-    env = {**lmpt_env(), **OFFLINE}
+    env = lmpt_env(**OFFLINE)
     args = [sys.executable, "-c", KILL_AFTER_FIRST_SHARD, str(corpus["parquet"]), str(root)]
     killed = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
@@ -241,7 +241,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(case: str, corpus, tmp_
     overrides, fragment = BAD[case]
     (tmp_path / "speeches.parquet").symlink_to(corpus["parquet"])
     cache = tmp_path / "cache"
-    env = {**lmpt_env(), **OFFLINE, "LMPT_CACHE_DIR": str(cache)}
+    env = lmpt_env(**OFFLINE, LMPT_CACHE_DIR=str(cache))
     args = lmpt_command(*SMALL, *overrides, f"hydra.run.dir={tmp_path / 'run'}")
     result = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     lines = result.stderr.strip().splitlines()

@@ -21,7 +21,6 @@ from lmpt.hf.export import export
 from lmpt.inference.progress import WorkBar
 from lmpt.rundir.trained import load_trained
 
-REPO = Path(__file__).resolve().parents[2]
 TINY = [
     *TINY_RUN,
     "trainer.max_steps=4",
@@ -129,7 +128,7 @@ def _lm_eval_scores(hf: Path, yaml_dir: Path, out: Path, model_args: str = "") -
         str(out),
         "--log_samples",
     ]
-    env = {**lmpt_env(), **OFFLINE, "HF_HOME": str(out.parent / "hf-home")}
+    env = lmpt_env(**OFFLINE, HF_HOME=str(out.parent / "hf-home"))
     done = subprocess.run(command, cwd=out.parent, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     scores: dict[str, dict] = {}

@@ -14,7 +14,6 @@ from runner import TINY_RUN, lmpt_env
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.sources import tasks_dir
 
-REPO = Path(__file__).resolve().parents[2]
 TINY = [
     "objective=mlm",
     *TINY_RUN,

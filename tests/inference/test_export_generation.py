@@ -22,7 +22,6 @@ from lmpt.rundir.trained import load_trained
 
 transformers = pytest.importorskip("transformers")
 
-REPO = Path(__file__).resolve().parents[2]
 TINY = [
     "objective=clm",
     *TINY_RUN,

@@ -16,7 +16,6 @@ from lmpt.model.generate import sample
 from lmpt.rundir.trained import load_trained
 
 transformers = pytest.importorskip("transformers")
-REPO = Path(__file__).resolve().parents[2]
 TINY = [
     "tokenizer.vocab_size=1024",
     "data.seq_len=64",

@@ -21,7 +21,6 @@ from lmpt.inference.fill import fill
 from lmpt.inference.generate import generate
 from lmpt.rundir.trained import load_trained
 
-REPO = Path(__file__).resolve().parents[2]
 TINY = [
     "tokenizer.vocab_size=1024",
     "data.seq_len=64",

@@ -17,7 +17,6 @@ from lmpt.model.generate import unmask
 from lmpt.rng import generator
 from lmpt.tokenizer.special import SpecialTokens
 
-REPO = Path(__file__).resolve().parents[2]
 TINY = [
     "objective=mdlm",
     "tokenizer.vocab_size=1024",

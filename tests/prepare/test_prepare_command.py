@@ -8,8 +8,6 @@ from pathlib import Path
 
 from runner import lmpt_env
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def _prepare(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = lmpt_env(LMPT_CACHE_DIR=str(cwd / "cache"))

@@ -18,7 +18,6 @@ from runner import SMALL, lmpt_env, run_lmpt, train_losses
 
 from lmpt.prepare.cli import parse_part
 
-REPO = Path(__file__).resolve().parents[2]
 DATA = ["data=text", "data.paths=[corpus.txt]", "data.tokenize_workers=1"]
 
 

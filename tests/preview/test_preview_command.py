@@ -13,7 +13,6 @@ from runner import lmpt_env
 
 from lmpt.data.cache import PreparedData
 
-REPO = Path(__file__).resolve().parents[2]
 SMALL = ["tokenizer.vocab_size=1024", "data.seq_len=64"]
 IGNORE = -100
 OBJECTIVES = ["clm", "mlm", "nsp", "span", "prefix", "ul2-mixture", "mdlm"]

@@ -17,8 +17,6 @@ from lmpt.errors import LmptError
 from lmpt.quality.held_out import find_copies, kept_held_out, report_copies
 from lmpt.quality.stage import QualityStage
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def _documents(n: int, seed: int) -> list[list[str]]:
     """n distinct documents of made-up words, two lines each."""

@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 from runner import lmpt_env
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def _prepare(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = lmpt_env(LMPT_CACHE_DIR=str(cwd / "cache"))

@@ -16,7 +16,6 @@ from runner import lmpt_env
 from slurm_cluster import SlurmCluster
 from test_quality_prepare import write_corpus
 
-REPO = Path(__file__).resolve().parents[2]
 NEAR = ["quality.minhash_ngram=3", "quality.minhash_threshold=0.5"]  # finds most of the planted near copies
 PREPARE = [
     "tokenizer.vocab_size=512",

@@ -13,7 +13,6 @@ from runner import lmpt_env
 
 from lmpt.report.compare import main
 
-REPO = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

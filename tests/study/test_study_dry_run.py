@@ -24,7 +24,7 @@ TINY = [
 
 def run_study(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "lmpt.study", *args]
-    return subprocess.run(command, cwd=cwd, env={**lmpt_env(), **env}, capture_output=True, text=True, timeout=600)
+    return subprocess.run(command, cwd=cwd, env=lmpt_env(**env), capture_output=True, text=True, timeout=600)
 
 
 def test_the_dry_run_lists_every_run_with_its_size_and_writes_nothing(tmp_path: Path) -> None:

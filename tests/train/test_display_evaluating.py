@@ -32,7 +32,7 @@ def test_the_live_bar_says_evaluating_until_the_evaluation_is_reported(monkeypat
 
 
 def test_a_run_on_a_terminal_shows_its_evaluation_as_it_happens(tmp_path: Path) -> None:
-    env = {**lmpt_env(), "FORCE_COLOR": "1", "TTY_INTERACTIVE": "1", "COLUMNS": "80"}  # rich: an 80-column terminal
+    env = lmpt_env(FORCE_COLOR="1", TTY_INTERACTIVE="1", COLUMNS="80")  # rich: an 80-column terminal
     overrides = [
         *SMALL,
         "trainer.progress=rich",
