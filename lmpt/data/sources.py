@@ -87,7 +87,7 @@ def resolve_paths(patterns: list[str], base_dir: Path) -> list[Path]:
 
 def iter_documents(paths: list[Path], documents: str, text_field: str) -> Iterator[list[str]]:
     """Every document of `paths` in order, each a list of non-empty sentences, read as a stream.
-    `documents` (auto, blank_line, wikitext, line or file) splits text files; record files (.jsonl,
+    `documents` (auto, blank_line, wikitext, line, file or stories) splits text files; record files (.jsonl,
     .parquet, .arrow) give one document per record's `text_field`."""
     for path in paths:
         yield from read_documents(path, documents, text_field)

@@ -45,7 +45,11 @@ class EvalOptions:
     held_out: bool = False
     """Instead of data: the run's own held-out windows, batched and drawn as its validation made them, measured as
     its objective measures them: the figures the run logged at its last evaluation (val_loss, val_bits_per_token,
-    fim's val_fim_*, ...), here in fp32 with the final weights."""
+    fim's val_fim_*, ...), here in fp32 with the final weights, on the run's own text (its data paths read where the
+    run started them, from any folder; text changed since RUN/text.json recorded it is refused)."""
+    allow_changed_text: bool = False
+    """held_out=true: measure the run's data paths' text even where it differs from the text the run recorded (another
+    file, one appended to), with a warning; false: refuse."""
     task: str | None = None
     """Instead of data: a task scored zero-shot, a .jsonl file of multiple-choice {"context", "choices", "label"} or
     minimal-pair {"sentence_good", "sentence_bad"} records, or bundled:NAME (e.g. blimp-fast; docs/tasks.md)."""
@@ -61,7 +65,8 @@ class EvalOptions:
     seed: int = 0
     """Seed of the masking / span corruption of encoders and encoder-decoders."""
     documents: str | None = None
-    """How the text splits into documents (auto, blank_line, wikitext, line, file); null = the run's setting."""
+    """How the text splits into documents (auto, blank_line, wikitext, line, file, stories); null = the run's
+    setting."""
     text_field: str | None = None
     """Field holding the text in .jsonl records; null = the run's setting."""
     device: str = "cpu"
@@ -156,25 +161,33 @@ def evaluate_text(trained: Trained, o: EvalOptions) -> dict:
     }
 
 
-def evaluate_held_out(trained: Trained) -> dict:
+def evaluate_held_out(trained: Trained, allow_changed_text: bool = False) -> dict:
     """The run's own validation figures recomputed from its final weights: its held-out windows (the run's data,
     tokenizer, trainer.batch_size x trainer.eval_batches, seed) through its objective's measure, as training's
-    evaluation computes them (lmpt.train.evaluation), in fp32 on one process."""
+    evaluation computes them (lmpt.train.evaluation), in fp32 on one process. The data is the run's own text
+    (lmpt.rundir.text.recorded_text): changed text is refused unless `allow_changed_text`."""
     from omegaconf import OmegaConf
 
     from lmpt.config.schema import DataConfig, TokenizerConfig, settings
     from lmpt.data.cache import default_cache_root, prepare_corpora
     from lmpt.data.sampling import hold_unique_tokens, validation_sets
+    from lmpt.rundir.text import recorded_text
     from lmpt.train.batches import validation_batches, yardstick_batches
     from lmpt.train.distributed import Distributed
     from lmpt.train.evaluation import Evaluator
     from lmpt.train.precision import Precision
 
     cfg = trained.config
+    data_cfg = settings(OmegaConf.merge(OmegaConf.structured(DataConfig), cfg.data), DataConfig)
+    launch_dir = Path.cwd()
+    if trained.run_dir is not None:
+        reading = recorded_text(trained.run_dir, data_cfg, allow_changed_text, "allow_changed_text=true")
+        reading.tell()
+        launch_dir = reading.text.launch_dir
     data = prepare_corpora(
-        settings(OmegaConf.merge(OmegaConf.structured(DataConfig), cfg.data), DataConfig),
+        data_cfg,
         settings(OmegaConf.merge(OmegaConf.structured(TokenizerConfig), cfg.tokenizer), TokenizerConfig),
-        Path.cwd(),
+        launch_dir,
         default_cache_root(cfg.data.get("cache_dir")),
         tokenizer=trained.tokenizer,
     )

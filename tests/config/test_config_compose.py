@@ -56,6 +56,15 @@ def test_defaults_are_the_tiny_clm_on_shakespeare() -> None:
     assert (cfg.objective.name, cfg.model.name, cfg.data.paths) == ("clm", "tiny", ["bundled:tinyshakespeare.txt"])
 
 
+def test_bundled_corpora_name_their_document_modes() -> None:
+    bundled = {name: composed(f"data={name}").data for name in ("shakespeare", "wikitext", "tinystories")}
+    assert {name: (data.paths, data.documents) for name, data in bundled.items()} == {
+        "shakespeare": (["bundled:tinyshakespeare.txt"], "blank_line"),
+        "wikitext": (["bundled:wikitext-2-valid.txt"], "wikitext"),
+        "tinystories": (["bundled:tinystories-prefix.txt"], "stories"),
+    }
+
+
 @pytest.mark.parametrize(
     "override,fragment",
     [

@@ -20,7 +20,8 @@ def test_wheel_carries_configs_and_corpora(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for group in ("tokenizer", "objective", "model", "optimizer", "scheduler", "data", "trainer", "downstream"):
         assert any(n.startswith(f"lmpt/conf/{group}/") and n.endswith(".yaml") for n in names), group
-    assert {"lmpt/conf/config.yaml", "lmpt/corpora/tinyshakespeare.txt", "lmpt/corpora/README.md"} <= names
+    corpora = {f"lmpt/corpora/{name}" for name in ("tinyshakespeare.txt", "tinystories-prefix.txt", "README.md")}
+    assert {"lmpt/conf/config.yaml", "lmpt/conf/data/tinystories.yaml", *corpora} <= names
     tasks = {"lmpt/tasks/shakespeare-cloze.jsonl", "lmpt/tasks/shakespeare-order/train.jsonl"}
     assert tasks <= names  # task=bundled:NAME and downstream=shakespeare work from an installed wheel
     assert any(n.endswith("entry_points.txt") for n in names)

@@ -40,8 +40,9 @@ def test_file_directory_glob_and_relative_paths(tree: Path) -> None:
 
 
 def test_bundled_corpora(tmp_path: Path) -> None:
-    paths = resolve_paths(["bundled:tinyshakespeare.txt", "bundled:wikitext-2-valid.txt"], tmp_path)
-    assert [p.name for p in paths] == ["tinyshakespeare.txt", "wikitext-2-valid.txt"]
+    names = ["tinyshakespeare.txt", "wikitext-2-valid.txt", "tinystories-prefix.txt"]
+    paths = resolve_paths([f"bundled:{name}" for name in names], tmp_path)
+    assert [p.name for p in paths] == names
     assert all(p.parent == bundled_dir().resolve() and p.stat().st_size > 1_000_000 for p in paths)
     with pytest.raises(LmptError, match="data path not found: bundled:nope.txt .*tinyshakespeare.txt"):
         resolve_paths(["bundled:nope.txt"], tmp_path)
@@ -96,6 +97,42 @@ def test_line_and_file_modes(tmp_path: Path) -> None:
         list(iter_documents([f], "pages", "text"))
 
 
+@pytest.mark.parametrize("end", ["\n", "", "\n\n"])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_stories_end_where_a_line_follows_a_line(tmp_path: Path, newline: str, end: str) -> None:
+    lines = [
+        "Once there was a cat. It sat.",  # a story of three paragraphs
+        "",
+        "The cat ran!",
+        " ",  # only whitespace: still a paragraph break
+        "",
+        "The end.",
+        "A story of one line. Two sentences.",  # follows a line directly: a new story, which ends here
+        "Then a third story?",
+        "",
+        "Its second paragraph",
+    ]
+    f = _write(tmp_path / "s.txt", newline.join(lines) + end.replace("\n", newline))
+    expected = [
+        ["Once there was a cat.", "It sat.", "The cat ran!", "The end."],
+        ["A story of one line.", "Two sentences."],
+        ["Then a third story?", "Its second paragraph"],
+    ]
+    assert list(iter_documents([f], "stories", "text")) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("\n\nOnly. One\n", [["Only.", "One"]]),  # blank lines before the first story
+        ("A\nB\nC", [["A"], ["B"], ["C"]]),  # every story one line
+        ("\n \n", []),
+    ],
+)
+def test_stories_edges(tmp_path: Path, text: str, expected: list[list[str]]) -> None:
+    assert list(iter_documents([_write(tmp_path / "s.txt", text)], "stories", "text")) == expected
+
+
 def test_jsonl_records(tmp_path: Path) -> None:
     records = [{"text": "A first. A second!\nNew para", "id": 1}, {"text": ""}, {"body": "x", "text": "Only"}]
     f = _write(tmp_path / "r.jsonl", "\n".join(json.dumps(r) for r in records) + "\n\n")
@@ -120,3 +157,7 @@ def test_bundled_corpora_split_as_documented() -> None:
     assert len(wiki) == 60 and wiki[0][0] == "= Homarus gammarus ="
     shakespeare = iter_documents([bundled_dir() / "tinyshakespeare.txt"], "auto", "text")
     assert next(shakespeare) == ["First Citizen:", "Before we proceed any further, hear me speak."]
+    stories = list(iter_documents([bundled_dir() / "tinystories-prefix.txt"], "stories", "text"))
+    assert len(stories) == 5478
+    assert stories[0][0] == "one day, a little girl named lily found a needle in her room."
+    assert stories[1][0] == "once upon a time, there was a little car named beep."

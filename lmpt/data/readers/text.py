@@ -61,6 +61,25 @@ def _wikitext_documents(path: Path) -> Iterator[list[str]]:
         yield doc
 
 
+def _story_documents(path: Path) -> Iterator[list[str]]:
+    """TinyStories' layout: blank lines separate a story's paragraphs, and a line followed directly by another
+    (no blank line between) ends its story, so a story of one line is a document of its own."""
+    doc: list[str] = []
+    after_blank = True  # the file's first line starts a story
+    for line in _lines(path):
+        s = line.strip()
+        if not s:
+            after_blank = True
+            continue
+        if not after_blank and doc:
+            yield doc
+            doc = []
+        doc.extend(split_sentences(s))
+        after_blank = False
+    if doc:
+        yield doc
+
+
 def _line_documents(path: Path) -> Iterator[list[str]]:
     for line in _lines(path):
         sentences = split_sentences(line)
@@ -75,7 +94,7 @@ def _file_document(path: Path) -> Iterator[list[str]]:
 
 
 def text_documents(path: Path, documents: str) -> Iterator[list[str]]:
-    """Documents of a text file under `documents` (auto, blank_line, wikitext, line or file)."""
+    """Documents of a text file under `documents` (auto, blank_line, wikitext, line, file or stories)."""
     mode = documents
     if mode == "auto":
         mode = "wikitext" if _looks_like_wikitext(path) else "blank_line"
@@ -85,6 +104,8 @@ def text_documents(path: Path, documents: str) -> Iterator[list[str]]:
         return _wikitext_documents(path)
     if mode == "line":
         return _line_documents(path)
+    if mode == "stories":
+        return _story_documents(path)
     return _file_document(path)
 
 
