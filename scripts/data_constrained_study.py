@@ -31,8 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # lmpt from this checkout, as the studies run it
 from lmpt.report.crossover import crossover_lines, find_crossovers, plot_crossover  # noqa: E402
+from lmpt.report.markdown import markdown_table  # noqa: E402
 from lmpt.report.runs import RunSummary, find_runs  # noqa: E402
-from lmpt.study.record import markdown_table, short_number  # noqa: E402
+from lmpt.study.record import short_number  # noqa: E402
 
 DOC = REPO / "docs" / "data_constrained_study.md"
 PLOT = DOC.with_suffix(".png")

@@ -28,8 +28,8 @@ sys.path.insert(0, str(REPO))  # lmpt from this checkout, as the commands run it
 from lmpt.downstream.glue import glue_tasks  # noqa: E402
 from lmpt.downstream.glue_suite import MODELS, PRETRAINED  # noqa: E402
 from lmpt.downstream.records import read_record  # noqa: E402
+from lmpt.report.markdown import markdown_table  # noqa: E402
 from lmpt.report.significance import with_interval  # noqa: E402
-from lmpt.study.record import markdown_table  # noqa: E402
 from lmpt.train.display import format_duration  # noqa: E402
 
 DOC = REPO / "docs" / "glue_table.md"

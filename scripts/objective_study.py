@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # lmpt from this checkout, as the study runs it
-from lmpt.study.record import markdown_table  # noqa: E402
+from lmpt.report.markdown import markdown_table  # noqa: E402
 
 DOC = REPO / "docs" / "objective_study.md"
 FULL_SUFFIX = "_full"  # docs/objective_study_full.md: every figure, linked from the document

@@ -1,9 +1,11 @@
 """The `lmpt-reproduce NAME` command: a published comparison run as a grid of ordinary lmpt runs over the slots, then
-its document written (docs/reproductions/NAME.md beside the paper's figure, and the README's table). The same command
-resumes a killed grid; `dry_run=true` shows the plan and its time and writes nothing."""
+its document written into the reproduction's own folder (NAME.md beside the paper's figures, each named claim with
+its verdict and the conditions table). `out=` and `readme=` publish it elsewhere, asked for explicitly. The same
+command resumes a killed grid; `dry_run=true` shows the plan, its FLOPs and its time, and writes nothing."""
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,42 +14,60 @@ from lmpt.config.command_options import parse_command, require, run_command
 from lmpt.console import console
 from lmpt.reproduce.document import update_readme, write_document
 from lmpt.reproduce.grid import grid_time, plan_grid, print_plan, run_grid
-from lmpt.reproduce.reproduction import read_finished, reproduction_class
+from lmpt.reproduce.reproduction import Scale, read_finished, reproduction_class
 from lmpt.study.pool import StudyStopped, stop_on_signals
 from lmpt.train.preemption import EXIT_PREEMPTED
 
 PROG = "lmpt-reproduce"
 SUMMARY = (
-    "Run a published comparison at a scale this machine finishes and write docs/reproductions/NAME.md: the paper's "
-    "claim and figures beside lmpt's, with intervals, a plot and a one-sentence verdict. NAME: fim (Bavarian et al. "
-    "2022, fill-in-the-middle for free), repetition (Muennighoff et al. 2023, R_D* for clm and mdlm), crossover "
-    "(Prabhudesai et al. 2025, diffusion's critical compute). The same command resumes it."
+    "Run a published comparison as a grid of lmpt runs and write its document: the paper's claims and figures beside "
+    "lmpt's, with intervals, the conditions each claim depends on (the paper's value and the grid's), and a verdict "
+    "per named claim (reproduced, not reproduced, inconclusive at this scale). NAME: fim (Bavarian et al. 2022, "
+    "fill-in-the-middle for free), repetition (Muennighoff et al. 2023, the data-constrained law's R_D*), crossover "
+    "(Prabhudesai et al. 2025, diffusion's critical compute), diffusion-gap (Sahoo et al. 2024, masked diffusion's "
+    "likelihood gap as tokens grow). scale=laptop finishes on 2 CPU cores; scale=paper plans the paper's smallest "
+    "configuration that shows the claim. The same command resumes it."
 )
-POSITIONALS = [("NAME", "the reproduction (fim, repetition, crossover)")]
+POSITIONALS = [("NAME", "the reproduction (fim, repetition, crossover, diffusion-gap)")]
+MAX_SEEDS = 100
+"""More seeds than this are refused before the plan is made (an interval needs 2; 100 is past any use)."""
 
 
 @dataclass
 class ReproduceOptions:
+    scale: Scale = Scale.laptop
+    """laptop: what 2 CPU cores finish in about 90 minutes; paper: the paper's smallest configuration that shows the
+    claim (planned anywhere with dry_run=true; run on a GPU or SLURM)."""
     dir: str = "outputs/reproductions/NAME"
     """Where its runs train (NAME: the reproduction's name); the same folder resumes it."""
-    out: str = "docs/reproductions"
-    """Where the document, its plot and its summary are written."""
-    readme: str = "README.md"
-    """The README whose table "Published results, reproduced" is rebuilt (left alone when it has no such table)."""
+    out: str = ""
+    """Where the document, its plot and its summary are written (empty: into dir, beside the runs)."""
+    readme: str = ""
+    """A README whose table "Published results, reproduced" gets this reproduction's row (empty: none is touched)."""
     seeds: int | None = None
-    """Seeds of every cell (default: the reproduction's own, 3; crossover 2, as its paper's frontiers)."""
-    unique_tokens: list[str] = field(default_factory=list)
-    """The counts of unique training tokens of a grid that takes them (crossover; empty: its own)."""
-    epochs: list[str] = field(default_factory=list)
-    """The epoch counts of a grid that takes them (crossover; each at least 1; empty: its own)."""
+    """Seeds of every cell (default: the scale's, usually 3)."""
+    corpus: list[str] = field(default_factory=list)
+    """The text: data groups (shakespeare, wikitext, tinystories) or paths to text (empty: the scale's)."""
     ladder: list[str] = field(default_factory=list)
-    """The model widths of a grid that takes them (crossover; empty: its own)."""
+    """The model sizes (model widths, or model groups where the reproduction says so; empty: the scale's)."""
+    budgets: list[str] = field(default_factory=list)
+    """The training budgets in tokens (empty: the scale's)."""
+    unique_tokens: list[str] = field(default_factory=list)
+    """The counts of unique training tokens of a grid that takes them (empty: the scale's)."""
+    epochs: list[str] = field(default_factory=list)
+    """The epoch counts of a grid that takes them (each at least 1; empty: the scale's)."""
     slots: str = "auto"
-    """Runs side by side, one core and thread each (auto: one per core)."""
+    """Runs side by side: one core and thread each on a CPU, one GPU each with device=gpu, SLURM jobs queued at once
+    with launcher=slurm (auto: as many as there are)."""
+    device: str = "cpu"
+    """Where a run trains: cpu, or gpu (a GPU a slot)."""
+    launcher: str = "local"
+    """local, or slurm: each run a SLURM job through submitit (`pip install "lmpt[slurm]"`)."""
     max_minutes: float = 120.0
-    """Refuse, before starting, a plan that would take longer than this."""
+    """Refuse, before starting, a CPU plan that would take longer than this."""
     dry_run: bool = False
-    """Show the runs, what is done and the time left; write nothing."""
+    """Show the runs, their FLOPs (lmpt's count and the paper's 6ND), what is done and the time left (GPU-hours at a
+    stated utilisation); write nothing."""
     reuse: bool = False
     """Train nothing: write the document from the runs already completed."""
 
@@ -58,11 +78,32 @@ def reproduce(argv: list[str]) -> None:
         o.max_minutes > 0,  # NaN is not above 0 either; inf: no limit
         f"max_minutes={o.max_minutes:g} must be a number of minutes above 0 (how long a plan may take; inf: no limit)",
     )
+    require(o.seeds is None or o.seeds <= MAX_SEEDS, f"seeds={o.seeds} is more than {MAX_SEEDS}: give fewer seeds")
+    require(o.device in ("cpu", "gpu"), f"device={o.device} must be cpu or gpu")
+    require(o.launcher in ("local", "slurm"), f"launcher={o.launcher} must be local or slurm")
     cls = reproduction_class(name)
-    seeds = cls.default_seeds if o.seeds is None else o.seeds
-    reproduction = cls(seeds, unique_tokens=o.unique_tokens, epochs=o.epochs, ladder=o.ladder)
+    reproduction = cls(
+        o.scale,
+        o.seeds,
+        corpus=o.corpus,
+        ladder=o.ladder,
+        budgets=o.budgets,
+        unique_tokens=o.unique_tokens,
+        epochs=o.epochs,
+    )
     folder = Path(o.dir.replace("NAME", name))
-    plan = plan_grid(reproduction, folder, o.slots, o.max_minutes if not o.reuse else float("inf"))
+    out = Path(o.out) if o.out else folder
+    if not o.dry_run:
+        _check_writable(out)
+    plan = plan_grid(
+        reproduction,
+        folder,
+        o.slots,
+        o.max_minutes if not o.reuse else float("inf"),
+        o.device,
+        o.launcher,
+        dry_run=o.dry_run or o.reuse,
+    )
     if o.dry_run:
         print_plan(reproduction, plan)
         return
@@ -87,11 +128,19 @@ def reproduce(argv: list[str]) -> None:
     core_s = sum(
         float(run.status.get("wall_s") or 0.0) + float(run.status.get("downstream_s") or 0.0) for run in finished
     )
-    path = write_document(reproduction, findings, Path(o.out), grid_time(folder)["wall_s"], core_s)
-    console.print(f"[bold]{findings.verdict}[/]")
-    console.print(
-        f"wrote {path}" + (f" and the table in {o.readme}" if update_readme(Path(o.readme), Path(o.out)) else "")
-    )
+    missing = len(plan.runs) - len(finished)
+    path = write_document(reproduction, findings, out, grid_time(folder), core_s, missing)
+    console.print(f"[bold]{findings.verdict}[/]", markup=True)
+    if o.readme:
+        update_readme(Path(o.readme), path.with_suffix(".json"))
+    console.print(f"wrote {path}" + (f" and its row in {o.readme}" if o.readme else ""), markup=False)
+
+
+def _check_writable(out: Path) -> None:
+    """Refuse, before any run trains, an `out` that cannot take the document."""
+    probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
+    require(probe.is_dir(), f"out={out} is not a folder: give a folder for the document")
+    require(os.access(probe, os.W_OK), f"out={out} cannot be written: give a folder you may write in")
 
 
 def main() -> None:

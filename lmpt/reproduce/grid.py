@@ -14,15 +14,28 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
-from lmpt.console import console
+from lmpt.console import console, print_whole, warn
 from lmpt.errors import LmptError
-from lmpt.reproduce.reproduction import PlannedRun, Reproduction
+from lmpt.reproduce.reproduction import PlannedRun, Reproduction, Scale
 from lmpt.rundir.directory import read_status
-from lmpt.study.pool import Launch, LocalPool, Slot, lock_study, plan_slots, refuse_another_run, stop_left_run
+from lmpt.safe_files import write_atomically
+from lmpt.study.pool import (
+    Launch,
+    LocalPool,
+    Slot,
+    SlurmPool,
+    job_parameters,
+    lock_study,
+    plan_slots,
+    refuse_another_run,
+    stop_left_run,
+)
 from lmpt.study.schema import StudyConfig
 from lmpt.train.display import format_duration
+from lmpt.train.placement import FORCE_VAR
 
 SLOT_RATE = {"w16": 2.3e10, "w32": 3.2e10, "micro": 4.8e10, "w128": 6.2e10, "tiny": 6.4e10}
 """Training FLOPs per second a one-thread slot gives each model (fp32 clm, measured on the development machine, an
@@ -35,6 +48,10 @@ repetition grid's 75 micro runs took 1,580 slot-seconds against 783 of training 
 MEMORY_PER_RUN = 1.0e9
 """Bytes a tiny or micro run holds at most (measured: about 0.45 GB), for the check that the slots fit in memory."""
 TIME_FILE = "reproduction.json"
+GPU_PEAK = 989e12
+"""FLOP/s of the GPU a plan's GPU-hours are stated for: an H100 SXM's dense bf16 peak."""
+GPU_UTILISATION = 0.4
+"""The share of GPU_PEAK the plan assumes a run reaches (a stated assumption, not a measurement)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +63,13 @@ class GridPlan:
     slots: list[Slot]
     prepared: bool = False
     """The text was tokenised while planning (to count its tokens): the launch need not do it again."""
+    jobs: dict | None = None
+    """The sbatch options of every job when the runs go to SLURM (None: they run here)."""
+
+    @property
+    def gpu_hours(self) -> float:
+        """GPU-hours of the runs still to train at GPU_UTILISATION of GPU_PEAK (their FLOPs as lmpt counts them)."""
+        return sum(r.flops for r in self.runs if r.name not in self.done) / (GPU_PEAK * GPU_UTILISATION) / 3600
 
     @property
     def estimate_s(self) -> float:
@@ -67,16 +91,36 @@ def completed(path: Path) -> bool:
     return read_status(path).get("status") == "completed"
 
 
-def plan_grid(reproduction: Reproduction, folder: Path, slots: str, max_minutes: float) -> GridPlan:
-    """The grid's plan; one LmptError line when the slots are wrong, or when what is left would take longer than
-    `max_minutes` or hold more memory than the machine has (said before anything starts)."""
-    slot_list = plan_slots(StudyConfig(slots=slots, slot_device="cpu", launcher="local"))
+def plan_grid(
+    reproduction: Reproduction,
+    folder: Path,
+    slots: str,
+    max_minutes: float,
+    device: str = "cpu",
+    launcher: str = "local",
+    slurm: dict | None = None,
+    dry_run: bool = False,
+) -> GridPlan:
+    """The grid's plan; one LmptError line when the slots are wrong, when a paper-scale grid would run without a GPU
+    or SLURM, or when what is left would take longer than `max_minutes` or hold more memory than the machine has (said
+    before anything starts). A dry run is planned at any scale on any machine."""
+    study = StudyConfig(slots=slots, slot_device=device, launcher=launcher)
+    if dry_run and (device == "gpu" or launcher == "slurm"):
+        study = StudyConfig(slots=slots if slots.isdecimal() else "1", slot_device="cpu", launcher="local")
+    slot_list = plan_slots(study)
+    gpu = launcher == "slurm" or (bool(slot_list) and "CUDA_VISIBLE_DEVICES" in slot_list[0].env)
+    if reproduction.scale is Scale.paper and not gpu and not dry_run:
+        raise LmptError(
+            f"{reproduction.name} scale=paper trains models of the paper's size: run it where a GPU is (device=gpu) "
+            "or on SLURM (launcher=slurm); dry_run=true plans it here"
+        )
+    jobs = job_parameters(slurm, device == "gpu") if launcher == "slurm" and not dry_run else None
     runs = reproduction.runs()
     for run in runs:  # a folder of another grid's runs (other keys) is never taken for this one's
         refuse_another_run(folder / run.name, launch_command(folder, run), "another grid's run; give another dir=")
     done = [r.name for r in runs if completed(folder / r.name)]
     needed = max((_unique_tokens(run) for run in runs), default=0)
-    prepared = bool(needed) and len(done) < len(runs)
+    prepared = bool(needed) and len(done) < len(runs) and not dry_run
     if prepared:
         held = prepare_text(reproduction)
         if held < needed:
@@ -84,9 +128,9 @@ def plan_grid(reproduction: Reproduction, folder: Path, slots: str, max_minutes:
                 f"{reproduction.name} needs {needed:,} unique training tokens and the text holds {held:,}: give "
                 "more text (its data keys) or a smaller grid"
             )
-    plan = GridPlan(folder, runs, done, slot_list, prepared)
+    plan = GridPlan(folder, runs, done, slot_list, prepared, jobs)
     minutes = plan.estimate_s / 60
-    if minutes > max_minutes:
+    if minutes > max_minutes and not gpu and not dry_run:
         raise LmptError(
             f"{reproduction.name} would take about {minutes:.0f} minutes on {len(slot_list)} slot(s), more than "
             f"max_minutes={max_minutes:g}: give fewer seeds, more slots (a bigger machine) or "
@@ -119,16 +163,21 @@ def _available_memory() -> float | None:
 
 def print_plan(reproduction: Reproduction, plan: GridPlan) -> None:
     """The dry run: every run, its keys and state, and the time left; nothing is written."""
-    table = Table(title=f"lmpt-reproduce {reproduction.name}: {len(plan.runs)} runs", title_justify="left")
-    for column in ("run", "keys", "FLOPs", "state"):
-        table.add_column(column, justify="right" if column == "FLOPs" else "left")
+    title = f"lmpt-reproduce {reproduction.name} scale={reproduction.scale}: {len(plan.runs)} runs"
+    table = Table(title=title, title_justify="left")
+    for column in ("run", "keys", "FLOPs (lmpt's count)", "FLOPs (the paper's 6ND)", "state"):
+        table.add_column(column, justify="right" if column.startswith("FLOPs") else "left")
     for run in plan.runs:
         state = "completed" if run.name in plan.done else "to train"
-        table.add_row(run.name, " ".join(run.keys), f"{run.flops:.2e}", state)
-    console.print(table)
+        paper = f"{run.paper_flops:.2e}" if run.paper_flops else "—"
+        table.add_row(run.name, escape(" ".join(run.keys)), f"{run.flops:.2e}", paper, state)
+    print_whole(table)
+    left = [r for r in plan.runs if r.name not in plan.done]
     console.print(
-        f"{len(plan.runs) - len(plan.done)} runs to train over {len(plan.slots)} slot(s) "
-        f"({', '.join(s.name for s in plan.slots)}): about {format_duration(plan.estimate_s)}, into {plan.folder}"
+        f"{len(left)} runs to train: {sum(r.flops for r in left):.3g} FLOPs as lmpt counts them, "
+        f"{sum(r.paper_flops for r in left):.3g} in the paper's 6ND; "
+        f"{plan.gpu_hours:.3g} GPU-hours at {GPU_UTILISATION:.0%} of an H100's {GPU_PEAK / 1e12:.0f} TFLOP/s (bf16); "
+        f"on this machine's {len(plan.slots)} CPU slot(s) about {format_duration(plan.estimate_s)}; into {plan.folder}"
     )
 
 
@@ -155,7 +204,9 @@ def run_grid(reproduction: Reproduction, plan: GridPlan) -> None:
     stop_left_run(plan.folder)
     started = time.perf_counter()
     queue = [r for r in plan.runs if not completed(plan.folder / r.name)]
-    pool = LocalPool(plan.folder, plan.slots)
+    pool = (
+        LocalPool(plan.folder, plan.slots) if plan.jobs is None else SlurmPool(plan.folder, len(plan.slots), plan.jobs)
+    )
     if queue and len(plan.slots) > 1 and not plan.prepared:
         prepare_text(reproduction)
     total = len(plan.runs)
@@ -178,17 +229,30 @@ def run_grid(reproduction: Reproduction, plan: GridPlan) -> None:
         pool.stop()
         raise
     finally:
-        _add_time(plan.folder, time.perf_counter() - started, os.cpu_count() or 1)
+        _add_time(plan.folder, time.perf_counter() - started, plan.slots)
 
 
-def _add_time(folder: Path, seconds: float, cores: int) -> None:
-    """Keep the wall time over every launch of the grid (a resumed grid adds to it)."""
-    path = folder / TIME_FILE
-    kept = json.loads(path.read_text()) if path.is_file() else {"wall_s": 0.0, "launches": 0}
-    kept = {"wall_s": kept["wall_s"] + seconds, "launches": kept["launches"] + 1, "cores": cores}
-    path.write_text(json.dumps(kept))
+def _add_time(folder: Path, seconds: float, slots: list[Slot]) -> None:
+    """Keep the wall time over every launch of the grid (a resumed grid adds to it), the machine's cores, and the
+    last launch's slots with each slot's threads (a serial slot: lmpt's own choice), written atomically."""
+    kept = grid_time(folder)
+    kept = {
+        "wall_s": kept["wall_s"] + seconds,
+        "launches": kept["launches"] + 1,
+        "cores": os.cpu_count() or 1,
+        "slots": [s.name for s in slots],
+        "threads_per_run": slots[0].env.get(FORCE_VAR, "lmpt's default (every core)") if slots else None,
+    }
+    write_atomically(folder / TIME_FILE, lambda tmp: tmp.write_text(json.dumps(kept)))
 
 
 def grid_time(folder: Path) -> dict:
+    """The grid's wall time and launches so far; a damaged record counts as none (a warning says so)."""
     path = folder / TIME_FILE
-    return json.loads(path.read_text()) if path.is_file() else {"wall_s": 0.0, "launches": 0}
+    try:
+        kept = json.loads(path.read_text()) if path.is_file() else {}
+        return {"wall_s": float(kept["wall_s"]), "launches": int(kept["launches"]), **kept}
+    except (ValueError, KeyError, TypeError):
+        if path.is_file():
+            warn(f"{path} is damaged: the grid's earlier wall time is not counted")
+        return {"wall_s": 0.0, "launches": 0}

@@ -3,9 +3,12 @@ a scale the machine finishes, and the analysis that sets the paper's figure besi
 
 A Reproduction subclass in a module of lmpt.reproduce is found by its `name` (`lmpt-reproduce NAME`). It says what it
 checks (paper, claim, figure), which runs (`runs`: each an lmpt command and its own run directory under the
-reproduction's folder) and what they show (`analyse`: a Findings of tables, a plot and a verdict). Running the grid,
-resuming it after a kill, estimating its time and writing its document are the same for every reproduction
-(lmpt.reproduce.grid, lmpt.reproduce.document)."""
+reproduction's folder) and what they show (`analyse`: a Findings of named claims each with its verdict, the
+conditions table, tables and a plot). Its scale is keys (principle 18): `scales` gives the grid keys' values at each
+named scale (laptop: what 2 CPU cores finish in about 90 minutes; paper: the paper's smallest configuration that
+shows the claim), and the command's own keys override them. Running the grid, resuming it after a kill, estimating
+its time and writing its document are the same for every reproduction (lmpt.reproduce.grid,
+lmpt.reproduce.document)."""
 
 from __future__ import annotations
 
@@ -21,14 +24,28 @@ from typing import Any, ClassVar
 from matplotlib.figure import Figure
 
 import lmpt.reproduce
+from lmpt.config.schema import Choice
 from lmpt.downstream.significance import seed_interval
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import OBJECTIVES
 from lmpt.report.runs import read_records
+from lmpt.reproduce.verdict import ClaimVerdict, Condition, summary
 from lmpt.rundir.directory import METRICS_FILE, read_status
 
 TOKENS_PER_STEP = 16 * 128
 """Tokens an optimizer step of a reproduction's runs reads: lmpt's default batch, 16 windows of 128."""
+GRID_KEYS = ("corpus", "ladder", "budgets", "unique_tokens", "epochs")
+"""The command's keys that set a grid's scale (each a list); a reproduction names those it takes in `grid_keys`."""
+CONF_DATA = Path(__file__).resolve().parents[1] / "conf" / "data"
+
+
+class Scale(Choice):
+    """lmpt-reproduce's scale=: the grid's key values a reproduction ships for it."""
+
+    laptop = "laptop"
+    """What 2 CPU cores finish in about 90 minutes."""
+    paper = "paper"
+    """The paper's smallest configuration that shows the claim: planned anywhere, run where a GPU (or SLURM) is."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +58,8 @@ class PlannedRun:
     labels: dict[str, Any]
     flops: float
     """Its training FLOPs (6 N D plus attention, as lmpt counts them): what its time is estimated from."""
+    paper_flops: float = 0.0
+    """Its training compute as the paper counts it (6 N D, N as the paper counts parameters); 0: not stated."""
 
 
 @dataclass
@@ -63,15 +82,21 @@ class FinishedRun:
 
 @dataclass
 class Findings:
-    """What a reproduction found: the paper's figures beside lmpt's (markdown tables), a plot, and one sentence."""
+    """What a reproduction found: each named claim with its verdict (lmpt.reproduce.verdict), the conditions they
+    depend on (the paper's value beside the grid's), tables of lmpt's figures beside the paper's, and a plot."""
 
-    verdict: str
-    """Reproduced, not reproduced, or reproduced in part (and which part), in one sentence."""
+    claims: list[ClaimVerdict]
+    conditions: list[Condition]
     headline: str
     """lmpt's figure in a few words, for the README's table."""
     sections: list[tuple[str, str]]
-    """(heading, markdown) of each part of the document after the claim: tables, notes."""
+    """(heading, markdown) of each part of the document after the verdicts: tables, notes."""
     plot: Figure | None = None
+
+    @property
+    def verdict(self) -> str:
+        """The verdicts in one line: one word when every claim has it, else each named claim with its own."""
+        return summary(self.claims)
 
 
 class Reproduction(ABC):
@@ -88,21 +113,32 @@ class Reproduction(ABC):
     papers_figures: ClassVar[str]
     """The paper's own numbers the reproduction sets lmpt's beside (markdown)."""
     cost_note: ClassVar[str] = ""
-    """How the scale was chosen against the machine, and the larger version one key away."""
-    default_seeds: ClassVar[int] = 3
-    """The seeds `lmpt-reproduce NAME` runs when not given."""
+    """How the scale was chosen against the machine, and what the paper's scale asks for."""
     grid_keys: ClassVar[tuple[str, ...]] = ()
-    """The command's grid keys (unique_tokens, epochs, ladder) this reproduction takes; any other given is refused."""
+    """The command's grid keys (of GRID_KEYS) this reproduction takes; any other given is refused."""
+    scales: ClassVar[dict[Scale, dict[str, Any]]] = {}
+    """Each scale's values of the grid keys (lists of strings, as the command gives them) and its `seeds`."""
 
-    def __init__(self, seeds: int, **grid: list[str]) -> None:
-        if seeds < 1:
-            raise LmptError(f"seeds={seeds} must be at least 1 (the reproduction needs 3 for an interval)")
-        for key, value in grid.items():
+    def __init__(self, scale: Scale = Scale.laptop, seeds: int | None = None, **given: list[str]) -> None:
+        for key, value in given.items():
             if value and key not in self.grid_keys:
                 takes = f"it takes {', '.join(self.grid_keys)}" if self.grid_keys else "its grid is fixed"
                 raise LmptError(f"{self.name} takes no {key}= key: {takes}")
+        defaults = self.scales.get(scale)
+        if defaults is None:
+            raise LmptError(f"{self.name} has no scale={scale}: it has {', '.join(map(str, self.scales))}")
+        seeds = int(defaults.get("seeds", 3)) if seeds is None else seeds
+        if seeds < 1:
+            raise LmptError(f"seeds={seeds} must be at least 1 (an interval over seeds needs 2; 3 are usual)")
+        self.scale = scale
         self.seeds = seeds
-        self.grid = {key: value for key, value in grid.items() if value}
+        self.given = {key: list(value) for key, value in given.items() if value}
+        """The grid keys the command gave (the rest are the scale's)."""
+        self.grid = {key: [str(v) for v in defaults.get(key, [])] for key in self.grid_keys} | self.given
+
+    @property
+    def default_seeds(self) -> int:
+        return int(self.scales.get(self.scale, {}).get("seeds", 3))
 
     @abstractmethod
     def runs(self) -> list[PlannedRun]:
@@ -114,9 +150,40 @@ class Reproduction(ABC):
 
     def command_line(self) -> str:
         """The command that runs (and resumes) this reproduction."""
-        keys = [f"seeds={self.seeds}"] if self.seeds != self.default_seeds else []
-        keys += [f"{key}=[{','.join(value)}]" for key, value in self.grid.items()]
+        keys = [f"scale={self.scale}"] if self.scale is not Scale.laptop else []
+        keys += [f"seeds={self.seeds}"] if self.seeds != self.default_seeds else []
+        keys += [f"{key}=[{','.join(value)}]" for key, value in self.given.items()]
         return " ".join([f"lmpt-reproduce {self.name}", *keys])
+
+
+def corpus_keys(corpus: str) -> tuple[str, ...]:
+    """The lmpt keys that choose `corpus`: a data group of lmpt's (shakespeare, wikitext, tinystories, ...) or a path
+    to text (a file, folder or glob, as `data=text data.paths=` takes); one LmptError line for neither."""
+    if (CONF_DATA / f"{corpus}.yaml").is_file():
+        return (f"data={corpus}",)
+    if any(ch in corpus for ch in "*?[") or Path(corpus).exists():
+        path = corpus if any(ch in corpus for ch in "*?[") else str(Path(corpus).resolve())
+        return ("data=text", f"data.paths=[{path}]")
+    groups = sorted(p.stem for p in CONF_DATA.glob("*.yaml"))
+    raise LmptError(f"corpus={corpus} is neither a data group ({', '.join(groups)}) nor a path that exists")
+
+
+def numbers(reproduction: Reproduction, key: str, kind: type = float, least: float = 1) -> list:
+    """The grid key's values as numbers of `kind`, each finite and at least `least`; one LmptError line otherwise."""
+    values = []
+    for raw in reproduction.grid.get(key, []):
+        try:
+            value = kind(float(raw)) if kind is int else kind(raw)
+        except (ValueError, OverflowError):
+            raise LmptError(
+                f"{key}={raw} must be a number ({reproduction.name}'s {key} is a list of numbers)"
+            ) from None
+        if not math.isfinite(float(value)) or value < least:
+            raise LmptError(f"{key}={raw} must be a finite number of at least {least:g}")
+        values.append(value)
+    if not values:
+        raise LmptError(f"{key}=[] gives {reproduction.name} no grid: give at least one value")
+    return values
 
 
 def _discover() -> dict[str, type[Reproduction]]:

@@ -75,6 +75,7 @@ from lmpt.downstream.significance import LEVEL, high_key, items_key, low_key, pa
 from lmpt.errors import LmptError
 from lmpt.report.control_gain import within_noise_sentence
 from lmpt.report.crossover import CROSSOVER_PLOT, report_crossover
+from lmpt.report.markdown import markdown_table
 from lmpt.report.ranking import Ranking, is_bound, rank_runs
 from lmpt.report.runs import METRICS_FILE, RunSummary, read_records, read_run
 from lmpt.report.significance import Significance, neighbour_significance, with_interval
@@ -391,13 +392,6 @@ HEADLINES = (ACCURACY, GLUE_SCORE_MEAN, ACCURACY_MEAN, PEARSON_MEAN)
 accuracy, a regression's Pearson."""
 SHORT_FIGURES = {ACCURACY: "", EQUAL_LENGTH_ACCURACY: ", equal-length pairs"}
 """A gain column's header after the task's name, by figure."""
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool] = ()) -> list[str]:
-    """GitHub Markdown lines of a table; a column is right-aligned where `numeric` says so."""
-    align = [("---:" if i < len(numeric) and numeric[i] else "---") for i in range(len(header))]
-    escape = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
-    return ["| " + " | ".join(map(escape, row)) + " |" for row in [header, align, *rows]]
 
 
 def short_number(value: str) -> str:

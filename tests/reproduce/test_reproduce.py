@@ -8,6 +8,8 @@ import json
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -18,8 +20,8 @@ from lmpt.errors import LmptError
 from lmpt.reproduce import grid
 from lmpt.reproduce.cli import reproduce
 from lmpt.reproduce.document import END, START, update_readme, write_document
-from lmpt.reproduce.fim import FimForFree
-from lmpt.reproduce.reproduction import Findings, FinishedRun, PlannedRun, Reproduction, read_finished
+from lmpt.reproduce.reproduction import Findings, FinishedRun, PlannedRun, Reproduction, Scale, read_finished
+from lmpt.reproduce.verdict import Condition, Evidence, judge
 
 STEPS = 30
 
@@ -32,6 +34,7 @@ class Toy(Reproduction):
     paper: ClassVar[str] = 'Nobody (2026), "A toy", nowhere'
     claim: ClassVar[str] = "Section 1: two seeds agree"
     papers_figures: ClassVar[str] = "none"
+    scales: ClassVar[dict[Scale, dict]] = {Scale.laptop: {"seeds": 2}, Scale.paper: {"seeds": 2}}
 
     def runs(self) -> list[PlannedRun]:
         keys = (
@@ -41,11 +44,15 @@ class Toy(Reproduction):
             "trainer.eval_every=0",
             "trainer.ckpt_every=5",
         )
-        return [PlannedRun(f"seed{s}", (*keys, f"trainer.seed={s}"), {"seed": s, "model": "tiny"}, 1e9) for s in (0, 1)]
+        runs = [(f"seed{s}", (*keys, f"trainer.seed={s}"), {"seed": s, "model": "tiny"}) for s in range(self.seeds)]
+        return [PlannedRun(*run, 1e9, 6e8) for run in runs]
 
     def analyse(self, finished: list[FinishedRun]) -> Findings:
         losses = [run.last("val_loss") for run in finished]
-        return Findings(f"Reproduced: {len(finished)} runs", f"{len(finished)} runs", [("Runs", f"losses {losses}")])
+        conditions = [Condition("parameters", "7M", "0.1M", False)]
+        evidence = Evidence.shows if len(finished) == self.seeds else Evidence.missing
+        claims = [judge("two seeds agree", evidence, f"{len(finished)} runs", conditions)]
+        return Findings(claims, conditions, f"{len(finished)} runs", [("Every run", f"losses {losses}")])
 
 
 def refused(argv: list[str], capsys, monkeypatch) -> str:
@@ -57,32 +64,107 @@ def refused(argv: list[str], capsys, monkeypatch) -> str:
     return err
 
 
-def test_the_dry_run_shows_every_run_and_the_time_and_writes_nothing(tmp_path, capsys, monkeypatch) -> None:
+def test_the_dry_run_shows_every_run_both_flop_counts_and_the_time_and_writes_nothing(
+    tmp_path, capsys, monkeypatch
+) -> None:
     monkeypatch.chdir(tmp_path)
-    reproduce(["fim", "dry_run=true", "slots=1"])
+    reproduce([Toy.name, "dry_run=true", "slots=1", "seeds=3"])
     out = capsys.readouterr().out
-    assert "24 runs" in out and "tiny-300steps-fim-seed2" in out and "objective.fim_rate=0.0" in out
-    assert "about" in out and list(tmp_path.iterdir()) == []
-    plan = grid.plan_grid(FimForFree(3), tmp_path / "x", "1", 1e9)
-    assert plan.estimate_s == pytest.approx(2 * grid.plan_grid(FimForFree(3), tmp_path / "x", "2", 1e9).estimate_s)
+    assert "scale=laptop: 3 runs" in out and "seed2" in out and "trainer.max_steps=30" in out
+    assert "3e+09 FLOPs as lmpt counts them, 1.8e+09 in the paper's 6ND" in out and "GPU-hours" in out
+    assert list(tmp_path.iterdir()) == []
+    plan = grid.plan_grid(Toy(seeds=3), tmp_path / "x", "1", 1e9)
+    assert plan.estimate_s == pytest.approx(2 * grid.plan_grid(Toy(seeds=3), tmp_path / "x", "2", 1e9).estimate_s)
+
+
+def test_a_paper_scale_grid_is_planned_anywhere_and_run_only_where_a_gpu_or_slurm_is(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LMPT_STUDY_GPUS", "")
+    reproduce([Toy.name, "scale=paper", "dry_run=true", "slots=1"])
+    assert "scale=paper: 2 runs" in capsys.readouterr().out
+    err = refused([Toy.name, "scale=paper", "slots=1"], capsys, monkeypatch)
+    assert "scale=paper trains models of the paper's size: run it where a GPU is" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_keys_are_printed_as_written() -> None:
+    """rich markup never swallows a key's value (`[bundled:zorro-fast]` once vanished from a plan)."""
+    from rich.console import Console
+
+    class Bracketed(Toy):
+        name: ClassVar[str] = "toy-bracketed"
+
+        def runs(self) -> list[PlannedRun]:
+            return [PlannedRun("r", ("downstream.tasks=[bundled:zorro-fast]",), {"model": "tiny"}, 1.0)]
+
+    import lmpt.console
+
+    recorder = Console(record=True, width=400)
+    original = lmpt.console.console
+    lmpt.console.console = recorder
+    try:
+        grid.print_plan(Bracketed(), grid.GridPlan(Path("x"), Bracketed().runs(), [], [grid.Slot("serial")]))
+    finally:
+        lmpt.console.console = original
+    assert "downstream.tasks=[bundled:zorro-fast]" in recorder.export_text()
 
 
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert "no reproduction called 'nope': choose one of" in refused(["nope"], capsys, monkeypatch)
-    assert "more than max_minutes=1" in refused(["fim", "max_minutes=1"], capsys, monkeypatch)
-    assert "seeds=0 must be at least 1" in refused(["fim", "seeds=0"], capsys, monkeypatch)
-    assert "max_minutes=nan must be a number of minutes above 0" in refused(
-        ["fim", "max_minutes=nan"], capsys, monkeypatch
+    assert "seeds=0 must be at least 1" in refused([Toy.name, "seeds=0"], capsys, monkeypatch)
+    assert "seeds=99999999999999999999 is more than 100" in refused(
+        [Toy.name, "seeds=99999999999999999999"], capsys, monkeypatch
     )
-    assert "max_minutes=0 must be" in refused(["fim", "max_minutes=0"], capsys, monkeypatch)
-    assert "unknown key 'seed'" in refused(["fim", "seed=3"], capsys, monkeypatch)
-    assert "study.slots=99" in refused(["fim", "slots=99"], capsys, monkeypatch)
-    assert list(tmp_path.iterdir()) == []
+    assert "max_minutes=nan must be a number of minutes above 0" in refused(
+        [Toy.name, "max_minutes=nan"], capsys, monkeypatch
+    )
+    assert "max_minutes=0 must be" in refused([Toy.name, "max_minutes=0"], capsys, monkeypatch)
+    assert "unknown key 'seed'" in refused([Toy.name, "seed=3"], capsys, monkeypatch)
+    assert "study.slots=99" in refused([Toy.name, "slots=99"], capsys, monkeypatch)
+    assert "scale=huge is unknown: use laptop or paper" in refused([Toy.name, "scale=huge"], capsys, monkeypatch)
+    assert f"{Toy.name} takes no ladder= key: its grid is fixed" in refused(
+        [Toy.name, "ladder=[16]"], capsys, monkeypatch
+    )
+    assert "device=tpu must be cpu or gpu" in refused([Toy.name, "device=tpu"], capsys, monkeypatch)
+    (tmp_path / "file").write_text("x")
+    assert "out=file is not a folder" in refused([Toy.name, "out=file"], capsys, monkeypatch)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_the_readme_row_is_replaced_or_added_and_every_other_row_kept(tmp_path) -> None:
+    out = tmp_path / "grid"
+    toy = Toy()
+    conditions = [Condition("parameters", "7M", "0.1M", False)]
+    findings = Findings([judge("two seeds agree", Evidence.shows, "2 runs", conditions)], conditions, "2 runs", [])
+    summary = write_document(toy, findings, out, {"wall_s": 12.0, "launches": 1}, 34.0).with_suffix(".json")
+    readme = tmp_path / "README.md"
+    other = "| Someone 2024 | a claim | x | [reproduced](docs/other.md) | `lmpt-reproduce other` | 1m |"
+    mine = "| Nobody 2026 | old | y | [not reproduced](grid/toy-for-tests.md) | `lmpt-reproduce toy-for-tests` | 1m |"
+    head = "| paper | claim | lmpt's figure | verdict | command | CPU time |\n| --- | --- | --- | --- | --- | --- |"
+    readme.write_text(f"# x\n\n{START}\n{head}\n{other}\n{mine}\n{END}\n\nafter\n")
+    update_readme(readme, summary)
+    text = readme.read_text()
+    assert other in text and "old" not in text and "after" in text
+    assert "[reproduced (two seeds agree)](grid/toy-for-tests.md)" in text
+    update_readme(readme, summary)  # again: the same table, no row doubled
+    assert readme.read_text() == text
+
+    reversed_markers = tmp_path / "R.md"
+    reversed_markers.write_text(f"{END}\n{START}\n")
+    with pytest.raises(LmptError, match="has no table between"):
+        update_readme(reversed_markers, summary)
+    latin = tmp_path / "L.md"
+    latin.write_bytes(f"caf\xe9 {START}\n{END}\n".encode("latin-1"))
+    with pytest.raises(LmptError, match="is not UTF-8"):
+        update_readme(latin, summary)
+    assert latin.read_bytes() == f"caf\xe9 {START}\n{END}\n".encode("latin-1")
 
 
 def test_a_killed_grid_resumes_completed_runs_kept_and_a_stopped_one_continued(tmp_path, capsys) -> None:
-    toy = Toy(1)
+    toy = Toy()
     folder = tmp_path / "grid"
     first, second = toy.runs()
     # the first run completes; the second is stopped by SIGTERM mid-way (a checkpoint committed), as a kill leaves it
@@ -115,18 +197,18 @@ def test_a_killed_grid_resumes_completed_runs_kept_and_a_stopped_one_continued(t
             return [PlannedRun(r.name, (*r.keys, "optimizer.lr=0.01"), r.labels, r.flops) for r in super().runs()]
 
     with pytest.raises(LmptError, match="launched with other run keys"):
-        grid.plan_grid(Other(1), folder, "1", 60)
+        grid.plan_grid(Other(), folder, "1", 60)
 
-    # the document, its summary, and the README's table rebuilt from it
-    out = tmp_path / "docs" / "reproductions"
-    path = write_document(toy, toy.analyse(read_finished(folder, toy.runs())), out, 12.0, 34.0)
-    text = path.read_text()
-    assert "**Verdict: Reproduced: 2 runs**" in text and "`lmpt-reproduce toy-for-tests seeds=1`" in text
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{START}\nold\n{END}\n\nafter\n")
-    assert update_readme(readme, out)
-    table = readme.read_text()
-    assert "old" not in table and "[Reproduced](docs/reproductions/toy-for-tests.md)" in table and "after" in table
+    # the document and its summary, by default beside the runs; nothing written outside the grid's folder
+    reproduce([Toy.name, f"dir={folder}", "reuse=true"])
+    text = (folder / "toy-for-tests.md").read_text()
+    assert "- two seeds agree: **reproduced** (2 runs; shown although the grid misses parameters" in text
+    assert "## Conditions" in text and "| parameters | 7M | 0.1M | **missed** |" in text
+    assert "`lmpt-reproduce toy-for-tests`" in text and "torch 2." in text and "threads a run: " in text
+    summary = json.loads((folder / "toy-for-tests.json").read_text())
+    assert summary["claims"][0]["verdict"] == "reproduced" and summary["produced_by"]["torch"].startswith("2.")
+    assert summary["produced_by"]["threads_per_run"] == "lmpt's default (every core)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid"]
 
 
 def test_a_console_reproduction_stopped_by_sigterm_says_how_to_resume(tmp_path) -> None:
@@ -138,8 +220,11 @@ def test_a_console_reproduction_stopped_by_sigterm_says_how_to_resume(tmp_path) 
         stderr=subprocess.PIPE,
         text=True,
     )
-    wait_for_step(tmp_path / "g" / "tiny-100steps-clm-seed0", 1, timeout=120)
+    deadline = time.time() + 120
+    while not list((tmp_path / "g").glob("*/metrics.jsonl")):
+        assert time.time() < deadline and child.poll() is None, "no run of the grid logged a step"
+        time.sleep(0.1)
     child.send_signal(signal.SIGTERM)
     out, err = child.communicate(timeout=120)
     assert child.returncode == 75 and "run the same command to resume" in err, err
-    assert not (tmp_path / "docs").exists()
+    assert not (tmp_path / "docs").exists() and not list((tmp_path / "g").glob("*.md"))
