@@ -8,6 +8,7 @@ differ (two copies of one seed are not two samples). Every other column of a poo
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -112,7 +113,10 @@ def pool_seeds(runs: list[RunSummary], ranking: Ranking) -> SeedPool | None:
     pooled_ids = {id(r) for g in poolable for r in g}
     rows = [pooled_run(sorted(g, key=lambda r: r.seed or 0)) for g in poolable]
     rows += [r for r in runs if id(r) not in pooled_ids and ranking.value(r) is not None]
-    rows.sort(key=lambda r: float(ranking.value(r)))  # type: ignore[arg-type]
+    # a setting whose mean is NaN or infinite (a diverged seed's) never ranks, as a single run's never does: it goes
+    # after the ranked rows, untested, shown as it is
+    diverged = [r for r in rows if not math.isfinite(float(ranking.value(r)))]  # type: ignore[arg-type]
+    rows = sorted((r for r in rows if r not in diverged), key=lambda r: float(ranking.value(r)))  # type: ignore[arg-type]
     evidence = {id(r): _loss_evidence(r, ranking) for r in rows}
     significance = tested_gaps(ranking.key, rows, evidence)
     seeds = sorted({s for r in rows for s in r.seeds if s is not None})
@@ -121,7 +125,7 @@ def pool_seeds(runs: list[RunSummary], ranking: Ranking) -> SeedPool | None:
         "the mean over its seeds, their std and a 95% t interval"
     )
     unranked = [r for r in runs if ranking.value(r) is None]
-    return SeedPool(rows + unranked, replace(ranking, header=header), significance)
+    return SeedPool(rows + diverged + unranked, replace(ranking, header=header), significance)
 
 
 def _loss_evidence(row: RunSummary, ranking: Ranking) -> Evidence:

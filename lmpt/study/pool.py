@@ -434,10 +434,16 @@ def stop_left_run(study_dir: Path) -> None:
 def refuse_another_run(
     path: Path, command: list[str], elsewhere: str = "another study's run; pick another study.dir"
 ) -> None:
-    """A run directory launched with other run keys (another study's, or a trial of another recipe) is not reused:
-    the study says so before training anything."""
+    """A run directory launched with other run keys (another study's, or a trial of another recipe), or holding files
+    without the keys it was launched with (a run copied in without its `.hydra/`), is not reused: the study says so
+    before training anything. A run is known by its saved keys, never by where it lies."""
     overrides_file = path / ".hydra" / "overrides.yaml"
     if not overrides_file.exists():
+        if path.is_dir() and any(path.iterdir()):
+            raise LmptError(
+                f"{path} holds files but not the keys it was launched with (.hydra/overrides.yaml): it cannot be told "
+                f"from {elsewhere.split(';')[0]}; move it away"
+            )
         return
     given = set(command[3:-1])  # the run keys: the command less `python -m lmpt` and hydra.run.dir
     saved = {str(o) for o in OmegaConf.load(overrides_file)}

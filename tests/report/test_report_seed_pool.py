@@ -148,3 +148,14 @@ def test_the_curve_charts_title_names_no_machine_path_and_every_line_fits(
     (title,) = titles
     assert str(tmp_path) not in title and "sweep of 9 jobs" in title and "mean over its seeds" in title
     assert max(len(line) for line in title.splitlines()) <= 160
+
+
+def test_a_setting_with_a_diverged_seed_never_ranks_first(tmp_path: Path) -> None:
+    """A seed-pooled setting whose mean is -inf or NaN (one seed's loss diverged) goes after the ranked rows,
+    untested, as a single diverged run does; it once ranked first with "p=nan"."""
+    mask_sweep(tmp_path / "sweep", {0.4: [5.00, 5.04], 0.15: [float("-inf"), 5.06], 0.05: [5.50, float("nan")]})
+    compare([tmp_path / "sweep"], tmp_path / "report")
+    rows = read_csv(tmp_path / "report" / "compare.csv")
+    assert [r["run"] for r in rows][0] == "objective.mask_prob=0.4"
+    assert {r["run"] for r in rows[1:]} == {"objective.mask_prob=0.15", "objective.mask_prob=0.05"}
+    assert all(r["vs_next"] in ("", "?") for r in rows)
