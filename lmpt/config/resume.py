@@ -50,6 +50,7 @@ MAY_CHANGE = frozenset(
         "data.shard_docs",
         "data.cache_dir",
         "data.verify",  # workers, caches
+        "data.allow_changed_text",  # this launch's answer to the run's text having changed
         "trainer.resume",
         "trainer.dry_run",
         "trainer.max_nonfinite_steps",  # how this launch starts and stops

@@ -56,13 +56,18 @@ class Schedule(Choice):
 
 
 class DocumentMode(Choice):
-    """data.documents: how text splits into documents."""
+    """data.documents: how text splits into documents. blank_line: a blank line ends one (its lines kept whole);
+    wikitext: a ` = Title = ` heading starts one; line: every line is one; file: the whole file is one; stories:
+    blank lines separate a story's paragraphs and a story ends where a line is followed directly by another, with no
+    blank line between (TinyStories); auto: wikitext when a heading is among the first lines, else blank_line.
+    wikitext, line and stories split lines into sentences."""
 
     auto = "auto"
     blank_line = "blank_line"
     wikitext = "wikitext"
     line = "line"
     file = "file"
+    stories = "stories"
 
 
 class Verify(Choice):
@@ -275,7 +280,8 @@ class DataConfig:
     text_field: str = "text"
     """Field (JSONL) or column (parquet, arrow) holding each record's text."""
     documents: DocumentMode = DocumentMode.auto
-    """How text splits into documents: auto, blank_line, wikitext, line or file (jsonl: one per record)."""
+    """How text splits into documents: auto, blank_line, wikitext, line, file or stories (blank lines between a
+    story's paragraphs, none between two stories); jsonl, parquet, arrow: one per record."""
     unique_tokens: int | None = None
     """Train on the first N tokens of the training text only, the same tokens for every objective and seed, so the
     data stays fixed while the budget grows (the start line states the epochs); null = all of it."""
@@ -294,6 +300,10 @@ class DataConfig:
     verify: Verify = Verify.stat
     """stat: a file whose path, size and modification time are unchanged keeps its recorded content hash (a warm
     launch reads no text); full: hash every byte again (a changed file gets a new cache)."""
+    allow_changed_text: bool = False
+    """On resume: go on, with a warning, when the run's text differs from the text it recorded at its start
+    (RUN/text.json: another file, or one appended to), and record the new text as the run's; false: refuse. Holds
+    for one launch (the run's config keeps false); lmpt-eval RUN held_out=true takes it as allow_changed_text=true."""
     name: str | None = None
     """data=hf: the dataset to stream through `datasets`, a Hugging Face Hub name (HuggingFaceFW/fineweb-edu) or a
     local parquet or JSONL file, a folder of them, or a save_to_disk folder; null = read data.paths."""

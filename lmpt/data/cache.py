@@ -16,7 +16,7 @@ from lmpt.config.schema import DataConfig, TokenizerConfig
 from lmpt.config.validate import parse_max_tokens
 from lmpt.console import info
 from lmpt.data.corpus import META_NAME, TokenCorpus, token_dtype
-from lmpt.data.fingerprint import corpus_fingerprint
+from lmpt.data.fingerprint import corpus_fingerprint, memo_dir
 from lmpt.data.mixture import resolve_sources
 from lmpt.data.readers import format_of
 from lmpt.data.readers.hf import StreamInterrupted
@@ -125,7 +125,7 @@ def prepare_part(
     the unsealed shards j with j % N == i; None while other parts' shards are still missing (the part that
     seals the last shard completes the cache)."""
     sources = resolve_sources(cfg, base_dir)
-    fingerprint = corpus_fingerprint(cfg, sources, Path(cache_root) / "fingerprints")
+    fingerprint = corpus_fingerprint(cfg, sources, memo_dir(cache_root))
     items = [source_items(source, cfg.text_field, cfg.val_fraction) for source in sources]
     streamed = any(source.dataset is not None for source in sources)
     if streamed:  # data=hf: the tokenizer first, from the stream's head, so data.max_tokens can count its tokens
@@ -168,7 +168,7 @@ def cached_train_tokens(
     """(name, weight, training tokens) of each source from the token cache this data and tokenizer would use, for a
     dry run's plan: nothing is tokenised or trained, and a cache (or tokenizer) not built yet answers None."""
     sources = resolve_sources(cfg, base_dir)
-    fingerprint = corpus_fingerprint(cfg, sources, Path(cache_root) / "fingerprints")
+    fingerprint = corpus_fingerprint(cfg, sources, memo_dir(cache_root))
     tokenizer = known_tokenizer(tokenizer_cfg, fingerprint, cache_root, quiet=True)
     if tokenizer is None:
         return None

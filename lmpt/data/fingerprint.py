@@ -22,6 +22,11 @@ FINGERPRINT_VERSION = 2  # bump when the fingerprint changes so old caches are n
 _HASH_BLOCK = 1 << 20
 
 
+def memo_dir(cache_root: Path) -> Path:
+    """Where the file hashes a fingerprint remembers live under the cache root `cache_root`."""
+    return Path(cache_root) / "fingerprints"
+
+
 def _content_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -43,7 +43,7 @@ def evaluate(argv: list[str]) -> None:
     trained = load_trained(run, o.device)
     require_token_head(trained, PROG)
     if o.held_out:
-        result = evaluate_held_out(trained)
+        result = evaluate_held_out(trained, o.allow_changed_text)
         if o.json:
             print(json.dumps(result))
         else:

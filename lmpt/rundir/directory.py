@@ -7,6 +7,7 @@ naming the holder's PID. Under torchrun only rank 0 takes it, for the whole job.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -18,13 +19,14 @@ from typing import IO, TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
-from lmpt.config.schema import TrainerConfig
+from lmpt.config.schema import DataConfig, TrainerConfig
 from lmpt.console import info
 from lmpt.errors import LmptError
 from lmpt.locks import holder, try_lock
 from lmpt.rundir.checkpoint import MANIFEST, CheckpointStore
 from lmpt.rundir.drift import drifted_keys, flatten, refuse_drift
 from lmpt.rundir.log import LOG_FILE, open_run_log
+from lmpt.rundir.text import ReadText, RunText, recorded_text
 from lmpt.safe_files import load_yaml, save_weights
 from lmpt.tokenizer.base import RUN_FILE, Tokenizer
 from lmpt.tokenizer.load import load_tokenizer
@@ -48,6 +50,9 @@ LEGACY_FINAL_MODEL = "model.pt"
 class RunDir:
     path: Path
     resume_from: Path | None
+    text: RunText | None = None
+    """A resumed run's text as this launch reads it (lmpt.rundir.text); None: a new run, whose data paths start at
+    the working directory."""
 
     @property
     def checkpoints(self) -> Path:
@@ -109,16 +114,26 @@ def locate_run(trainer: TrainerConfig, hydra_dir: Path, discard: bool = True) ->
     return RunDir(run, checkpoint)
 
 
-def claim_run(trainer: TrainerConfig, hydra_dir: Path, config: DictConfig, ctx: Distributed) -> RunDir:
+def claim_run(
+    trainer: TrainerConfig, hydra_dir: Path, config: DictConfig, data: DataConfig, ctx: Distributed
+) -> RunDir:
     """The run directory this launch trains in (`trainer.resume`), locked for the job (`ctx`: the process group),
-    checked to hold this run's config, its log opened (rank 0), and a resumed checkpoint checked for drift."""
+    checked to hold this run's config; a resumed run's checkpoint checked for drift and its text (`data`'s paths)
+    checked to be the text it recorded (lmpt.rundir.text); then its log opened (rank 0). A refusal writes nothing
+    into the run directory."""
     run = locate_run(trainer, hydra_dir, discard=ctx.is_main)
     lock_for_job(run.path, ctx)  # before anything is read from or written to the run directory
     check_run_config(run, config)
+    reading: ReadText | None = None
+    if run.resume_from is not None:
+        refuse_drift(run.resume_from, config)  # first: a changed data key is named as such
+        opt_in = "data.allow_changed_text=true"
+        reading = ctx.main_first(lambda: recorded_text(run.path, data, data.allow_changed_text, opt_in))
+        run = dataclasses.replace(run, text=reading.text)
     if ctx.is_main:
         open_run_log(run.path)
-    if run.resume_from is not None:
-        refuse_drift(run.resume_from, config)
+    if reading is not None:
+        reading.tell()  # once the log is open: a warning that the text changed stays in lmpt.log
     return run
 
 
@@ -147,10 +162,12 @@ def check_run_config(run: RunDir, cfg: DictConfig) -> None:
 def write_run_config(run: RunDir, cfg: DictConfig) -> None:
     """The composed config, written when the run starts and again by each resume (which may only change the keys in
     lmpt.config.resume.MAY_CHANGE), so `lmpt trainer.resume=RUN` continues with the latest settings. The saved
-    trainer.resume is auto: the next resume continues this directory's newest checkpoint, wherever it was moved."""
+    trainer.resume is auto: the next resume continues this directory's newest checkpoint, wherever it was moved; the
+    saved data.allow_changed_text is false: allowing changed text holds for the launch that allowed it."""
     saved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(saved, dict)
     saved["trainer"]["resume"] = "auto"
+    saved["data"]["allow_changed_text"] = False
     tmp = run.path / f".{CONFIG_FILE}.tmp"
     tmp.write_text(OmegaConf.to_yaml(saved))
     os.replace(tmp, run.path / CONFIG_FILE)

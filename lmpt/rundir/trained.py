@@ -44,6 +44,8 @@ class Trained:
     objective_name: str
     weights: Path
     """The file the weights came from."""
+    run_dir: Path | None = None
+    """The run directory the weights belong to (None: a model not loaded from one)."""
 
     @property
     def max_seq_len(self) -> int:
@@ -197,4 +199,4 @@ def load_trained(path: str | Path, device: str = "cpu") -> Trained:
         detail = str(exc).splitlines()[1].strip() if len(str(exc).splitlines()) > 1 else str(exc)
         raise LmptError(f"the weights in {weights} do not fit this lmpt's {arch} model ({detail})") from None
     model = model.to(pick_device(device)).eval()
-    return Trained(model, tokenizer, config, arch, name, weights)
+    return Trained(model, tokenizer, config, arch, name, weights, located.run_dir)

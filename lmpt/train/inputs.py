@@ -23,6 +23,7 @@ from lmpt.objectives.registry import build_objective
 from lmpt.quality.stage import QualityStage
 from lmpt.rng import derive_seed
 from lmpt.rundir import directory as rundir
+from lmpt.rundir.text import text_at, write_run_text
 from lmpt.tokenizer.base import Tokenizer
 from lmpt.train.distributed import Distributed
 from lmpt.train.init_from import check_tokenizer, load_origin
@@ -39,17 +40,19 @@ def prepare_inputs(
     quality: QualityStage | None,
     record_in: Path | None,
     check: InputsCheck | None = None,
+    launch_dir: Path | None = None,
 ) -> tuple[PreparedData, Objective]:
     """Tokenizer, token cache and objective. `run_tokenizer`: a resumed run's own tokenizer, used instead of the
     cached or configured one; `quality`: the stage the text passes first, its record copied into `record_in`;
-    `check`: run on the tokenizer and objective before they are returned."""
+    `check`: run on the tokenizer and objective before they are returned; `launch_dir`: where relative data paths
+    start (a resumed run's recorded folder; None: the working directory)."""
     data_cfg, model_cfg = spec.data, spec.model
     data_settings = settings(data_cfg, DataConfig)
     cache_root = default_cache_root(data_cfg.cache_dir)
     data = prepare_corpora(
         data_settings,
         settings(spec.tokenizer, TokenizerConfig),
-        Path.cwd(),
+        launch_dir or Path.cwd(),
         cache_root,
         tokenizer=run_tokenizer,
         quality=quality,
@@ -125,12 +128,13 @@ def run_inputs(
     check: InputsCheck | None,
 ) -> RunInputs:
     """The inputs of a launch in `run`: rank 0 builds the caches and the others reuse them (a resumed run keeps its
-    own tokenizer); model.init_from's tokenizer must be the run's; a new stage of model.init_from starts from its
-    origin's weights. Once the weights fit, rank 0 writes the run's config and tokenizer: a refused run leaves
-    nothing behind."""
+    own tokenizer, and reads its own text: lmpt.rundir.text); model.init_from's tokenizer must be the run's; a new
+    stage of model.init_from starts from its origin's weights. Once the weights fit, rank 0 writes the run's config,
+    tokenizer and the record of its text: a refused run leaves nothing behind."""
     run_tokenizer = rundir.load_run_tokenizer(run)
+    launch_dir = run.text.launch_dir if run.text is not None else None
     data, objective = ctx.main_first(
-        lambda: prepare_inputs(spec, run_tokenizer, quality, run.path if ctx.is_main else None, check)
+        lambda: prepare_inputs(spec, run_tokenizer, quality, run.path if ctx.is_main else None, check, launch_dir)
     )
     if spec.origin is not None:
         check_tokenizer(spec.origin, data.tokenizer)
@@ -142,4 +146,5 @@ def run_inputs(
     if ctx.is_main:
         rundir.write_run_config(run, spec.config)
         rundir.save_run_tokenizer(run, data.tokenizer)
+        write_run_text(run.path, run.text or text_at(settings(spec.data, DataConfig), Path.cwd()))
     return RunInputs(data, objective, windows, model, model_vocab)

@@ -118,7 +118,7 @@ def _claim_run(spec: RunSpec, session: Session) -> rundir.RunDir:
     run_path = agree_on_run_dir(ctx, session.hydra_dir)
     if run_path != session.hydra_dir:  # a rank other than 0: its placeholder directory is not the run's
         shutil.rmtree(session.hydra_dir, ignore_errors=True)
-    run = rundir.claim_run(spec.trainer, run_path, spec.config, ctx)
+    run = rundir.claim_run(spec.trainer, run_path, spec.config, spec.data, ctx)
     if ctx.is_main:
         MetricsLog(run.path / rundir.METRICS_FILE).repair()
     return run
