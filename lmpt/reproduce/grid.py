@@ -37,11 +37,21 @@ from lmpt.study.schema import StudyConfig
 from lmpt.train.display import format_duration
 from lmpt.train.placement import FORCE_VAR
 
-SLOT_RATE = {"w16": 2.3e10, "w32": 3.2e10, "micro": 4.8e10, "w128": 6.2e10, "tiny": 6.4e10}
+SLOT_RATE = {
+    "w16": 2.3e10,
+    "w32": 3.2e10,
+    "micro": 4.8e10,
+    "w128": 6.2e10,
+    "tiny": 6.4e10,
+    "micro@512": 4.2e10,
+    "tiny@512": 6.3e10,
+}
 """Training FLOPs per second a one-thread slot gives each model (fp32 clm, measured on the development machine, an
 Intel Xeon with AVX-512, by scripts/bench_small_models.py: tokens/s times FLOPs a token; w16 to w128 are the crossover
 ladder's widths); the plan's time is each run's FLOPs at its model's rate plus RUN_OVERHEAD_S, over the slots. A model
-not listed is taken at the slowest rate."""
+not listed is taken at the slowest rate. MODEL@512: the model on windows of 512 (fim's grid), its rate at 128 times
+the ratio of one-thread CPU seconds per training step measured side by side (fim on wikitext, 50 steps of 16 x 128
+against 4 x 512 tokens: micro 0.88, tiny 0.98; CPU time, as the machine was shared)."""
 RUN_OVERHEAD_S = 10.0
 """Seconds a run takes beyond its training steps: the process's start and its final evaluation (measured: the
 repetition grid's 75 micro runs took 1,580 slot-seconds against 783 of training at SLOT_RATE)."""
@@ -142,6 +152,8 @@ def plan_grid(
             f"{len(slot_list)} runs side by side need about {MEMORY_PER_RUN * len(slot_list) / 1e9:.0f} GB and this "
             f"machine has {available / 1e9:.1f} GB free: give slots={max(1, int(available // MEMORY_PER_RUN))}"
         )
+    if len(done) < len(runs) and not dry_run:
+        reproduction.check_text()  # text too small for the grid, said before anything trains
     return plan
 
 

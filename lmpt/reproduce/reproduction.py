@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 
 import lmpt.reproduce
 from lmpt.config.schema import Choice
+from lmpt.config.store import conf_dir
 from lmpt.downstream.significance import seed_interval
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import OBJECTIVES
@@ -36,7 +37,7 @@ TOKENS_PER_STEP = 16 * 128
 """Tokens an optimizer step of a reproduction's runs reads: lmpt's default batch, 16 windows of 128."""
 GRID_KEYS = ("corpus", "ladder", "budgets", "unique_tokens", "epochs")
 """The command's keys that set a grid's scale (each a list); a reproduction names those it takes in `grid_keys`."""
-CONF_DATA = Path(__file__).resolve().parents[1] / "conf" / "data"
+CONF_DATA = conf_dir() / "data"
 
 
 class Scale(Choice):
@@ -147,6 +148,12 @@ class Reproduction(ABC):
     @abstractmethod
     def analyse(self, finished: list[FinishedRun]) -> Findings:
         """The findings from the grid's completed runs."""
+
+    def check_text(self) -> None:
+        """Refuse, in one LmptError line before any run starts, text too small for the grid (say how much it needs).
+        Called when a grid is launched, never for a dry run: it may tokenise the text into lmpt's cache. None to
+        check by default."""
+        return None
 
     def command_line(self) -> str:
         """The command that runs (and resumes) this reproduction."""
