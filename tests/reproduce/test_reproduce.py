@@ -134,6 +134,19 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
+def test_a_run_folder_without_the_keys_it_was_launched_with_is_never_adopted(tmp_path) -> None:
+    """A completed run copied in under a grid run's name without its .hydra/ (whatever run it was) is refused before
+    anything trains, where it used to be taken as that run."""
+    folder = tmp_path / "grid"
+    copied = folder / Toy().runs()[0].name
+    copied.mkdir(parents=True)
+    (copied / "status.json").write_text(json.dumps({"status": "completed"}))
+    (copied / "metrics.jsonl").write_text('{"step": 30, "val_loss": 1.0}\n')
+    with pytest.raises(LmptError, match="holds files but not the keys it was launched with"):
+        grid.plan_grid(Toy(), folder, "1", 60)
+    (folder / "empty").mkdir()  # an empty folder is no run: nothing to refuse
+
+
 def test_the_readme_row_is_replaced_or_added_and_every_other_row_kept(tmp_path) -> None:
     out = tmp_path / "grid"
     toy = Toy()
@@ -211,9 +224,13 @@ def test_a_killed_grid_resumes_completed_runs_kept_and_a_stopped_one_continued(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["grid"]
 
 
+FIM_SMALL = ("corpus=[shakespeare]", "ladder=[micro]", "budgets=[41000]")
+"""fim's grid on one corpus (one text to prepare before the first run starts), of its smallest runs."""
+
+
 def test_a_console_reproduction_stopped_by_sigterm_says_how_to_resume(tmp_path) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-m", "lmpt.reproduce", "fim", "seeds=1", "slots=1", f"dir={tmp_path / 'g'}"],
+        [sys.executable, "-m", "lmpt.reproduce", "fim", "seeds=1", "slots=1", f"dir={tmp_path / 'g'}", *FIM_SMALL],
         cwd=tmp_path,
         env=lmpt_env(),
         stdout=subprocess.PIPE,
