@@ -45,13 +45,18 @@ SLOT_RATE = {
     "tiny": 6.4e10,
     "micro@512": 4.2e10,
     "tiny@512": 6.3e10,
+    "w16-v512": 1.5e10,
+    "w32-v512": 2.4e10,
+    "w64-v512": 4.4e10,
 }
 """Training FLOPs per second a one-thread slot gives each model (fp32 clm, measured on the development machine, an
 Intel Xeon with AVX-512, by scripts/bench_small_models.py: tokens/s times FLOPs a token; w16 to w128 are the crossover
 ladder's widths); the plan's time is each run's FLOPs at its model's rate plus RUN_OVERHEAD_S, over the slots. A model
 not listed is taken at the slowest rate. MODEL@512: the model on windows of 512 (fim's grid), its rate at 128 times
 the ratio of one-thread CPU seconds per training step measured side by side (fim on wikitext, 50 steps of 16 x 128
-against 4 x 512 tokens: micro 0.88, tiny 0.98; CPU time, as the machine was shared)."""
+against 4 x 512 tokens: micro 0.88, tiny 0.98; CPU time, as the machine was shared). wWIDTH-vVOCAB: the ladder's
+width at a VOCAB-piece vocabulary (repetition's laptop grid), its rate at 2,048 pieces times the ratio of one-thread
+CPU FLOP/s measured alternately (clm on tinystories, steps 20 to 150, two rounds: w16 0.67, w32 0.76, w64 0.91)."""
 RUN_OVERHEAD_S = 10.0
 """Seconds a run takes beyond its training steps: the process's start and its final evaluation (measured: the
 repetition grid's 75 micro runs took 1,580 slot-seconds against 783 of training at SLOT_RATE)."""
