@@ -42,6 +42,8 @@ from lmpt.objectives.mdlm import MdlmConfig
 from lmpt.report.markdown import markdown_table
 from lmpt.reproduce.ladder import Shape, check_ladder, optimal_parameters
 from lmpt.reproduce.reproduction import (
+    AR,
+    DIFFUSION,
     Findings,
     FinishedRun,
     PlannedRun,
@@ -54,8 +56,6 @@ from lmpt.reproduce.reproduction import (
 )
 from lmpt.reproduce.verdict import ClaimVerdict, Condition, Evidence, judge, within_margin
 
-AR = "clm"
-DIFFUSION = "mdlm"
 OBJECTIVES = (AR, DIFFUSION)
 LAW = (2.12e15, 2.174)
 """C_crit(U) = a (U / 1e6)^k FLOPs in 6 N D (Prabhudesai et al. 2025, the project page's linear fit of critical

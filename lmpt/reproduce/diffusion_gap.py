@@ -58,7 +58,9 @@ from lmpt.objectives.mdlm import MdlmConfig
 from lmpt.report.markdown import markdown_table
 from lmpt.reproduce.ladder import TOKENS_PER_PARAMETER, Shape, check_ladder
 from lmpt.reproduce.reproduction import (
+    AR,
     CONF_DATA,
+    DIFFUSION,
     TOKENS_PER_STEP,
     Findings,
     FinishedRun,
@@ -66,13 +68,12 @@ from lmpt.reproduce.reproduction import (
     Reproduction,
     Scale,
     corpus_keys,
+    interval,
     mean_cell,
     numbers,
 )
 from lmpt.reproduce.verdict import ClaimVerdict, Condition, Evidence, below, judge, within_margin
 
-AR = "clm"
-DIFFUSION = "mdlm"
 OBJECTIVES = (AR, DIFFUSION)
 PAPER_PERPLEXITY = {33e9: {AR: 22.32, DIFFUSION: 27.04}, 327e9: {AR: 20.86, DIFFUSION: 23.00}}
 """LM1B test perplexity at 33B and 327B training tokens (Sahoo et al. 2024, Table 1: their retrained autoregressive
@@ -251,12 +252,6 @@ def multiplier(target: float, tokens: Sequence[float], curve: Sequence[float]) -
             share = (curve[i - 1] - target) / (curve[i - 1] - curve[i])
             return math.exp(share * math.log(tokens[i] / tokens[i - 1])) * tokens[i - 1] / tokens[0]
     return None
-
-
-def interval(values: Sequence[float]) -> tuple[float, float, float]:
-    """(mean, low, high): the mean and its 95% t interval over seeds (NaN ends with fewer than two)."""
-    low, high = seed_interval(list(values)) or (math.nan, math.nan)
-    return statistics.fmean(values), low, high
 
 
 def _papers_figures() -> str:

@@ -26,13 +26,13 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from lmpt.config.schema import TokenizerConfig
-from lmpt.downstream.significance import seed_interval
 from lmpt.errors import LmptError
 from lmpt.objectives.fim import FimConfig
 from lmpt.report.markdown import markdown_table
 from lmpt.reproduce.fim_inputs import FimInputs, composed_run, measure_inputs, training_tokens
 from lmpt.reproduce.ladder import Shape, check_ladder
 from lmpt.reproduce.reproduction import (
+    AR,
     CONF_DATA,
     Findings,
     FinishedRun,
@@ -40,11 +40,12 @@ from lmpt.reproduce.reproduction import (
     Reproduction,
     Scale,
     corpus_keys,
+    interval,
     numbers,
+    spans,
 )
-from lmpt.reproduce.verdict import ClaimVerdict, Condition, Evidence, below, judge, within_margin
+from lmpt.reproduce.verdict import ClaimVerdict, Condition, Evidence, below, combined, judge, within_margin
 
-AR = "clm"
 FIM50 = "fim"
 """The two arms, as the runs' names and the tables call them: the paper's autoregressive control (fim at fim_rate 0,
 clm batch for batch) and its FIM-50% models."""
@@ -75,56 +76,12 @@ PAPER_VOCAB = "about 50k BPE pieces (GPT-3's, with Codex's whitespace tokens for
 ZORRO = "zorro-fast"
 
 
-FREE, COSTS_MORE, COSTS, GAINS, UNSURE = "free", "costs over 1%", "costs", "gains", "inconclusive"
-
-
-def free_or_not(low: float, high: float, margin: float) -> str:
-    """A cell's outcome in words from the 95% interval [low, high] of a difference: free (inside +-margin), a cost
-    over the margin (above it whole), a cost (above 0, reaching into the margin), a gain (below 0), else inconclusive.
-    Kept for lmpt.reproduce.repetition's table, which imports it; fim's own claims are judged by
-    lmpt.reproduce.verdict."""
-    if low >= -margin and high <= margin:
-        return FREE
-    if low > margin:
-        return COSTS_MORE
-    if low > 0:
-        return COSTS
-    if high < 0:
-        return GAINS
-    return UNSURE
-
-
 def corpus_label(corpus: str) -> str:
     """A corpus's name in run names and tables: a data group's own name, a path's file or folder name."""
     if (CONF_DATA / f"{corpus}.yaml").is_file():
         return corpus
     stem = Path(corpus.rstrip("/*")).stem or "text"
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", stem)
-
-
-def interval(values: Sequence[float]) -> tuple[float, float, float]:
-    """(mean, low, high): the mean and its 95% t interval over seeds (NaN ends with fewer than 2)."""
-    low, high = seed_interval(values) or (math.nan, math.nan)
-    return statistics.fmean(values), low, high
-
-
-def spans(mean: float, low: float, high: float, spec: str = "+.2f") -> str:
-    """'MEAN [LOW, HIGH]', or 'MEAN (one seed: no interval)'."""
-    if math.isnan(low):
-        return f"{mean:{spec}} (one seed: no interval)"
-    return f"{mean:{spec}} [{low:{spec}}, {high:{spec}}]"
-
-
-def combined(evidence: Sequence[Evidence]) -> Evidence:
-    """One claim's evidence from its cells: its opposite where any cell shows it (the claim is at every size and
-    budget), the claim where every cell shows it, else undecided; missing without cells."""
-    if not evidence:
-        return Evidence.missing
-    if Evidence.contradicts in evidence:
-        return Evidence.contradicts
-    if all(e is Evidence.shows for e in evidence):
-        return Evidence.shows
-    return Evidence.undecided
 
 
 @dataclass(frozen=True)

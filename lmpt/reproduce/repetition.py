@@ -44,6 +44,8 @@ from lmpt.reproduce.data_constrained_law import (
 )
 from lmpt.reproduce.ladder import TOKENS_PER_PARAMETER, Shape, check_ladder, optimal_parameters
 from lmpt.reproduce.reproduction import (
+    AR,
+    DIFFUSION,
     Findings,
     FinishedRun,
     PlannedRun,
@@ -55,9 +57,6 @@ from lmpt.reproduce.reproduction import (
 )
 from lmpt.reproduce.verdict import ClaimVerdict, Condition, Evidence, below, inside, judge, within_margin
 
-AR = "clm"
-DIFFUSION = "mdlm"
-"""The two arms: autoregression and masked diffusion (their runs' objectives)."""
 OBJECTIVES = (AR, DIFFUSION)
 DIFFUSION_R_D_STAR = 500.0
 """R_D* of masked diffusion as Prabhudesai et al. 2025 fit it ("about 500"), shown beside mdlm's; not judged."""

@@ -17,6 +17,7 @@ import math
 import pkgutil
 import statistics
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -35,6 +36,9 @@ from lmpt.rundir.directory import METRICS_FILE, read_status
 
 TOKENS_PER_STEP = 16 * 128
 """Tokens an optimizer step of a reproduction's runs reads: lmpt's default batch, 16 windows of 128."""
+AR = "clm"
+DIFFUSION = "mdlm"
+"""The objectives of the autoregressive and the masked-diffusion arms the reproductions compare."""
 GRID_KEYS = ("corpus", "ladder", "budgets", "unique_tokens", "epochs")
 """The command's keys that set a grid's scale (each a list); a reproduction names those it takes in `grid_keys`."""
 CONF_DATA = conf_dir() / "data"
@@ -223,6 +227,19 @@ def read_finished(folder: Path, planned: list[PlannedRun]) -> list[FinishedRun]:
         if status.get("status") == "completed":
             finished.append(FinishedRun(run, status, read_records(folder / run.name / METRICS_FILE)))
     return finished
+
+
+def interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the mean and its 95% t interval over seeds (NaN ends with fewer than two)."""
+    low, high = seed_interval(list(values)) or (math.nan, math.nan)
+    return statistics.fmean(values), low, high
+
+
+def spans(mean: float, low: float, high: float, spec: str = "+.2f") -> str:
+    """'MEAN [LOW, HIGH]', or 'MEAN (one seed: no interval)'."""
+    if math.isnan(low):
+        return f"{mean:{spec}} (one seed: no interval)"
+    return f"{mean:{spec}} [{low:{spec}}, {high:{spec}}]"
 
 
 def mean_cell(values: list[float], spec: str = ".3f") -> str:

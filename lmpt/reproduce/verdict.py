@@ -131,6 +131,18 @@ def inside(low: float, high: float, value: float) -> Evidence:
     return Evidence.shows if low <= value <= high else Evidence.contradicts
 
 
+def combined(evidence: Sequence[Evidence]) -> Evidence:
+    """One claim's evidence from its cells (a claim made at every size and budget): its opposite where any cell shows
+    it, the claim where every cell shows it, else undecided; missing without cells."""
+    if not evidence:
+        return Evidence.missing
+    if Evidence.contradicts in evidence:
+        return Evidence.contradicts
+    if all(e is Evidence.shows for e in evidence):
+        return Evidence.shows
+    return Evidence.undecided
+
+
 def summary(claims: Sequence[ClaimVerdict]) -> str:
     """The document's and the README's verdict: one verdict when every claim has it, else each claim with its own."""
     words = {c.word for c in claims}

@@ -79,3 +79,12 @@ def test_the_conditions_table_marks_what_is_missed() -> None:
     assert table[0] == "| condition | the paper | this grid | for the claim |"
     assert table[3] == "| parameters | 50M to 6.9B | 0.4M | **missed**: capacity is scarce |"
     assert table[2].endswith("| met |")
+
+
+def test_a_claim_made_at_every_cell_combines_its_cells_evidence() -> None:
+    from lmpt.reproduce.verdict import combined
+
+    assert combined([Evidence.shows, Evidence.shows]) is Evidence.shows
+    assert combined([Evidence.shows, Evidence.undecided]) is Evidence.undecided
+    assert combined([Evidence.undecided, Evidence.contradicts, Evidence.shows]) is Evidence.contradicts
+    assert combined([]) is Evidence.missing
