@@ -194,7 +194,12 @@ def print_plan(reproduction: Reproduction, plan: GridPlan) -> None:
         f"{len(left)} runs to train: {sum(r.flops for r in left):.3g} FLOPs as lmpt counts them, "
         f"{sum(r.paper_flops for r in left):.3g} in the paper's 6ND; "
         f"{plan.gpu_hours:.3g} GPU-hours at {GPU_UTILISATION:.0%} of an H100's {GPU_PEAK / 1e12:.0f} TFLOP/s (bf16); "
-        f"on this machine's {len(plan.slots)} CPU slot(s) about {format_duration(plan.estimate_s)}; into {plan.folder}"
+        + (
+            f"on this machine's {len(plan.slots)} CPU slot(s) about {format_duration(plan.estimate_s)}; "
+            if reproduction.scale is Scale.laptop
+            else ""
+        )
+        + f"into {plan.folder}"
     )
 
 
