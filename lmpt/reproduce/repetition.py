@@ -86,8 +86,6 @@ RECOVERY_TOLERANCE = 0.25
 """The grid identifies the law when, from runs the law makes at its points, the fit gives back R_D* and R_N* within
 this share."""
 COMMON = ("trainer.eval_every=0", "trainer.sample_tokens=0")
-C4_KEYS = ("data=hf", "data.name=allenai/c4", "data.subset=en")
-"""corpus=c4: the paper's text, streamed from the Hub (`pip install 'lmpt[hf]'`)."""
 VAL_FRACTION = 0.05
 """lmpt's data.val_fraction: the share of the streamed documents held out (c4's data.max_tokens leaves room for it)."""
 
@@ -332,9 +330,10 @@ class Repetition(Reproduction):
         return planned
 
     def _corpus_keys(self, unique: int) -> tuple[str, ...]:
-        if self.corpus == "c4":  # data.max_tokens: the largest U and the held-out share beside it
-            return (*C4_KEYS, f"data.max_tokens={math.ceil(unique / (1 - VAL_FRACTION) / 1e6)}M")
-        return corpus_keys(self.corpus)
+        keys = corpus_keys(self.corpus)
+        if "data=hf" in keys:  # a streamed corpus stops at data.max_tokens: the largest U and the held-out share
+            return (*keys, f"data.max_tokens={math.ceil(unique / (1 - VAL_FRACTION) / 1e6)}M")
+        return keys
 
     def _run(self, objective: str, shape: Shape, cell: Cell, seed: int, data: tuple[str, ...]) -> PlannedRun:
         label = shape.label if shape.vocab == 2048 else f"w{shape.width}-v{shape.vocab}"  # grid.SLOT_RATE's keys

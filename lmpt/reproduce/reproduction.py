@@ -42,6 +42,8 @@ DIFFUSION = "mdlm"
 GRID_KEYS = ("corpus", "ladder", "budgets", "unique_tokens", "epochs")
 """The command's keys that set a grid's scale (each a list); a reproduction names those it takes in `grid_keys`."""
 CONF_DATA = conf_dir() / "data"
+HUB_CORPORA = {"c4": ("data=hf", "data.name=allenai/c4", "data.subset=en")}
+"""Papers' corpora a grid key names, streamed from the Hub by data=hf (`pip install 'lmpt[hf]'`)."""
 
 
 class Scale(Choice):
@@ -168,8 +170,11 @@ class Reproduction(ABC):
 
 
 def corpus_keys(corpus: str) -> tuple[str, ...]:
-    """The lmpt keys that choose `corpus`: a data group of lmpt's (shakespeare, wikitext, tinystories, ...) or a path
-    to text (a file, folder or glob, as `data=text data.paths=` takes); one LmptError line for neither."""
+    """The lmpt keys that choose `corpus`: a paper's corpus streamed from the Hub (HUB_CORPORA), a data group of
+    lmpt's (shakespeare, wikitext, tinystories, ...) or a path to text (a file, folder or glob, as `data=text
+    data.paths=` takes); one LmptError line for neither."""
+    if corpus in HUB_CORPORA:
+        return HUB_CORPORA[corpus]
     if (CONF_DATA / f"{corpus}.yaml").is_file():
         return (f"data={corpus}",)
     if any(ch in corpus for ch in "*?[") or Path(corpus).exists():
