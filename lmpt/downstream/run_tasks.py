@@ -113,6 +113,12 @@ def _names_unique(names: list[str]) -> None:
         raise LmptError(f"downstream tasks share the name {doubled[0]}: each task needs a name of its own")
 
 
+@functools.cache
+def _note_old_keys() -> None:
+    """The old task keys' note, once a process (a study checks its downstream section once per objective)."""
+    warn(escape(OLD_KEYS_NOTE))
+
+
 def check_downstream(downstream: DownstreamConfig, objective: type[Objective], seq_len: int, max_seq_len: int) -> None:
     """Every task of the `downstream` section is readable and named uniquely, and the run's `objective` can score
     it (before any training); its numbers and mode are checked with the rest of the config (lmpt.config.validate).
@@ -121,7 +127,7 @@ def check_downstream(downstream: DownstreamConfig, objective: type[Objective], s
     follows; whether their choices fit the model is checked once the tokenizer exists (`check_downstream_fits`). The
     old task keys are read with a one-line note."""
     if any(getattr(downstream, old) for old in OLD_TASK_KEYS):
-        warn(escape(OLD_KEYS_NOTE))
+        _note_old_keys()
     tasks = run_tasks(downstream, Scoring.of(downstream))
     zero_shot = next((t for t in tasks if t.zero_shot), None)
     if zero_shot is not None and objective.token_head_missing:

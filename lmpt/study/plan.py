@@ -130,6 +130,10 @@ def at_budget(overrides: list[str], budget: str) -> list[str]:
     return [*(o for o in overrides if override_key(o) != "trainer.budget"), f"trainer.budget={budget}"]
 
 
+OLD_TASK_OVERRIDES = ("downstream.choice_tasks", "downstream.classification_tasks")
+"""The run keys a study's defaults named its tasks with before downstream.tasks (the order downstream reads them)."""
+
+
 NO_SCORING = ("downstream.choice_tasks=[]", "downstream.classification_tasks=[]", "downstream.score_every=0")
 """What a search trial adds to its run keys: no downstream scoring, at the end or during training (the search ranks
 by the objective's own validation loss)."""
@@ -152,8 +156,15 @@ def run_keys(study: StudyConfig, overrides: list[str]) -> list[str]:
     command line sets, then the command line's own (every override but study.*)."""
     own = (DRY_RUN, PRESET)
     given = [o for o in overrides if not override_key(o).startswith("study.") and override_key(o) not in own]
-    keys = {override_key(o) for o in given}
-    return [str(k) for k in study.run_keys if override_key(str(k)) not in keys] + given
+    keys = {_key_group(override_key(o)) for o in given}
+    return [str(k) for k in study.run_keys if _key_group(override_key(str(k))) not in keys] + given
+
+
+def _key_group(key: str) -> str:
+    """The key an override replaces in study.run_keys: downstream.tasks and its old keys are one list of tasks, so
+    the command line's tasks, in either form, replace the defaults' (lmpt-study downstream.choice_tasks=[X] scores X,
+    not X and the default tasks)."""
+    return "downstream.tasks" if key in OLD_TASK_OVERRIDES else key
 
 
 def _check_study_keys(study: StudyConfig) -> None:
@@ -356,6 +367,33 @@ def recorded_recipes(directory: Path, space: dict[str, str], trials: int, seed: 
     return None
 
 
+def in_tasks_form(overrides: list[str]) -> list[str]:
+    """`overrides` with the old task keys' lists written as one downstream.tasks list, where the first task key was:
+    the same tasks in the same order (lmpt.downstream.run_tasks.task_entries), so the same runs."""
+    tasks = [o for o in overrides if override_key(o) == "downstream.tasks"]
+    tasks += [o for old in OLD_TASK_OVERRIDES for o in overrides if override_key(o) == old]
+    if not any(override_key(o) in OLD_TASK_OVERRIDES for o in tasks):
+        return overrides
+    entries = [e for o in tasks for e in OverridesParser.create().parse_override(o).value() or []]
+    first = next(i for i, o in enumerate(overrides) if o in tasks)
+    rest = [o for o in overrides if o not in tasks]
+    return [*rest[:first], f"downstream.tasks=[{','.join(map(str, entries))}]", *rest[first:]]
+
+
+def recorded_run_keys(directory: Path, run_overrides: list[str]) -> list[str]:
+    """The run keys the study in `directory` was launched with, where they name the same tasks as `run_overrides` in
+    the old keys (a study begun before its defaults named downstream.tasks resumes its runs as launched, without a
+    note on every launch about keys the user never typed); otherwise `run_overrides`."""
+    try:
+        recorded = json.loads((directory / STUDY_JSON).read_text(encoding="utf-8"))["plan"]["run_overrides"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return run_overrides
+    if not isinstance(recorded, list) or recorded == run_overrides:
+        return run_overrides
+    recorded = [str(o) for o in recorded]
+    return recorded if in_tasks_form(recorded) == in_tasks_form(run_overrides) else run_overrides
+
+
 def record_recipes(plan: StudyPlan) -> None:
     """STUDY/recipes.json, whole or absent, unless the study wrote it before: the search's recipes as the plan drew
     (or read) them, before any run."""
@@ -371,14 +409,15 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
     """Check the study the composed `cfg` and the command line's `overrides` describe; LmptError on bad input."""
     study = cfg.study
     _check_study_keys(study)
-    run_overrides = run_keys(study, overrides)
+    directory = Path(study.dir).expanduser().resolve()
+    run_overrides = recorded_run_keys(directory, run_keys(study, overrides))
     run = compose(config_name="config", overrides=run_overrides)  # what every run composes, but its objective
     space = search_space(study, str(run.optimizer.name))
     _check_overrides(run_overrides, space)
     budgets = final_budgets(study, run, overrides)
     search_budget = fraction_of(budgets[-1][1], study.search_fraction)
     objectives = [str(o) for o in study.objectives]
-    directory, trials, seed = Path(study.dir).expanduser().resolve(), int(study.trials), int(study.search_seed)
+    trials, seed = int(study.trials), int(study.search_seed)
     space = {str(k): str(v) for k, v in space.items()}
     recipes = recorded_recipes(directory, space, trials, seed) or draw_recipes(read_space(space), trials, seed)
     steps = {

@@ -226,12 +226,42 @@ def test_the_default_scale_reaches_every_run_and_the_command_line_wins_key_by_ke
     conf = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "study.yaml").study
     defaults = conf.run_keys
     assert list(conf.budgets) == ["3e12flops", "1e13flops"] and not any("trainer.budget" in k for k in defaults)
-    assert "downstream.choice_tasks=[bundled:blimp-fast]" in defaults and "downstream.weights=best" in defaults
+    tasks = "downstream.tasks=[bundled:blimp-fast,bundled:clinc-domains]"
+    assert tasks in defaults and "downstream.weights=best" in defaults
+    assert not any(k.startswith(("downstream.choice_tasks", "downstream.classification_tasks")) for k in defaults)
     study = OmegaConf.create({"run_keys": [*defaults, "model=tiny"]})
     keys = run_keys(study, ["trainer.budget=2e12flops", "study.trials=3", "model=small"])
     assert "model=tiny" not in keys and keys[-2:] == ["trainer.budget=2e12flops", "model=small"]
-    assert "data=wikitext" in keys and "downstream.classification_tasks=[bundled:clinc-domains]" in keys
+    assert "data=wikitext" in keys and tasks in keys
     assert not any(k.startswith("study.") for k in keys)
+    # the tasks are one list, in either form: the command line's old key replaces the defaults' tasks
+    keys = run_keys(study, ["downstream.choice_tasks=[pairs.jsonl]"])
+    assert tasks not in keys and keys[-1] == "downstream.choice_tasks=[pairs.jsonl]"
+
+
+def test_the_default_study_names_no_deprecated_key(tmp_path: Path) -> None:
+    """The defaults' own keys raise no note about keys the user never typed (issue 63, point 10)."""
+    result = run_study("trainer.dry_run=true", "study.trials=2", "study.seeds=[0]", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "choice_tasks" not in result.stdout + result.stderr
+
+
+def test_a_study_begun_with_the_old_task_keys_resumes_as_it_was_launched(tmp_path: Path) -> None:
+    from lmpt.study.plan import in_tasks_form, recorded_run_keys
+
+    old = [
+        "data=wikitext",
+        "downstream.choice_tasks=[bundled:blimp-fast]",
+        "downstream.classification_tasks=[bundled:clinc-domains]",
+        "downstream.lr=search",
+    ]
+    new = ["data=wikitext", "downstream.tasks=[bundled:blimp-fast,bundled:clinc-domains]", "downstream.lr=search"]
+    assert in_tasks_form(old) == new and in_tasks_form(new) == new
+    (tmp_path / "study.json").write_text(json.dumps({"plan": {"run_overrides": old}}))
+    assert recorded_run_keys(tmp_path, new) == old  # the same tasks: its runs keep their keys
+    other = [new[0], "downstream.tasks=[bundled:clinc-domains]", new[2]]
+    assert recorded_run_keys(tmp_path, other) == other  # other tasks: refused later as another study
+    assert recorded_run_keys(tmp_path / "none", new) == new
 
 
 def test_study_md_states_one_weights_rule_for_every_objective() -> None:
