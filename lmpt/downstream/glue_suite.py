@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.table import Table
 
 from lmpt.config.command_options import require
-from lmpt.console import console
+from lmpt.console import console, print_whole
 from lmpt.downstream.figures import BAG_OF_WORDS, GLUE_SCORE, SCRATCH, UNLABELLED, mean_of
 from lmpt.downstream.finetune import check_settings, check_task, finetune
 from lmpt.downstream.glue import (
@@ -222,7 +222,7 @@ def render_glue(record: dict) -> None:
     table.add_row(
         "GLUE score", *(f"{100 * record['scores'][m]:.1f}" if record["scores"][m] is not None else "-" for m in models)
     )
-    console.print(table)
+    print_whole(table)
     console.print(
         f"record {record['record']}; dev predictions {record['dev_predictions']}; test files for the GLUE server "
         f"{record['test_predictions']} (seed {record['test_predictions_seed']})"

@@ -36,7 +36,7 @@ from rich.table import Table
 from lmpt.config.quality_schema import QualityConfig, check_quality
 from lmpt.config.schema import OLD_TASK_KEYS, DownstreamConfig
 from lmpt.config.schema import settings as schema_settings
-from lmpt.console import console, warn
+from lmpt.console import console, print_whole, warn
 from lmpt.downstream.figures import ACCURACY, METRIC_PREFIX, curve_key, metric_key, task_figure
 from lmpt.downstream.kinds.zero_shot import ZeroShotTask
 from lmpt.downstream.records import ScoringProgress, record_path
@@ -204,7 +204,7 @@ def _print_figures(figures: dict[str, float]) -> None:
     table.add_column("value", justify="right")
     for key, value in figures.items():
         table.add_row(task_figure(key), f"{value:.4f}")  # figures without a value (a std over one seed) are not logged
-    console.print(table)
+    print_whole(table)
 
 
 FAST_SUFFIX = "-fast"

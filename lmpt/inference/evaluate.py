@@ -14,7 +14,7 @@ from rich.table import Table
 
 from lmpt.config.command_options import require
 from lmpt.config.schema import ChoicePll, Control
-from lmpt.console import console
+from lmpt.console import print_whole
 from lmpt.data.sources import iter_documents, resolve_paths
 from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
@@ -225,7 +225,7 @@ def render(result: dict) -> None:
     ]
     for name, value in rows:
         table.add_row(name, value)
-    console.print(table)
+    print_whole(table)
 
 
 def _with_stderr(result: dict) -> str:
@@ -242,4 +242,4 @@ def render_held_out(result: dict) -> None:
     for name, value in result.items():
         if name.startswith("val_"):
             table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
-    console.print(table)
+    print_whole(table)

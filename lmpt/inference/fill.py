@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lmpt.config.command_options import parse_command, require, run_command
-from lmpt.console import console
+from lmpt.console import console, print_whole
 from lmpt.errors import LmptError
 from lmpt.inference.infill import infill
 from lmpt.inference.progress import WorkBar
@@ -95,7 +95,7 @@ def render(result: dict) -> None:
         table.add_column("probability", justify="right")
         for rank, c in enumerate(mask["candidates"], start=1):
             table.add_row(str(rank), escape(c["token"]), f"{c['probability']:.4f}")
-        console.print(table)
+        print_whole(table)
 
 
 def fill_middle(run: str, trained: Trained, o: FillOptions) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from lmpt.config.quality_schema import FILTER_STEPS
-from lmpt.console import console
+from lmpt.console import console, print_whole
 
 if TYPE_CHECKING:
     from lmpt.quality.held_out import HeldOutCopies
@@ -118,7 +118,7 @@ def show_record(record: dict[str, Any], where: Path) -> None:
     table.add_row(
         "kept", "", f"{record['documents_after']:,}", f"{record['documents_after'] / total:.1%}", style="bold"
     )
-    console.print(table)
+    print_whole(table)
     mb_before, mb_after = record["bytes_before"] / 1e6, record["bytes_after"] / 1e6
     console.print(
         f"quality: {record['documents_before']:,} documents ({mb_before:.2f} MB) -> "

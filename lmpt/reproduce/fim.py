@@ -224,7 +224,9 @@ class FimForFree(Reproduction):
         for corpus, data_keys in self.corpora.items():
             for shape in self.shapes:
                 label = model_label(shape)
-                rate = label if self.seq_len == 128 else f"{label}@{self.seq_len}"  # its grid.SLOT_RATE
+                rate = (
+                    label if self.seq_len == 128 else f"{label}@{self.seq_len}"
+                )  # the model on longer windows, as its tables name it
                 for tokens in self.budgets:
                     steps = self.steps(tokens)
                     trained = steps * self.tokens_per_step

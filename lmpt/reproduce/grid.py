@@ -6,12 +6,13 @@ killed grid: completed runs are kept, a stopped one continues from its checkpoin
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.markup import escape
@@ -22,6 +23,7 @@ from lmpt.errors import LmptError
 from lmpt.reproduce.reproduction import PlannedRun, Reproduction, Scale
 from lmpt.rundir.directory import read_status
 from lmpt.safe_files import write_atomically
+from lmpt.study import rates as rates_module
 from lmpt.study.pool import (
     Launch,
     LocalPool,
@@ -33,33 +35,11 @@ from lmpt.study.pool import (
     refuse_another_run,
     stop_left_run,
 )
+from lmpt.study.rates import Rate, shape_of
 from lmpt.study.schema import StudyConfig
 from lmpt.train.display import format_duration
 from lmpt.train.placement import FORCE_VAR
 
-SLOT_RATE = {
-    "w16": 2.3e10,
-    "w32": 3.2e10,
-    "micro": 4.8e10,
-    "w128": 6.2e10,
-    "tiny": 6.4e10,
-    "micro@512": 4.2e10,
-    "tiny@512": 6.3e10,
-    "w16-v512": 1.5e10,
-    "w32-v512": 2.4e10,
-    "w64-v512": 4.4e10,
-}
-"""Training FLOPs per second a one-thread slot gives each model (fp32 clm, measured on the development machine, an
-Intel Xeon with AVX-512, by scripts/bench_small_models.py: tokens/s times FLOPs a token; w16 to w128 are the crossover
-ladder's widths); the plan's time is each run's FLOPs at its model's rate plus RUN_OVERHEAD_S, over the slots. A model
-not listed is taken at the slowest rate. MODEL@512: the model on windows of 512 (fim's grid), its rate at 128 times
-the ratio of one-thread CPU seconds per training step measured side by side (fim on wikitext, 50 steps of 16 x 128
-against 4 x 512 tokens: micro 0.88, tiny 0.98; CPU time, as the machine was shared). wWIDTH-vVOCAB: the ladder's
-width at a VOCAB-piece vocabulary (repetition's laptop grid), its rate at 2,048 pieces times the ratio of one-thread
-CPU FLOP/s measured alternately (clm on tinystories, steps 20 to 150, two rounds: w16 0.67, w32 0.76, w64 0.91)."""
-RUN_OVERHEAD_S = 10.0
-"""Seconds a run takes beyond its training steps: the process's start and its final evaluation (measured: the
-repetition grid's 75 micro runs took 1,580 slot-seconds against 783 of training at SLOT_RATE)."""
 MEMORY_PER_RUN = 1.0e9
 """Bytes a tiny or micro run holds at most (measured: about 0.45 GB), for the check that the slots fit in memory."""
 TIME_FILE = "reproduction.json"
@@ -80,6 +60,8 @@ class GridPlan:
     """The text was tokenised while planning (to count its tokens): the launch need not do it again."""
     jobs: dict | None = None
     """The sbatch options of every job when the runs go to SLURM (None: they run here)."""
+    rates: dict[str, Rate] = field(default_factory=dict)
+    """Each model's rate on this machine's CPU slots, by its shape (lmpt.study.rates); none for a GPU or SLURM plan."""
 
     @property
     def gpu_hours(self) -> float:
@@ -88,14 +70,25 @@ class GridPlan:
 
     @property
     def estimate_s(self) -> float:
-        """The time the runs still to train will take over the slots (their FLOPs at SLOT_RATE)."""
-        slowest = min(SLOT_RATE.values())
-        left = [
-            r.flops / SLOT_RATE.get(str(r.labels.get("model")), slowest) + RUN_OVERHEAD_S
-            for r in self.runs
-            if r.name not in self.done
-        ]
-        return sum(left) / len(self.slots)
+        """The time the runs still to train will take over this machine's CPU slots, at their models' measured
+        rates (lmpt.study.rates); NaN for a plan without them (a GPU's or SLURM's)."""
+        left = [r for r in self.runs if r.name not in self.done]
+        if any(_shape(r) not in self.rates for r in left):
+            return math.nan
+        return sum(self.rates[_shape(r)].seconds(r.flops) for r in left) / len(self.slots)
+
+
+def _shape(run: PlannedRun) -> str:
+    return " ".join(shape_of(list(run.keys)))
+
+
+def measure_rates(runs: list[PlannedRun], slot: Slot) -> dict[str, Rate]:
+    """Each model's rate among `runs` in a slot like `slot` (measured once per machine, then cached)."""
+    rates: dict[str, Rate | None] = {}
+    for run in runs:
+        if _shape(run) not in rates:
+            rates[_shape(run)] = rates_module.measured_rate(list(run.keys), slot.env, slot.cores)
+    return {shape: rate for shape, rate in rates.items() if rate is not None}
 
 
 def launch_command(folder: Path, run: PlannedRun) -> list[str]:
@@ -143,7 +136,10 @@ def plan_grid(
                 f"{reproduction.name} needs {needed:,} unique training tokens and the text holds {held:,}: give "
                 "more text (its data keys) or a smaller grid"
             )
-    plan = GridPlan(folder, runs, done, slot_list, prepared, jobs)
+    left = [r for r in runs if r.name not in done]
+    on_cpu = not gpu and reproduction.scale is Scale.laptop and bool(slot_list)
+    rates = measure_rates(left, slot_list[0]) if on_cpu else {}
+    plan = GridPlan(folder, runs, done, slot_list, prepared, jobs, rates)
     minutes = plan.estimate_s / 60
     if minutes > max_minutes and not gpu and not dry_run:
         raise LmptError(
@@ -195,8 +191,9 @@ def print_plan(reproduction: Reproduction, plan: GridPlan) -> None:
         f"{sum(r.paper_flops for r in left):.3g} in the paper's 6ND; "
         f"{plan.gpu_hours:.3g} GPU-hours at {GPU_UTILISATION:.0%} of an H100's {GPU_PEAK / 1e12:.0f} TFLOP/s (bf16); "
         + (
-            f"on this machine's {len(plan.slots)} CPU slot(s) about {format_duration(plan.estimate_s)}; "
-            if reproduction.scale is Scale.laptop
+            f"on this machine's {len(plan.slots)} CPU slot(s) about {format_duration(plan.estimate_s)} (each model "
+            "at its rate measured here); "
+            if not math.isnan(plan.estimate_s)
             else ""
         )
         + f"into {plan.folder}"

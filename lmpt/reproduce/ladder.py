@@ -28,7 +28,7 @@ class Shape:
 
     @property
     def label(self) -> str:
-        """Its name in run labels and grid.SLOT_RATE: micro at width 64 (that model's shape), else wWIDTH."""
+        """Its name in run labels and tables: micro at width 64 (that model's shape), else wWIDTH."""
         return "micro" if self.width == 64 else f"w{self.width}"
 
     @property

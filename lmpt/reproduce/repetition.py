@@ -336,7 +336,9 @@ class Repetition(Reproduction):
         return keys
 
     def _run(self, objective: str, shape: Shape, cell: Cell, seed: int, data: tuple[str, ...]) -> PlannedRun:
-        label = shape.label if shape.vocab == 2048 else f"w{shape.width}-v{shape.vocab}"  # grid.SLOT_RATE's keys
+        label = (
+            shape.label if shape.vocab == 2048 else f"w{shape.width}-v{shape.vocab}"
+        )  # the ladder width at its vocabulary
         return PlannedRun(
             f"{objective}-w{shape.width}-u{cell.unique}-{cell.epochs:g}x-seed{seed}",
             (

@@ -16,9 +16,9 @@ range of one value takes no draw), so today's command gives the recipes it alway
 
 `lmpt-study trainer.dry_run=true` prints the study's plan, nothing run or written: every run it would launch (each
 objective's search trials, then its final runs at each budget and seed) with its steps, tokens, epochs over the
-training text and estimated time on the device its slots find (a GPU's datasheet peak, or this CPU's measured one,
-at the utilisation lmpt plans with), its downstream scoring's (lmpt.downstream.run_tasks), and the whole study's
-time over its slots."""
+training text and estimated time on the device its slots find (on CPU slots, each model at its rate measured in
+such a slot by a short probe run, cached: lmpt.study.rates; on a GPU, at the utilisation lmpt plans with of its
+datasheet peak), its downstream scoring's (lmpt.downstream.run_tasks), and the whole study's time over its slots."""
 
 from __future__ import annotations
 
@@ -91,6 +91,8 @@ class StudyPlan:
     """Every trial's recipe, drawn before any runs from search_seed over space: the same for every objective."""
     tasks: list[str]
     """The downstream tasks every final run scores, by record name (RUN/downstream/TASK.json): the study's own."""
+    probe: bool = True
+    """The dry run times CPU runs at rates measured by a probe run (study.probe); not part of the study's record."""
 
     @property
     def budget(self) -> str:
@@ -374,7 +376,8 @@ def in_tasks_form(overrides: list[str]) -> list[str]:
     tasks += [o for old in OLD_TASK_OVERRIDES for o in overrides if override_key(o) == old]
     if not any(override_key(o) in OLD_TASK_OVERRIDES for o in tasks):
         return overrides
-    entries = [e for o in tasks for e in OverridesParser.create().parse_override(o).value() or []]
+    parsed = [OverridesParser.create().parse_override(o).value() for o in tasks]
+    entries = [e for value in parsed if isinstance(value, list) for e in value]
     first = next(i for i, o in enumerate(overrides) if o in tasks)
     rest = [o for o in overrides if o not in tasks]
     return [*rest[:first], f"downstream.tasks=[{','.join(map(str, entries))}]", *rest[first:]]
@@ -439,6 +442,7 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
         search_seed=seed,
         recipes=recipes,
         tasks=task_names(run.downstream),
+        probe=bool(study.probe),
     )
 
 
@@ -529,9 +533,12 @@ def plan_device(slots: list[Slot]) -> tuple[torch.device, str]:
     return torch.device("cpu"), "this CPU"
 
 
-def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
-    """Each objective's trials at the search budget, then its finals at each budget (sized as `lmpt` sizes them)."""
+def planned_runs(plan: StudyPlan, device: torch.device, slot: Slot | None = None) -> list[PlannedRun]:
+    """Each objective's trials at the search budget, then its finals at each budget (sized as `lmpt` sizes them).
+    On a CPU slot (`slot`), each run's time is its FLOPs at its model's rate measured in such a slot
+    (lmpt.study.rates); on a GPU, at ASSUMED_MFU of the GPU's peak."""
     from lmpt.downstream.run_tasks import scoring_flops
+    from lmpt.study import rates
     from lmpt.train.plan import estimate_run, sized_run
     from lmpt.train.spec import resolve
 
@@ -550,6 +557,10 @@ def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
             estimate = estimate_run(spec, device, dtype)
             objective_built, model, _, cost, *_ = sized_run(spec, device, dtype)
             scoring = scoring_flops(spec.downstream, objective_built, spec.objective, model, estimate.steps)
+            seconds, per_flop = estimate.seconds, cost.seconds / cost.flops  # at ASSUMED_MFU of the peak
+            rate = rates.measured_rate(overrides, slot.env, slot.cores) if slot is not None else None
+            if rate is not None:
+                seconds, per_flop = rate.seconds(estimate.flops), 1 / rate.flops_per_s
             runs.append(
                 PlannedRun(
                     kind,
@@ -560,8 +571,8 @@ def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
                     estimate.tokens,
                     estimate.epochs,
                     estimate.at_least,
-                    estimate.seconds,
-                    scoring * cost.seconds / cost.flops,  # at the rate training is planned at
+                    seconds,
+                    scoring * per_flop,  # at the rate training is planned at
                 )
             )
     return runs
@@ -570,7 +581,8 @@ def planned_runs(plan: StudyPlan, device: torch.device) -> list[PlannedRun]:
 def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
     """Print the plan; returns the study's estimated hours of wall time over its slots."""
     device, name = plan_device(slots)
-    runs = planned_runs(plan, device)
+    measured = plan.probe and device.type == "cpu" and bool(slots) and slots[0].name != "SLURM"
+    runs = planned_runs(plan, device, slots[0] if measured else None)
     table = Table(title=f"study plan (dry run: nothing trained or written) on {name}", title_justify="left")
     for column in ("runs", "objective", "budget", "steps", "tokens", "epochs", "training", "scoring"):
         table.add_column(column, justify="right" if column in ("steps", "tokens") else "left")
@@ -604,8 +616,13 @@ def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
     wall = (training + scoring) / max(1, len(slots))
     console.print(
         f"{sum(r.count for r in runs)} runs: {format_duration(training)} of training and {format_duration(scoring)} of "
-        f"downstream scoring (their untrained controls' included), estimated at {ASSUMED_MFU:.0%} of the peak of "
-        f"{name}; over {len(slots)} slot{'s' * (len(slots) != 1)}: about {format_duration(wall)}. The runs would go "
+        f"downstream scoring (their untrained controls' included), "
+        + (
+            "each model at its rate measured in a slot here"
+            if measured
+            else f"at {ASSUMED_MFU:.0%} of the peak of {name}"
+        )
+        + f"; over {len(slots)} slot{'s' * (len(slots) != 1)}: about {format_duration(wall)}. The runs would go "
         f"to {plan.directory}.",
         markup=False,
     )

@@ -61,6 +61,10 @@ class StudyConfig:
     launcher: str = "local"
     """Where the runs train: local (child processes of the study) or slurm (each run a SLURM job through submitit,
     `pip install "lmpt[slurm]"`; study.slots bounds how many are queued at once, and the study waits for them)."""
+    probe: bool = True
+    """How the dry run times runs on CPU slots: true, each model at its rate measured by a short probe run in such a
+    slot (about 15 s a model, once, then cached: lmpt.study.rates); false, at 40% of the matmul peak, instant and,
+    for the small models a CPU trains, 10-25 times too short."""
     slurm: Any = None
     """The SLURM jobs' sbatch options under study.launcher=slurm, by submitit's SlurmExecutor names, e.g.
     study.slurm={partition:gpu,time:240,cpus_per_task:8,gpus_per_node:1,max_num_timeout:20}; empty: 4 hours, one

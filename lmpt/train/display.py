@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Column, Table
 
-from lmpt.console import console, is_main_process
+from lmpt.console import console, is_main_process, print_whole
 from lmpt.data.corpus import TokenCorpus
 from lmpt.model.generate import sample
 from lmpt.model.language_model import LanguageModel
@@ -269,7 +269,7 @@ def print_summary(
         "wall time / training": f"{wall:.1f}s / {work.seconds:.1f}s",
         "run directory": str(run_path),
     }
-    console.print(summary_table(rows))
+    print_whole(summary_table(rows))
 
 
 PROMPT_END = "⟩"  # between the sample's prompt and what the model wrote

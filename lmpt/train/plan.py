@@ -15,7 +15,7 @@ from lmpt.config.budget import Budget
 from lmpt.config.quality_schema import QualityConfig
 from lmpt.config.schema import DataConfig, TokenizerConfig, settings
 from lmpt.config.validate import parse_max_tokens
-from lmpt.console import console, warn
+from lmpt.console import print_whole, warn
 from lmpt.data.cache import cached_train_tokens, default_cache_root
 from lmpt.errors import LmptError
 from lmpt.model.build import padded_vocab_size
@@ -152,7 +152,7 @@ def print_plan(spec: RunSpec, precision: Precision) -> None:
     epochs, repeats = _epochs(spec, objective, steps)
     budget = spec.budget
 
-    console.print(config_tree(spec.config))
+    print_whole(config_tree(spec.config))
     table = Table(title="plan (dry run: nothing trained)", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -172,7 +172,7 @@ def print_plan(spec: RunSpec, precision: Precision) -> None:
     }
     for key, value in rows.items():
         table.add_row(key, value)
-    console.print(table)
+    print_whole(table)
     for warning in (length.rounding, repeats):
         if warning is not None:
             warn(warning)

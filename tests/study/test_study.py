@@ -241,7 +241,7 @@ def test_the_default_scale_reaches_every_run_and_the_command_line_wins_key_by_ke
 
 def test_the_default_study_names_no_deprecated_key(tmp_path: Path) -> None:
     """The defaults' own keys raise no note about keys the user never typed (issue 63, point 10)."""
-    result = run_study("trainer.dry_run=true", "study.trials=2", "study.seeds=[0]", cwd=tmp_path)
+    result = run_study("trainer.dry_run=true", "study.trials=2", "study.seeds=[0]", "study.probe=false", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "choice_tasks" not in result.stdout + result.stderr
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.table import Table
 
-from lmpt.console import console
+from lmpt.console import print_whole
 from lmpt.downstream.figures import ACCURACY, ACCURACY_NORM, CHANCE, CHOICE_FIGURES
 from lmpt.downstream.kinds.zero_shot import ZeroShotResult, ZeroShotTask
 from lmpt.downstream.significance import high_key, low_key
@@ -46,7 +46,7 @@ class ChoiceResult(ZeroShotResult):
         ]
         for name, value in rows:
             table.add_row(name, value)
-        console.print(table)
+        print_whole(table)
 
 
 def _with_interval(result: dict, figure: str) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 from rich.table import Table
 
 from lmpt.config.schema import FinetuneRecipe
-from lmpt.console import console
+from lmpt.console import console, print_whole
 from lmpt.data.readers.jsonl import jsonl_records
 from lmpt.downstream.figures import (
     ACCURACY,
@@ -222,7 +222,7 @@ class FineTunedResult(Result):
                     seeds = [f"{run[key]:.4f}" for run in result["per_seed"]]
                     table.add_row(f"{split} {figure}", _cell(result[f"{key}_mean"], result[f"{key}_std"]), *seeds)
         table.add_row("train loss", "", *(f"{run['train_loss']:.4f}" for run in result["per_seed"]))
-        console.print(table)
+        print_whole(table)
         baseline = (
             f"dev mean-prediction MSE {result[MEAN_BASELINE_MSE]:.4f}"
             if MEAN_BASELINE_MSE in result
@@ -280,7 +280,7 @@ def render_control(result: dict) -> None:
     verdicts = ", ".join("significant" if g["significant"] else "not significant" for g in intervals)
     shown = [f"{g['gain']:+.4f} [{g['interval'][0]:+.3f}, {g['interval'][1]:+.3f}]" for g in intervals]
     table.add_row("gain [95%]", *shown, verdicts)
-    console.print(table)
+    print_whole(table)
     if scratch.get("shared"):
         console.print(
             "scratch control: read back, not fine-tuned again: an earlier run fine-tuned the same fresh weights on "

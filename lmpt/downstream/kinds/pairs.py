@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.table import Table
 
-from lmpt.console import console
+from lmpt.console import print_whole
 from lmpt.downstream.figures import ACCURACY, CHANCE, EQUAL_LENGTH, LENGTH_BASELINE, PAIR_FIGURES, TIES
 from lmpt.downstream.kinds.zero_shot import ZeroShotResult, ZeroShotTask
 from lmpt.downstream.sources import PAIR_FIELDS, ChoiceQuestion, MinimalPair, read_pairs
@@ -52,7 +52,7 @@ class PairsResult(ZeroShotResult):
         _row(summary, "equal token length", result[EQUAL_LENGTH])
         summary.add_row(CHANCE, "", f"{result[CHANCE]:.4f}", "", "")
         summary.add_row("length baseline (fewer tokens wins)", "", f"{result[LENGTH_BASELINE]:.4f}", "", "")
-        console.print(summary)
+        print_whole(summary)
         for key, heading in (("fields", "field"), ("paradigms", "paradigm (UID)")):
             if len(result[key]) < 2:
                 continue
@@ -60,7 +60,7 @@ class PairsResult(ZeroShotResult):
             _columns(table, heading, level)
             for name, group in result[key].items():
                 _row(table, name, group)
-            console.print(table)
+            print_whole(table)
 
 
 def _row(table: Table, name: str, group: dict) -> None:
