@@ -149,3 +149,16 @@ def test_an_80_column_terminal_keeps_the_step_and_the_eta_and_cuts_the_metrics(m
     shown.close()
     last = [line for line in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).splitlines() if line.strip()][-1]
     assert "123/1000" in last and "eta " in last and "loss 5.1234" in last and len(last) <= 80
+
+
+def test_piped_output_prints_tables_whole(tmp_path: Path) -> None:
+    """Under a pipe or nohup, rich would squeeze tables to 80 columns and cut cells with "…" (issue 63, point 14):
+    the plan, the closing summary and its run directory print whole."""
+    run_dir = tmp_path / ("a-run-directory-whose-name-alone-is-longer-than-the-eighty-columns-a-pipe-gets" + "-x" * 10)
+    done = run_lmpt(*BASE, "trainer.max_steps=2", "trainer.eval_every=0", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout
+    assert any(str(run_dir) in line and "run directory" in line for line in done.stdout.splitlines())
+    plan = run_lmpt(*BASE, "trainer.dry_run=true", cwd=tmp_path)
+    assert plan.returncode == 0 and "…" not in plan.stdout
+    assert any("estimated time" in line and "MFU" in line for line in plan.stdout.splitlines())  # its row unwrapped
