@@ -15,6 +15,7 @@ from lmpt.console import console, print_whole
 from lmpt.errors import LmptError
 from lmpt.report.ranking import Ranking, rank_runs
 from lmpt.report.runs import RunSummary, find_runs, read_status
+from lmpt.rundir.directory import discard_if_fresh
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
@@ -132,6 +133,10 @@ class SweepSummary(Callback):
     summarize the sweep directory."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        if sweep_dir.is_dir() and not any(job.is_dir() for job in sweep_dir.iterdir()):
+            discard_if_fresh(sweep_dir)  # no job kept a folder (dry runs): nothing to summarise, nothing left behind
+            return
         unfinished_jobs[:] = unfinished_jobs_in(config.hydra.sweep.dir)
         try:
             summarize_sweep(config.hydra.sweep.dir)

@@ -62,10 +62,15 @@ class RunDir:
         return CheckpointStore(self.checkpoints, keep_last)
 
 
+SWEEP_RECORD = "multirun.yaml"
+"""What Hydra writes into a sweep's directory before its jobs: the directory holds nothing else when no job kept a
+folder (every job a dry run)."""
+
+
 def _is_fresh(path: Path) -> bool:
-    """Only Hydra's own .hydra/ folder (and this launch's lock and lmpt.log) inside: the directory was made for
-    this launch."""
-    return path.is_dir() and all(p.name in (".hydra", LOCK_FILE, LOG_FILE) for p in path.iterdir())
+    """Only Hydra's own .hydra/ folder or sweep record (and this launch's lock and lmpt.log) inside: the directory
+    was made for this launch."""
+    return path.is_dir() and all(p.name in (".hydra", SWEEP_RECORD, LOCK_FILE, LOG_FILE) for p in path.iterdir())
 
 
 def discard_if_fresh(path: Path) -> None:

@@ -59,3 +59,12 @@ def test_an_unreadable_sweep_record_leaves_the_place_and_every_override(tmp_path
     (tmp_path / "multirun.yaml").write_text("hydra: [unclosed\n")
     basic = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
     assert job_header(_hydra(tmp_path, basic, 0, ["a=1", "b=2"])) == "job 1: a=1 b=2"
+
+
+def test_a_dry_run_sweep_plans_every_job_and_leaves_no_folder(tmp_path: Path) -> None:
+    """Each job of `lmpt -m ... trainer.dry_run=true` prints its plan; the sweep leaves no empty multirun folder
+    behind and no "summary skipped" line (issue 63, point 18)."""
+    done = run_lmpt("-m", *SMALL, "trainer.dry_run=true", "trainer.max_steps=10,20", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("plan (dry run: nothing trained)") == 2 and "skipped" not in done.stdout
+    assert list(tmp_path.iterdir()) == []
