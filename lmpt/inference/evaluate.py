@@ -175,6 +175,7 @@ def evaluate_held_out(trained: Trained, allow_changed_text: bool = False) -> dic
     from lmpt.train.batches import validation_batches, yardstick_batches
     from lmpt.train.distributed import Distributed
     from lmpt.train.evaluation import Evaluator
+    from lmpt.train.metrics import held_out_sizes, with_bits_per_byte
     from lmpt.train.precision import Precision
 
     cfg = trained.config
@@ -198,11 +199,11 @@ def evaluate_held_out(trained: Trained, allow_changed_text: bool = False) -> dic
     model = objective.inference_predictor(trained.model)
     device = model.head_weight.device
     evaluate = Evaluator(model, model, objective, Precision("fp32", device), Distributed())
+    batches = validation_batches(sets, objective, int(cfg.trainer.seed), n_batches)
     with torch.no_grad():
-        figures = evaluate(
-            validation_batches(sets, objective, int(cfg.trainer.seed), n_batches),
-            yardstick_batches(sets, objective, n_batches),
-        )
+        figures = evaluate(batches, yardstick_batches(sets, objective, n_batches))
+    sizes = held_out_sizes(batches, trained.tokenizer.piece_bytes(), objective.scored_tokens)
+    figures = with_bits_per_byte(figures, sizes, objective.measure)  # val_bpb, as training logs it
     return {"arch": trained.arch, "objective": trained.objective_name, "held_out_windows": n_batches, **figures}
 
 
@@ -240,6 +241,11 @@ def render_held_out(result: dict) -> None:
     table.add_column("figure")
     table.add_column("value", justify="right")
     for name, value in result.items():
-        if name.startswith("val_"):
-            table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
+        if not name.startswith("val_") or name.endswith("_stderr"):
+            continue
+        shown = f"{value:.4f}" if isinstance(value, float) else str(value)
+        stderr = result.get(f"{name}_stderr")
+        if stderr:  # a bound's spread over its passes of masks; an exact likelihood has none to show
+            shown += f" ± {stderr:.4f}"
+        table.add_row(name, shown)
     print_whole(table)

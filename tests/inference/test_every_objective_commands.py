@@ -99,8 +99,9 @@ def test_every_objective_answers_lmpt_eval_and_lmpt_generate(objective, runs, te
             assert 0 <= result["accuracy"] <= 1
         elif what == "held_out":  # the run's own last evaluation, recomputed from its final weights
             logged = [r for r in records(runs[objective]) if "val_loss" in r][-1]
-            shared = {k for k in logged if k.startswith("val_") and "/" not in k and k != "val_bpb"} & set(result)
+            shared = {k for k in logged if k.startswith("val_") and "/" not in k} & set(result)
             assert "val_loss" in shared and all(result[k] == pytest.approx(logged[k], rel=1e-4) for k in shared)
+            assert ("val_bpb" in result) == ("val_bpb" in logged)  # bits per byte as training logged them
 
 
 def test_mdlm_is_scored_by_its_bound_over_fixed_draws(runs, text_file, capsys, monkeypatch) -> None:
@@ -130,3 +131,15 @@ def test_generated_text_is_printed_as_written_never_as_markup_or_emoji(runs, cap
         and "[b]x[/b] :smile: :a: [red]" in out
         and "\N{SMILING FACE WITH SMILING EYES}" not in out
     )
+
+
+def test_held_out_figures_show_a_standard_error_only_where_the_measure_has_one(capsys) -> None:
+    """An exact likelihood (clm) has no spread to show: no "0.0000" standard error beside it; a bound does."""
+    from lmpt.inference.evaluate import render_held_out
+
+    exact = {"objective": "clm", "arch": "decoder", "val_loss": 4.0, "val_bits_per_token": 5.77}
+    render_held_out({**exact, "val_bits_per_token_stderr": 0.0, "val_bpb": 1.9})
+    out = capsys.readouterr().out
+    assert "stderr" not in out and "±" not in out and "val_bpb" in out and "1.9000" in out
+    render_held_out({**exact, "objective": "mdlm", "val_bits_per_token_stderr": 0.0123})
+    assert "5.7700 ± 0.0123" in capsys.readouterr().out
