@@ -371,6 +371,9 @@ def read_choice_task(task: str) -> list[ChoiceQuestion]:
 PAIR_FIELDS = ("sentence_good", "sentence_bad")
 UNGROUPED = "-"
 """The field or paradigm of a pair whose record names none."""
+FIELD_SPELLINGS = {"syntax/semantics": "syntax_semantics"}
+"""A field's other spellings: BLiMP labels one paradigm (principle_A_case_2) syntax/semantics and the rest of that
+field syntax_semantics; read as one field, so its accuracy is one figure."""
 
 
 @dataclass(frozen=True)
@@ -401,7 +404,7 @@ def _pair(where: str, record: object) -> MinimalPair:
         raise LmptError(f'{where} is not a JSON object: write one {{"sentence_good", "sentence_bad"}} per line')
     good, bad = (_text(where, record, key, True) for key in PAIR_FIELDS)
     field, paradigm, term = (_text(where, record, key, False) for key in ("field", "UID", "linguistics_term"))
-    return MinimalPair(good, bad, field, paradigm, term)
+    return MinimalPair(good, bad, FIELD_SPELLINGS.get(field, field), paradigm, term)
 
 
 def read_pairs(task: str) -> list[MinimalPair]:
