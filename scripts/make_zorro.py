@@ -99,6 +99,18 @@ def _decoded(name: str, data: bytes) -> str:
         raise NotZorro(f"{name} is not UTF-8 text (byte {error.start}): is this Zorro's {SENTENCES}/?") from None
 
 
+def _read(path: Path) -> bytes:
+    """A paradigm file's bytes; a folder or a link to nothing under that name is refused in one line."""
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        what = "a folder" if path.is_dir() else "a link to nothing" if path.is_symlink() else "unreadable"
+        raise NotZorro(
+            f"{SENTENCES}/{path.name} is {what}, not a paradigm file ({error.strerror}): remove it, or give a clean "
+            "copy of Zorro"
+        ) from None
+
+
 def read_source(source: Path) -> Source:
     """The paradigm files and licence of a Zorro clone (at HEAD) or copy; a source without them is refused."""
     hint = "give a clone of https://github.com/phueb/Zorro (or a copy of its files)"
@@ -120,7 +132,7 @@ def read_source(source: Path) -> Source:
         raise NotZorro(f"{source} has no {SENTENCES}/ holding .txt files: {hint}")
     if not (source / "LICENSE").is_file():
         raise NotZorro(f"{source} has no LICENSE: lmpt ships Zorro's licence notice with its pairs")
-    files = {p.name: _decoded(str(p), p.read_bytes()) for p in paths}
+    files = {p.name: _decoded(str(p), _read(p)) for p in paths}
     return Source(files, _decoded(str(source / "LICENSE"), (source / "LICENSE").read_bytes()), None)
 
 

@@ -223,3 +223,21 @@ def test_a_record_from_before_ties_were_counted_still_renders(capsys) -> None:
     PairsResult(old).render()  # a record written before: no ties to show, nothing refused
     assert "p2" in capsys.readouterr().out
     assert np.isclose(result["accuracy"], 0.5)
+
+
+@pytest.mark.parametrize("odd", ["folder", "dangling link"])
+def test_a_folder_or_a_dangling_link_named_like_a_paradigm_exits_2_in_one_line(
+    tmp_path: Path, odd: str, capsys
+) -> None:
+    source = _fake_zorro(tmp_path / "zorro")
+    named = source / "sentences" / "babyberta" / "case-pronoun.txt"
+    if odd == "folder":
+        named.mkdir()
+    else:
+        named.symlink_to(tmp_path / "nowhere.txt")
+    with pytest.raises(SystemExit) as stopped:
+        make_zorro.main([str(source), "--out", str(tmp_path / "out")])
+    error = capsys.readouterr().err
+    expected = "a folder" if odd == "folder" else "a link to nothing"
+    assert stopped.value.code == 2 and error.count("\n") == 1 and f"case-pronoun.txt is {expected}" in error, error
+    assert not (tmp_path / "out").exists()
