@@ -27,6 +27,10 @@ from lmpt.inference.evaluate import (
 from lmpt.rundir.trained import load_trained, locate_weights, require_token_head
 from lmpt.train.placement import take_threads
 
+HELD_OUT_IGNORES = ("method", "seq_len", "stride", "batch_size", "seed", "documents", "text_field", "within_word")
+"""Options of data= and task= that held_out=true has no use for: its windows, batches, draws and measure are the
+run's own."""
+
 
 def evaluate(argv: list[str]) -> None:
     (run,), o = parse_command(argv, PROG, SUMMARY, POSITIONALS, EvalOptions)
@@ -35,6 +39,14 @@ def evaluate(argv: list[str]) -> None:
         len(given) == 1, f"{PROG} needs data=TEXT, task=FILE.jsonl or held_out=true, one of them, not {given or 'none'}"
     )
     require(o.control == "none" or o.task is not None, f"control={o.control} needs task=: text has no control")
+    if o.held_out:
+        unused = [f"{name}=" for name in HELD_OUT_IGNORES if getattr(o, name) != getattr(EvalOptions(), name)]
+        require(
+            not unused,
+            f"held_out=true measures the run's validation windows as its training made them: {', '.join(unused)} "
+            f"{'does' if len(unused) == 1 else 'do'} not apply there (drop it, or give data=TEXT to measure text your "
+            "way)",
+        )
     how = Scoring(
         batch_size=o.batch_size, control=o.control, hidden=o.json, within_word=o.within_word, choice_pll=o.choice_pll
     )

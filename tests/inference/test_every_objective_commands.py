@@ -143,3 +143,12 @@ def test_held_out_figures_show_a_standard_error_only_where_the_measure_has_one(c
     assert "stderr" not in out and "±" not in out and "val_bpb" in out and "1.9000" in out
     render_held_out({**exact, "objective": "mdlm", "val_bits_per_token_stderr": 0.0123})
     assert "5.7700 ± 0.0123" in capsys.readouterr().out
+
+
+def test_held_out_refuses_the_options_it_would_ignore(tmp_path, capsys, monkeypatch) -> None:
+    """held_out=true measures the run's windows as its training made them: a window length, stride, batch size or
+    method given beside it is refused in one line, not silently ignored (issue 63, point 25)."""
+    code, said = answer(evaluate, [str(tmp_path), "held_out=true", "seq_len=32", "method=pll"], capsys, monkeypatch)
+    assert code == 2 and "method=, seq_len= do not apply there" in said
+    code, said = answer(evaluate, [str(tmp_path), "held_out=true", "batch_size=2"], capsys, monkeypatch)
+    assert code == 2 and "batch_size= does not apply there" in said
