@@ -121,12 +121,13 @@ def _continue_runs(argv: list[str]) -> list[str]:
 
 def _check_launcher_overrides(argv: list[str]) -> None:
     """The command line's launcher settings Hydra hands on unread, checked before the sweeper writes anything:
-    hydra/launcher=parallel's n_jobs is a whole number, not 0 (joblib's -1: every core)."""
+    hydra/launcher=parallel's n_jobs is a whole number of at least 1, or joblib's -1 (every core; joblib reads -5 as
+    every core but 4, which on a small machine is none)."""
     args, _ = hydra_args_parser().parse_known_args(argv[1:])
     for override in _parsed(args.overrides or []) or ():
         if override.key_or_group == "hydra.launcher.n_jobs" and not override.is_sweep_override():
             jobs = override.value()
-            if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0:
+            if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
                 raise LmptError(
                     f"hydra.launcher.n_jobs={override.get_value_element_as_str()} is no number of jobs to run at "
                     "once: give a whole number of at least 1 (or -1: as many as there are cores)"

@@ -185,11 +185,36 @@ def _validate_curves(ds: DictConfig, eval_every: int) -> None:
     _require(bool(ds.tasks or ds.choice_tasks), key, every, rule)
 
 
+def refuse_loose_booleans(cfg: DictConfig) -> None:
+    """A yes-or-no key given on the command line as a number other than 0 or 1 is refused, naming the key (OmegaConf
+    reads any number as a boolean: objective.low_discrepancy=2 was taken as true)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf.nodes import BooleanNode
+
+    if not HydraConfig.initialized():
+        return
+    parser = OverridesParser.create()
+    for text in HydraConfig.get().overrides.task:
+        override = parser.parse_override(text)
+        if override.is_sweep_override() or override.is_delete() or not override.key_or_group.count("."):
+            continue
+        key = override.key_or_group
+        parent, _, name = key.rpartition(".")
+        node = OmegaConf.select(cfg, parent)
+        child = node._get_node(name) if isinstance(node, DictConfig) and name in node else None
+        value = override.value()
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if isinstance(child, BooleanNode) and number and value not in (0, 1):
+            raise LmptError(f"{key}={override.get_value_element_as_str()} is not a yes or no: give {key}=true or false")
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Check every key belongs to the schema, then every group's values except the objective's; raise LmptError
     on the first bad key or value."""
     refuse_unknown_keys(cfg)
     refuse_nonfinite(cfg)
+    refuse_loose_booleans(cfg)
     t, d, m, o, s, tok = cfg.trainer, cfg.data, cfg.model, cfg.optimizer, cfg.scheduler, cfg.tokenizer
     if d.get("name") is None and not d.get("sources") and not d.paths:
         raise LmptError(

@@ -91,6 +91,10 @@ CASES = {
         ["data=text", "data.paths=[nulls.parquet]", "tokenizer.model_file=existing/tokenizer.model"],
         "nulls.parquet, record 2 has no string field 'text' (it is null)",
     ),
+    "a yes-or-no key given a number": (
+        ["objective=mdlm", "objective.low_discrepancy=2"],
+        "objective.low_discrepancy=2 is not a yes or no: give objective.low_discrepancy=true or false",
+    ),
 }
 
 

@@ -66,7 +66,7 @@ def test_parallel_launcher_falls_back_to_one_job_at_a_time_on_cpu(tmp_path: Path
     assert gpu_count() == 1  # no GPU here: one job at a time
 
 
-@pytest.mark.parametrize("jobs", ["0", "two", "1.5"])
+@pytest.mark.parametrize("jobs", ["0", "two", "1.5", "-5"])
 def test_a_parallel_sweep_of_no_number_of_jobs_is_one_line_and_writes_nothing(tmp_path: Path, jobs: str) -> None:
     """joblib's ValueError came after Hydra had written multirun.yaml."""
     args = ("-m", "hydra/launcher=parallel", f"hydra.launcher.n_jobs={jobs}", *SMALL, "optimizer.lr=1e-3,3e-4")
