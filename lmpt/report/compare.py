@@ -7,10 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.markup import escape
+
 from lmpt.config.command_options import parse_command, run_command
 from lmpt.console import warn
 from lmpt.errors import LmptError
-from lmpt.report.runs import find_runs
+from lmpt.report.runs import find_runs, missing_parts
 from lmpt.report.sweep import ReportFiles, write_report
 
 COMPARE_CSV = "compare.csv"
@@ -63,6 +65,9 @@ def modern_argv(argv: list[str]) -> list[str]:
 
 def compare(paths: list[Path], out: Path, log_y: bool = False) -> None:
     runs = find_runs(paths)
+    for run in runs:  # a run read in part is said, not silently shown empty or left unranked
+        for missing in missing_parts(run.path):
+            warn(f"{escape(str(run.path))}: {missing}")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -120,6 +120,17 @@ def find_runs(paths: Sequence[Path | str]) -> list[RunSummary]:
     return runs
 
 
+def missing_parts(path: Path) -> list[str]:
+    """What a run directory lacks for a comparison to read it whole, in words (none for a whole run): no logged
+    step (its metrics.jsonl absent, empty or unreadable), or no config.yaml (its objective and settings unknown)."""
+    missing = []
+    if not read_records(path / METRICS_FILE):
+        missing.append(f"its {METRICS_FILE} holds no record yet (nothing logged: a run that never reached a step)")
+    if not (path / CONFIG_FILE).is_file():
+        missing.append(f"it has no {CONFIG_FILE} (its objective and settings are unknown: it ranks beside no other)")
+    return missing
+
+
 def _run_dirs_under(path: Path) -> list[Path]:
     if is_run_dir(path):
         return [path]

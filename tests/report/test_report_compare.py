@@ -196,3 +196,17 @@ def test_nothing_readable_is_one_line_and_exit_2(
         "(each file is named above); fix or move those records"
     ]
     assert not (tmp_path / "compare.csv").exists()
+
+
+def test_a_run_read_in_part_is_said_not_shown_silently_empty(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """An empty metrics.jsonl and a missing config.yaml each get a line naming the run and what it lacks (issue
+    63, point 25), and the rest is compared."""
+    whole = make_run(tmp_path / "whole", ["model=tiny"], [train_record(10, 6.0, 2000.0), eval_record(10, 5.5)])
+    empty = make_run(tmp_path / "empty", ["model=small"], [])
+    unconfigured = make_run(tmp_path / "unconfigured", ["model=base"], [train_record(10, 6.0, 2000.0)])
+    (unconfigured / "config.yaml").unlink()
+    compare_ok([str(whole), str(empty), str(unconfigured), f"out={tmp_path / 'report'}"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{empty}: its metrics.jsonl holds no record yet" in out
+    assert f"{unconfigured}: it has no config.yaml (its objective and settings are unknown" in out
+    assert f"{whole}:" not in out
