@@ -11,15 +11,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
+from rich.markup import escape
 
 from lmpt.batch import Batch
 from lmpt.config.schema import TrainerConfig
+from lmpt.console import warn
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
 from lmpt.train.budget import RunLength
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
 from lmpt.train.evaluation import BestKeeper, CurveScorer, Evaluator, curve_due, take_curve_point
+from lmpt.train.held_out_watch import HeldOutWatch
 from lmpt.train.metrics import (
     MetricsLog,
     RunningStats,
@@ -94,6 +97,8 @@ class TrainLoop:
         say_if_busy(self.device, precision.dtype or torch.float32)  # a run that trains says it; planning does not
         self.evaluate = Evaluator(model, self.forward, objective, precision, self.ctx)
         self.best, self.curves = recorders.best, recorders.curves
+        self.watch = HeldOutWatch(objective.tokenizer.vocab_size)  # its epochs told once the run knows them
+        self.last_train_loss: float | None = None
 
     # -- state ------------------------------------------------------------------------------------
     def _rank_state(self) -> dict:
@@ -259,6 +264,7 @@ class TrainLoop:
                     stop, overdue, last = self.ctx.any(preemption.requested, overdue, self.length.finished(step))
                     if step % t.log_every == 0 or last:
                         record = self.log_record(grad_norm)
+                        self.last_train_loss = record.get("loss")
                         self.emit(record)
                         self.display.log(step, record)
                     if (t.eval_every and step % t.eval_every == 0) or last:
@@ -270,6 +276,7 @@ class TrainLoop:
                         )
                         self.emit({"step": step, **self.work.record(), **self.state.last_val})
                         self.display.evaluation(step, self.state.last_val)
+                        self.say_what_held_out_shows(step)
                         if self.best is not None:  # before the checkpoint of this step, which records the best
                             self.state.best = self.best.consider(self.state.best, step, self.state.last_val)
                     if curve_due(self.curves, step, last):  # after validation, before the checkpoint of this step
@@ -289,6 +296,13 @@ class TrainLoop:
             for sink in self.sinks:
                 sink.close()
         return "completed"
+
+    def say_what_held_out_shows(self, step: int) -> None:
+        """The held-out loss's warnings at this evaluation (lmpt.train.held_out_watch), on rank 0."""
+        nats = self.objective.measure.held_out_nats(self.state.last_val)
+        for line in self.watch.consider(step, nats, self.last_train_loss):
+            if self.ctx.is_main:
+                warn(escape(line))
 
     def emit(self, record: dict) -> None:
         """A logged step or evaluation: metrics.jsonl, then any TensorBoard / W&B sink (rank 0 only)."""

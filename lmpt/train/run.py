@@ -86,6 +86,7 @@ def run_training(
     loop = _training_loop(spec, ctx, run, inputs, placement, curves, sum(tokens for *_, tokens in sources))
     _start_or_resume(loop, spec, run, ctx.is_main)
     exposure = _announce(loop, spec, placement, run.path, sources)
+    loop.watch.epochs_per_step = exposure.epochs() / max(exposure.steps, 1)
 
     objective.plan_run(loop.length.max_steps)  # before the loader's workers copy it: schedules read step / max_steps
     steps = stream.StepBatches(windows.train, objective, loop.state.step, loop.length.loader_steps)
