@@ -9,7 +9,7 @@ import torch
 
 from lmpt.data.corpus import TokenCorpus
 from lmpt.data.permutation import FeistelPermutation
-from lmpt.errors import LmptError
+from lmpt.errors import SmallTextError
 from lmpt.rng import derive_seed
 
 Span = tuple[int, int]
@@ -35,7 +35,7 @@ def _check_fits(n_tokens: int, window_length: int, what: str) -> None:
     if window_length < 1:
         raise ValueError(f"window_length must be positive, got {window_length}")
     if n_tokens < window_length:
-        raise LmptError(
+        raise SmallTextError(
             f"the {what} text has {n_tokens} tokens, fewer than one window of {window_length}: "
             "add text or lower data.seq_len"
         )

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 from lmpt.data.mixture import Source
 from lmpt.data.sources import iter_documents
-from lmpt.errors import LmptError
+from lmpt.errors import LmptError, SmallTextError
 
 Documents = Callable[[], Iterator[list[str]]]
 Items = Callable[[], Iterator[tuple[str, list[str]]]]
@@ -49,7 +49,7 @@ def choose_unit(documents: Documents, fraction: float) -> str:
         return "documents"
     if _has_more_than((s for doc in documents() for s in doc), needed):
         return "sentences"
-    raise LmptError(
+    raise SmallTextError(
         f"the training text has too few sentences to hold out data.val_fraction={fraction}: "
         "add text, raise data.val_fraction or set data.val_paths"
     )

@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 from lmpt.app import run_hydra_app
 from lmpt.config.schema import DataConfig, TokenizerConfig, settings
 from lmpt.console import console
-from lmpt.errors import LmptError
+from lmpt.errors import LmptError, SmallTextError
 
 SHARD_KEY = "prepare.shard"
 _part: tuple[int, int] | str = (0, 1)  # prepare.shard=i/N from the command line (the text when malformed)
@@ -32,6 +32,7 @@ def prepare(cfg: DictConfig) -> None:
     """Build the configured data's tokenizer and token cache; print where they are and what they hold."""
     from lmpt.config.validate import validate_config  # heavy imports only once the config is composed
     from lmpt.data.cache import default_cache_root, prepare_part
+    from lmpt.data.small_text import say_all
     from lmpt.downstream.run_tasks import quality_stage_for
 
     if isinstance(_part, str):
@@ -40,7 +41,10 @@ def prepare(cfg: DictConfig) -> None:
     data_cfg, tokenizer_cfg = settings(cfg.data, DataConfig), settings(cfg.tokenizer, TokenizerConfig)
     quality = quality_stage_for(cfg.quality, cfg.downstream)
     cache_root = default_cache_root(cfg.data.cache_dir)
-    data = prepare_part(data_cfg, tokenizer_cfg, Path.cwd(), cache_root, _part, quality=quality)
+    try:
+        data = prepare_part(data_cfg, tokenizer_cfg, Path.cwd(), cache_root, _part, quality=quality)
+    except SmallTextError as first:  # every problem of a small text at once (lmpt.data.small_text)
+        raise say_all(data_cfg, tokenizer_cfg, Path.cwd(), first) from None
     if data is None:
         console.print(f"part {_part[0]}/{_part[1]} sealed: the cache is complete once every part has run")
         return

@@ -11,7 +11,7 @@ from pathlib import Path
 import sentencepiece as spm
 
 from lmpt.config.schema import TokenizerConfig
-from lmpt.errors import LmptError
+from lmpt.errors import LmptError, SmallTextError
 from lmpt.tokenizer.base import Tokenizer, remedy
 from lmpt.tokenizer.special import BOS, EOS, PAD, UNK, SpecialTokens, sentinel_piece
 
@@ -92,7 +92,7 @@ def _trainer_error(cfg: TokenizerConfig, message: str) -> LmptError:
     if "Vocabulary size too high" in message:
         found = _TOO_LARGE.search(message)
         most = f" (at most ~{found.group(1)})" if found else ""
-        return LmptError(
+        return SmallTextError(
             f"tokenizer.vocab_size={cfg.vocab_size} is larger than this corpus supports{most}: "
             "lower tokenizer.vocab_size"
         )

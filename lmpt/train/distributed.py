@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import torch
 import torch.distributed as dist
@@ -71,16 +71,16 @@ class Distributed:
     def main_first(self, work: Callable[[], T]) -> T:
         """Rank 0 does `work` first (e.g. builds caches) and the others then repeat it (reusing them). A user
         error on rank 0 is raised on every rank, so none is left waiting in a collective."""
-        error: object = None
+        error: tuple[type[LmptError], str] | None = None
         result = None
         if self.is_main:
             try:
                 result = work()
             except LmptError as exc:
-                error = str(exc)
-        error = self.broadcast_object(error)
-        if error is not None:
-            raise LmptError(str(error))
+                error = (type(exc), str(exc))  # its kind kept: a small text's is said whole by the caller
+        said = cast("tuple[type[LmptError], str] | None", self.broadcast_object(error))
+        if said is not None:
+            raise said[0](said[1])
         return work() if not self.is_main else result  # type: ignore[return-value]
 
     def leave(self) -> None:

@@ -14,7 +14,8 @@ from lmpt.config.schema import DataConfig, ModelConfig, TokenizerConfig, Trainer
 from lmpt.data.cache import PreparedData, default_cache_root, prepare_corpora
 from lmpt.data.sampler import StepLayout, StepSamples, ValidationWindows
 from lmpt.data.sampling import hold_unique_tokens, training_sampler, validation_sets
-from lmpt.errors import LmptError
+from lmpt.data.small_text import say_all
+from lmpt.errors import LmptError, SmallTextError
 from lmpt.model import LanguageModel
 from lmpt.model.build import padded_vocab_size
 from lmpt.objectives.base import Objective
@@ -133,12 +134,16 @@ def run_inputs(
     tokenizer and the record of its text: a refused run leaves nothing behind."""
     run_tokenizer = rundir.load_run_tokenizer(run)
     launch_dir = run.text.launch_dir if run.text is not None else None
-    data, objective = ctx.main_first(
-        lambda: prepare_inputs(spec, run_tokenizer, quality, run.path if ctx.is_main else None, check, launch_dir)
-    )
-    if spec.origin is not None:
-        check_tokenizer(spec.origin, data.tokenizer)
-    windows = sample_windows(data, objective, spec.trainer, ctx)
+    try:
+        data, objective = ctx.main_first(
+            lambda: prepare_inputs(spec, run_tokenizer, quality, run.path if ctx.is_main else None, check, launch_dir)
+        )
+        if spec.origin is not None:
+            check_tokenizer(spec.origin, data.tokenizer)
+        windows = sample_windows(data, objective, spec.trainer, ctx)
+    except SmallTextError as first:  # every problem of a small text at once, with keys that train on it
+        tokenizer = settings(spec.tokenizer, TokenizerConfig)
+        raise say_all(settings(spec.data, DataConfig), tokenizer, launch_dir or Path.cwd(), first) from None
     model, model_vocab = fresh_model(objective, spec.model, data.tokenizer, spec.trainer.seed)
     if spec.origin is not None and run.resume_from is None:  # a resumed stage takes its weights from the checkpoint
         load_origin(model, spec.origin)
