@@ -552,7 +552,8 @@ def planned_runs(plan: StudyPlan, device: torch.device, slot: Slot | None = None
             if kind == "search":
                 overrides += no_scoring(plan.run_overrides)  # as a trial launches
             cfg = compose(config_name="config", overrides=overrides)
-            dtype = torch.bfloat16 if cfg.trainer.amp else torch.float32  # amp: bf16 (lmpt.train.precision)
+            amp = cfg.trainer.amp and device.type == "cuda"  # amp: bf16 on a GPU, fp32 on a CPU (lmpt.train.precision)
+            dtype = torch.bfloat16 if amp else torch.float32
             spec = resolve(cfg, {override_key(o) for o in overrides})
             estimate = estimate_run(spec, device, dtype)
             objective_built, model, _, cost, *_ = sized_run(spec, device, dtype)

@@ -82,6 +82,8 @@ class Precision:
     emulated: bool = False
     """The device has no native arithmetic in this dtype (a CPU without avx512_bf16/AMX running bf16): slow, and
     no honest MFU can be given."""
+    why: str = ""
+    """Why trainer.amp chose this precision, in a few words for the start line ("" where it was asked for)."""
 
     @property
     def dtype(self) -> torch.dtype | None:
@@ -97,15 +99,22 @@ class Precision:
         return torch.amp.GradScaler(self.device.type, enabled=self.name == "fp16")
 
 
+CPU_AMP_WHY = "amp: bf16 measured slower than fp32 on CPUs (docs/benchmarks.md)"
+"""Why trainer.amp=true trains in fp32 on a CPU with native bf16: bf16 was measured slower than fp32 for lmpt's
+models on both kinds of CPU measured (an AMD EPYC with avx512_bf16, an Intel Xeon with AMX: docs/benchmarks.md, "bf16
+on a CPU"; scripts/bench_small_models.py --compare precision measures a machine). trainer.precision=bf16 still asks
+for bf16."""
+
+
 def _lacks(name: str) -> str:
     return f"this CPU has no native {name} (none of {', '.join(NATIVE_CPU_FLAGS[name])} in /proc/cpuinfo)"
 
 
 def pick_precision(trainer: TrainerConfig, device: torch.device, flags: frozenset[str] | None = None) -> Precision:
-    """`trainer.precision` wins; else `trainer.amp` means the fastest safe mixed precision on the device: bf16 on a
-    CUDA GPU that has it, fp16 (with a GradScaler) on older ones, bf16 on a CPU with native bf16 and fp32 on any
-    other CPU (saying why). An explicit bf16/fp16 on a CPU that emulates it runs, with a warning naming the
-    slowdown. `flags`: the CPU's feature flags (default: read from /proc/cpuinfo)."""
+    """`trainer.precision` wins; else `trainer.amp` means the fastest safe precision on the device: bf16 on a CUDA GPU
+    that has it, fp16 (with a GradScaler) on older ones, and fp32 on a CPU, where bf16 was measured slower
+    (CPU_AMP_WHY; a CPU without native bf16 says so). An explicit bf16/fp16 on a CPU that emulates it runs, with a
+    warning naming the slowdown. `flags`: the CPU's feature flags (default: read from /proc/cpuinfo)."""
     on_cpu = device.type == "cpu"
     if on_cpu and flags is None:
         flags = cpu_flags()
@@ -118,7 +127,9 @@ def pick_precision(trainer: TrainerConfig, device: torch.device, flags: frozense
         elif on_cpu and not native_on_cpu("bf16", flags):
             slowdown = EMULATED_SLOWDOWN["bf16"]
             info(f"trainer.amp=true runs in fp32: {_lacks('bf16')}; emulated bf16 would be ~{slowdown}x slower")
-            name = "fp32"
+            return Precision("fp32", device, False, "amp: this CPU has no native bf16")
+        elif on_cpu:
+            return Precision("fp32", device, False, CPU_AMP_WHY)
         else:
             name = "bf16"
     emulated = on_cpu and not native_on_cpu(name, flags)

@@ -184,7 +184,8 @@ def _announce(
     ctx, objective, length, precision = loop.ctx, loop.objective, loop.length, placement.precision
     info(
         f"{objective.name} on {'an' if objective.arch[0] == 'e' else 'a'} {objective.arch} "
-        f"({loop.model.num_parameters() / 1e6:.2f}M parameters), {precision.name} on {placement.device}"
+        f"({loop.model.num_parameters() / 1e6:.2f}M parameters), {precision.name}"
+        f"{f' ({precision.why})' if precision.why else ''} on {placement.device}"
         f"{f' x {ctx.world_size} processes' if ctx.enabled else ''} with {placement.threads.describe()}"
         f", run directory [bold]{path}[/]"
         + (
