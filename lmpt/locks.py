@@ -17,7 +17,7 @@ from lmpt.console import info
 def try_lock(path: Path, mode: str = "a+") -> IO[str] | None:
     """`path` opened (in `mode`) and locked exclusively for this process, or None when another process holds it. The
     caller keeps the handle open for as long as it holds the lock; closing it releases the lock."""
-    handle = open(path, mode)  # noqa: SIM115 - held open by the caller: the lock lasts as long as the file
+    handle = open(path, mode)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -30,7 +30,7 @@ def make_corpus(n: int, seed: int) -> tuple[list[str], list[str], list[int]]:
     them and a near copy of 5% at each edit rate, shuffled: (texts, kinds, the original each one copies)."""
     rng = random.Random(seed)
     vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(20000)]
-    pick = lambda: rng.choice(STOP) if rng.random() < 0.3 else rng.choice(vocab)  # noqa: E731
+    pick = lambda: rng.choice(STOP) if rng.random() < 0.3 else rng.choice(vocab)
 
     def document() -> str:
         sentences = [" ".join(pick() for _ in range(rng.randint(8, 20))).capitalize() + "." for _ in range(12)]
@@ -51,7 +51,7 @@ def make_corpus(n: int, seed: int) -> tuple[list[str], list[str], list[int]]:
 
 
 def _run(cfg: QualityConfig, docs: list[str], root: Path, tasks: list | None = None) -> tuple[dict[str, Any], Path]:
-    items = lambda: (("train", doc.split("\n")) for doc in docs)  # noqa: E731
+    items = lambda: (("train", doc.split("\n")) for doc in docs)
     stage = QualityStage(cfg, tasks or [])
     fingerprint, _ = stage.apply("bench", [items], root)
     work = root / "quality" / fingerprint[:32]

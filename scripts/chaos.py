@@ -27,10 +27,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chaos_harness.cases import CASES, split_kills  # noqa: E402
-from chaos_harness.report import print_table, write  # noqa: E402
-from chaos_harness.soak import AIMS, golden, soak  # noqa: E402
-from rich.console import Console  # noqa: E402
+from chaos_harness.cases import CASES, split_kills
+from chaos_harness.report import print_table, write
+from chaos_harness.soak import AIMS, golden, soak
+from rich.console import Console
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -239,7 +239,7 @@ def verdict(crossings: list) -> list[str]:
             f"- **No crossover in any of the {len(crossings)} settings**: mdlm's bound never falls below clm's best "
             "held-out figure. The paper's crossover is not reproduced at this scale."
         )
-    by_epochs = lambda budgets: sorted(budgets, key=lambda b: float(b.removesuffix("epochs")))  # noqa: E731
+    by_epochs = lambda budgets: sorted(budgets, key=lambda b: float(b.removesuffix("epochs")))
     clm_best = by_epochs({c.exact.best().budget for c in crossings})
     mdlm_best = by_epochs({c.bound.best().budget for c in crossings})
     lines.append(

@@ -51,7 +51,7 @@ from rich.table import Table
 from lmpt.train.metrics import bits_per_byte
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from profile_step import AVX2  # noqa: E402
+from profile_step import AVX2
 
 CORPUS = Path(__file__).resolve().parents[1] / "lmpt" / "corpora" / "tinyshakespeare.txt"
 TRAIN_SHARE = 0.9

@@ -133,7 +133,7 @@ def _quoted(key: str, value: str) -> str:
     try:
         if OverridesParser.create().parse_override(plain).value() == value:
             return plain
-    except Exception:  # noqa: BLE001 - the grammar rejected it: quote it
+    except Exception:
         pass
     return f"{key}='{value.replace(chr(92), chr(92) * 2).replace(chr(39), chr(92) + chr(39))}'"
 

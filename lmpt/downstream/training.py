@@ -460,7 +460,7 @@ def run_seeds(
                 figures |= plan.target.scores(split.labels, predicted, plan.classes, prefix)
                 correct.setdefault(prefix, []).append(plan.target.outcomes(split.labels, predicted))
         per_seed.append(figures)
-    stacked = lambda rows: {prefix: torch.stack(r) for prefix, r in rows.items()}  # noqa: E731
+    stacked = lambda rows: {prefix: torch.stack(r) for prefix, r in rows.items()}
     return SeedRuns(per_seed, stacked(correct), examples, seconds, stacked(predictions))
 
 

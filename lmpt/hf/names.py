@@ -46,7 +46,7 @@ def llama_layout(model: LanguageModel) -> list[HfTensor]:
 def _attention(hf: str, pattern: str, ours: str, attn: Attention) -> list[HfTensor]:
     """q, k, v and o of one attention: row blocks of lmpt's fused `qkv` (or `q` and `kv` when cross)."""
     d, kv = attn.o.in_features, attn.kv_dim
-    name = lambda p: f"{hf}.{pattern.format(p)}.weight"  # noqa: E731
+    name = lambda p: f"{hf}.{pattern.format(p)}.weight"
     if attn.cross:
         qkv = [
             HfTensor(name("q"), f"{ours}.q.weight"),

@@ -121,7 +121,7 @@ class LocalPool:
         index = next(i for i in range(len(self.slots)) if i not in self._busy)
         slot = self.slots[index]
         quiet = len(self.slots) > 1  # runs side by side: their progress lines would interleave
-        child = subprocess.Popen(  # noqa: PLW1509
+        child = subprocess.Popen(
             launch.command,
             env={**os.environ, **slot.env},
             preexec_fn=(lambda: _start_in_slot(slot)) if sys.platform.startswith("linux") else None,

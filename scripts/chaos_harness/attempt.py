@@ -69,7 +69,7 @@ class Attempt:
         self._partial = ""
         self.leftovers = set(_staging(run_dir / "checkpoints"))
         """Staging folders an earlier, killed launch left behind: not this launch's checkpoint writes."""
-        self.output = open(output, "w")  # noqa: SIM115 (closed in finish)
+        self.output = open(output, "w")
         self.orphans: list[int] = []
         """Processes of the command still running 2 minutes after it ended (killed then)."""
         self.seen["launch"] = time.monotonic()

@@ -100,7 +100,7 @@ def _labelled_row(task: str, i: int, rng: random.Random) -> list[str]:
 
 
 def _test_rows(task: str, n: int, rng: random.Random) -> list[list[str]]:
-    pair = lambda: [_sentence(rng, True), _sentence(rng, False)]  # noqa: E731
+    pair = lambda: [_sentence(rng, True), _sentence(rng, False)]
     if task in ("CoLA", "SST-2"):
         return [["index", "sentence"], *([str(i), _sentence(rng, i % 2 == 0)] for i in range(n))]
     if task == "MRPC":

@@ -64,7 +64,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def task(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A real two-class task from the bundled corpora: is a line Shakespeare or Wikipedia? (train, dev, test)."""
     corpora = REPO / "lmpt" / "corpora"
-    lines = lambda name, skip: [  # noqa: E731
+    lines = lambda name, skip: [
         line.strip()
         for line in (corpora / name).read_text(encoding="utf-8").splitlines()
         if len(line.strip()) > 30 and not line.strip().startswith(skip)

@@ -37,7 +37,7 @@ def test_clm_before_the_switch_mlm_after(shakespeare, switch_at: float) -> None:
     assert both.switch_step == switch
     for step in (0, switch - 1, switch, MAX_STEPS - 1):
         w = windows(shakespeare.train, both.window_length, 8, step)
-        gen = lambda step=step: generator(0, "objective", step, 0, 0)  # noqa: E731
+        gen = lambda step=step: generator(0, "objective", step, 0, 0)
         batch = both.batch_at(w, gen(), step)
         if step < switch:  # clm's batch exactly: causal attention, labels shifted once
             assert_same_batch(batch, clm.make_batch(w, gen()))

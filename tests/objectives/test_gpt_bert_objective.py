@@ -92,7 +92,7 @@ def test_a_batch_is_a_function_of_the_step(shakespeare) -> None:
     first, again = objective(shakespeare.tokenizer), objective(shakespeare.tokenizer)
     w = windows(shakespeare.train, first.window_length, 4, 9)
     for step in (0, 17, 400):
-        gen = lambda step=step: generator(3, "objective", step, 1, 0)  # noqa: E731
+        gen = lambda step=step: generator(3, "objective", step, 1, 0)
         assert_same_batch(first.batch_at(w, gen(), step), again.batch_at(w, gen(), step))
 
 

@@ -60,14 +60,14 @@ def test_past_the_planned_end_the_rate_stays_at_the_end() -> None:
 
 def test_a_batch_is_a_function_of_the_step_and_the_run_length(shakespeare) -> None:
     cfg = MlmConfig(mask_prob_schedule="linear")
-    make = lambda: build_objective(cfg, shakespeare.tokenizer, SEQ_LEN, "auto")  # noqa: E731
+    make = lambda: build_objective(cfg, shakespeare.tokenizer, SEQ_LEN, "auto")
     first, resumed = make(), make()
     first.plan_run(MAX_STEPS)
     w = windows(shakespeare.train, SEQ_LEN, 4, 7)
     for step in range(5):  # a history of earlier batches changes nothing
         first.batch_at(w, generator(0, "objective", step, 0, 0), step)
     resumed.plan_run(MAX_STEPS)
-    gen = lambda: generator(0, "objective", 600, 0, 0)  # noqa: E731
+    gen = lambda: generator(0, "objective", 600, 0, 0)
     assert_same_batch(first.batch_at(w, gen(), 600), resumed.batch_at(w, gen(), 600))
     held_out = first.make_batch(w, gen())  # held-out batches mask at mask_prob, the schedule's end
     constant = build_objective(MlmConfig(), shakespeare.tokenizer, SEQ_LEN, "auto")
@@ -78,7 +78,7 @@ def test_constant_schedule_keeps_mlm_bit_for_bit(shakespeare) -> None:
     mlm = build_objective(MlmConfig(), shakespeare.tokenizer, SEQ_LEN, "auto")
     mlm.plan_run(MAX_STEPS)
     w = windows(shakespeare.train, SEQ_LEN, 4, 3)
-    gen = lambda: generator(0, "objective", 3, 0, 0)  # noqa: E731
+    gen = lambda: generator(0, "objective", 3, 0, 0)
     assert_same_batch(mlm.batch_at(w, gen(), 3), mlm.make_batch(w, gen()))
 
 

@@ -21,11 +21,11 @@ from lmpt.quality.stage import QualityStage
 def _documents(n: int, seed: int) -> list[list[str]]:
     """n distinct documents of made-up words, two lines each."""
     rng = random.Random(seed)
-    word = lambda: "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))  # noqa: E731
+    word = lambda: "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
     return [[" ".join(word() for _ in range(30)) + ".", " ".join(word() for _ in range(30)) + "."] for _ in range(n)]
 
 
-def _items(train: list[list[str]], val: list[list[str]]):  # noqa: ANN202 (lmpt.data.split.Items)
+def _items(train: list[list[str]], val: list[list[str]]):
     return lambda: iter([*(("train", d) for d in train), *(("val", d) for d in val)])
 
 

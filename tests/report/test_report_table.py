@@ -67,7 +67,7 @@ def test_rows_hold_each_runs_values_and_blanks_where_a_measure_is_missing(tmp_pa
 
 
 def test_rich_table_shows_every_run(tmp_path: Path) -> None:
-    console = Console(width=250, record=True, file=open(tmp_path / "out.txt", "w"))  # noqa: SIM115
+    console = Console(width=250, record=True, file=open(tmp_path / "out.txt", "w"))
     console.print(runs_table(find_runs([make_sweep(tmp_path)]), title="sweep"))
     console.file.close()
     text = console.export_text()

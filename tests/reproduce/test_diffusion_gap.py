@@ -42,7 +42,7 @@ def gap_figure(relative: Callable[[float], float], best: float = 1.0) -> Figure:
     return figure
 
 
-def claim(findings, start: str):  # noqa: ANN001, ANN201
+def claim(findings, start: str):
     return next(c for c in findings.claims if c.claim.startswith(start) and "(micro)" in c.claim)
 
 

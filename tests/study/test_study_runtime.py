@@ -250,7 +250,7 @@ def test_lmpt_prepare_stopped_by_sigterm_says_so_in_one_line(tmp_path: Path) -> 
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=os.setpgrp,  # noqa: PLW1509
+        preexec_fn=os.setpgrp,
     )
     _wait_for(lambda: _catches_sigterm(process.pid), timeout=120)
     os.kill(process.pid, signal.SIGTERM)

@@ -42,7 +42,7 @@ def _study(**keys: object) -> object:
 
 def test_cpu_slots_split_the_cores_into_groups_each_with_its_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(GPUS_VAR, raising=False)
-    cores = lambda: [0, 1, 2, 3, 4]  # noqa: E731
+    cores = lambda: [0, 1, 2, 3, 4]
     assert core_groups([0, 1, 2, 3, 4], 2) == [[0, 1, 2], [3, 4]]
     two = plan_slots(_study(slots="2", slot_device="cpu"), cores)
     assert [s.cores for s in two] == [frozenset({0, 1, 2}), frozenset({3, 4})]
