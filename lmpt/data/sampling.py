@@ -13,11 +13,10 @@ from lmpt.errors import LmptError
 
 def hold_unique_tokens(data: PreparedData, unique_tokens: int | None) -> PreparedData:
     """`data` whose training text is its first `unique_tokens` tokens (data.unique_tokens; None: all of it): the
-    same tokens whatever the objective or seed. More than the training text, or a mixture, is refused in one line."""
+    same tokens whatever the objective or seed. More than the training text, or a mixture, is refused in one line
+    (what only the tokenised text can tell; the value itself is checked with the config)."""
     if unique_tokens is None:
-        return data
-    if unique_tokens < 1:
-        raise LmptError(f"data.unique_tokens={unique_tokens} must be > 0 (or null: all the training text)")
+        return data  # a value below 1 never gets here: lmpt.config.validate refuses it with the rest of the config
     if len(data.sources) > 1:
         raise LmptError(
             f"data.unique_tokens={unique_tokens:,} takes the first tokens of one training text; this run mixes "

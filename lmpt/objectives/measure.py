@@ -15,7 +15,8 @@ The measures:
 | --- | --- | --- | --- |
 | NextTokenLikelihood | clm, mtp (its main head) | exact | sliding windows, left to right |
 | FimLikelihood | fim | exact, on the plain text | sliding windows; training adds val_fim_{psm,spm}_loss |
-| CausalReading | prefix, gpt-bert | none | sliding windows, causal |
+| CausalReading | prefix | none | sliding windows, causal |
+| CausalFixedRate | gpt-bert | none (val_fixed_loss) | sliding windows, causal |
 | FixedRateMaskedLoss | mlm, nsp, electra, clm-then-mlm | none (val_fixed_loss) | seeded masking at the run's rate |
 | CorruptionLoss | span, ul2-mixture | none | the run's own corruption, seeded |
 | DiffusionBound | mdlm | a bound, with its standard error | the bound over fixed draws, with its standard error |

@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, Protocol, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -31,8 +31,19 @@ from lmpt.safe_files import load_yaml, save_weights
 from lmpt.tokenizer.base import RUN_FILE, Tokenizer
 from lmpt.tokenizer.load import load_tokenizer
 
-if TYPE_CHECKING:
-    from lmpt.train.distributed import Distributed  # the process group a launch claims the run in
+T = TypeVar("T")
+
+
+class ProcessGroup(Protocol):
+    """What claiming a run needs of the launch's process group (lmpt.train.distributed.Distributed is one): the room
+    below training names it without importing it."""
+
+    @property
+    def is_main(self) -> bool: ...
+
+    def main_first(self, work: Callable[[], T]) -> T: ...
+
+    def broadcast_object(self, obj: object) -> object: ...
 
 
 CONFIG_FILE = "config.yaml"
@@ -120,7 +131,7 @@ def locate_run(trainer: TrainerConfig, hydra_dir: Path, discard: bool = True) ->
 
 
 def claim_run(
-    trainer: TrainerConfig, hydra_dir: Path, config: DictConfig, data: DataConfig, ctx: Distributed
+    trainer: TrainerConfig, hydra_dir: Path, config: DictConfig, data: DataConfig, ctx: ProcessGroup
 ) -> RunDir:
     """The run directory this launch trains in (`trainer.resume`), locked for the job (`ctx`: the process group),
     checked to hold this run's config; a resumed run's checkpoint checked for drift and its text (`data`'s paths)
@@ -268,15 +279,15 @@ def release_run_dirs() -> None:
         handle.close()
 
 
-def lock_for_job(run_dir: Path, ctx) -> None:
+def lock_for_job(run_dir: Path, ctx: ProcessGroup) -> None:
     """Rank 0 takes the lock for every rank of the job (`ctx`: lmpt.train.distributed.Distributed); a refusal is
     raised on every rank, so none is left waiting in a collective."""
-    error = None
+    error: str | None = None
     if ctx.is_main:
         try:
             lock_run_dir(run_dir)
         except LmptError as exc:
             error = str(exc)
-    error = ctx.broadcast_object(error)
-    if error is not None:
-        raise LmptError(str(error))
+    said = ctx.broadcast_object(error)
+    if said is not None:
+        raise LmptError(str(said))
