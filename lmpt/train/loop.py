@@ -11,18 +11,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
-from rich.markup import escape
 
 from lmpt.batch import Batch
 from lmpt.config.schema import TrainerConfig
-from lmpt.console import warn
 from lmpt.model import LanguageModel, ModelOutput
 from lmpt.objectives.base import Objective
 from lmpt.train.budget import RunLength
 from lmpt.train.display import Display
 from lmpt.train.distributed import Distributed
-from lmpt.train.evaluation import BestKeeper, CurveScorer, Evaluator, curve_due, take_curve_point
-from lmpt.train.held_out_watch import HeldOutWatch
+from lmpt.train.evaluation import BestKeeper, CurveScorer, Evaluator, HeldOutWatch, curve_due, take_curve_point
 from lmpt.train.metrics import (
     MetricsLog,
     RunningStats,
@@ -66,6 +63,8 @@ class Recorders:
     """None: no RUN/best (the run never evaluates before its end, or trainer.keep_best=false)."""
     curves: CurveScorer | None = None
     """None: no curve points (downstream.score_every=0)."""
+    watch: HeldOutWatch | None = None
+    """What the held-out loss calls for saying (lmpt.train.evaluation); None: nothing watched."""
 
 
 class TrainLoop:
@@ -97,8 +96,7 @@ class TrainLoop:
         say_if_busy(self.device, precision.dtype or torch.float32)  # a run that trains says it; planning does not
         self.evaluate = Evaluator(model, self.forward, objective, precision, self.ctx)
         self.best, self.curves = recorders.best, recorders.curves
-        self.watch = HeldOutWatch(objective.tokenizer.vocab_size)  # its epochs told once the run knows them
-        self.last_train_loss: float | None = None
+        self.watch, self.last_train_loss = recorders.watch, None
 
     # -- state ------------------------------------------------------------------------------------
     def _rank_state(self) -> dict:
@@ -298,11 +296,10 @@ class TrainLoop:
         return "completed"
 
     def say_what_held_out_shows(self, step: int) -> None:
-        """The held-out loss's warnings at this evaluation (lmpt.train.held_out_watch), on rank 0."""
-        nats = self.objective.measure.held_out_nats(self.state.last_val)
-        for line in self.watch.consider(step, nats, self.last_train_loss):
-            if self.ctx.is_main:
-                warn(escape(line))
+        """The held-out loss's warnings at this evaluation (lmpt.train.evaluation), said by rank 0."""
+        if self.watch is not None:
+            nats = self.objective.measure.held_out_nats(self.state.last_val)
+            self.watch.say(step, nats, self.last_train_loss, self.ctx.is_main)
 
     def emit(self, record: dict) -> None:
         """A logged step or evaluation: metrics.jsonl, then any TensorBoard / W&B sink (rank 0 only)."""

@@ -18,7 +18,7 @@ from lmpt.train.budget import run_length
 from lmpt.train.display import make_display, print_sample, print_summary
 from lmpt.train.distributed import Distributed, agree_on_run_dir, full_model_state, parallelize
 from lmpt.train.epochs import Exposure, report_exposure, run_exposure
-from lmpt.train.evaluation import BestKeeper, CurveScorer
+from lmpt.train.evaluation import BestKeeper, CurveScorer, HeldOutWatch
 from lmpt.train.init_from import stage_record
 from lmpt.train.inputs import InputsCheck, RunInputs, run_inputs
 from lmpt.train.loop import Recorders, StepParts, TrainLoop
@@ -86,7 +86,8 @@ def run_training(
     loop = _training_loop(spec, ctx, run, inputs, placement, curves, sum(tokens for *_, tokens in sources))
     _start_or_resume(loop, spec, run, ctx.is_main)
     exposure = _announce(loop, spec, placement, run.path, sources)
-    loop.watch.epochs_per_step = exposure.epochs() / max(exposure.steps, 1)
+    if loop.watch is not None:
+        loop.watch.epochs_per_step = exposure.epochs() / max(exposure.steps, 1)
 
     objective.plan_run(loop.length.max_steps)  # before the loader's workers copy it: schedules read step / max_steps
     steps = stream.StepBatches(windows.train, objective, loop.state.step, loop.length.loader_steps)
@@ -154,6 +155,7 @@ def _training_loop(
         make_display(t.progress, length.max_steps, length),
         best,
         curves,
+        HeldOutWatch(objective.tokenizer.vocab_size),  # its epochs told once the run knows them
     )
     parts = StepParts(model, objective, optimizer, scheduler, precision, forward)
     loop = TrainLoop(t, spec.record, parts, recorders, ctx, length)

@@ -40,7 +40,7 @@ def test_the_passes_cover_the_n_tokens(shakespeare: PreparedData) -> None:
     assert sampler.n_windows == (N - 64) // 65  # one epoch visits every window of the N tokens once
 
 
-@pytest.mark.parametrize(("value", "fragment"), [(0, "must be > 0"), (-5, "must be > 0"), (10**9, "more than the")])
+@pytest.mark.parametrize(("value", "fragment"), [(10**9, "more than the")])  # below 1: the config (line 76)
 def test_bad_counts_are_refused(shakespeare: PreparedData, value: int, fragment: str) -> None:
     with pytest.raises(LmptError, match=f"data.unique_tokens={value:,}.*{fragment}|{fragment}"):
         hold_unique_tokens(shakespeare, value)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from runner import run_lmpt
 
-from lmpt.train.held_out_watch import HeldOutWatch
+from lmpt.train.evaluation import HeldOutWatch
 
 REPO = Path(__file__).resolve().parents[2]
 
