@@ -66,7 +66,7 @@ def modern_argv(argv: list[str]) -> list[str]:
 def compare(paths: list[Path], out: Path, log_y: bool = False) -> None:
     runs = find_runs(paths)
     for run in runs:  # a run read in part is said, not silently shown empty or left unranked
-        for missing in missing_parts(run.path):
+        for missing in missing_parts(run):
             warn(f"{escape(str(run.path))}: {missing}")
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -25,10 +25,12 @@ if TYPE_CHECKING:
 
 BITS_PER_TOKEN = "val_bits_per_token"  # lmpt.objectives.yardstick.BITS_PER_TOKEN: the report imports no torch
 
-DOWNSTREAM_PREFERENCE = (GLUE_SCORE_MEAN, ACCURACY_MEAN, ACCURACY, ACCURACY_NORM, PEARSON_MEAN)
-"""Downstream figures a table may rank by, first found first: a GLUE task's official score (its official figures'
-mean: MRPC's F1 and accuracy, STS-B's Pearson and Spearman ...), then a fine-tuned accuracy, a zero-shot one, and a
-regression's dev Pearson last; a fine-tuned figure's seeds tested by Welch's t."""
+DOWNSTREAM_PREFERENCE = (ACCURACY, ACCURACY_NORM, GLUE_SCORE_MEAN, ACCURACY_MEAN, PEARSON_MEAN)
+"""Downstream figures a table may rank by, first found first, tasks by name: a zero-shot accuracy first, as a study
+ranks (lmpt.study.record.rank_rule: a zero-shot score reads the pre-trained weights as they are, while fine-tuning
+trains the control too and can make up for what pre-training gave), then a GLUE task's official score (its official
+figures' mean: MRPC's F1 and accuracy, STS-B's Pearson and Spearman ...), a fine-tuned accuracy, and a regression's
+dev Pearson last; a fine-tuned figure's seeds tested by Welch's t."""
 
 
 @dataclass(frozen=True)
@@ -116,9 +118,8 @@ def bits_ranking(evaluated: list[RunSummary]) -> Ranking | None:
 
 
 def downstream_figure(runs: list[RunSummary]) -> str | None:
-    """The downstream figure every completed run has: a GLUE task's official score (glue_score_mean), a fine-tuned
-    accuracy (accuracy_mean) before a zero-shot one (accuracy, then accuracy_norm), then a regression's Pearson
-    (pearson_mean), tasks in name order; None when there is none."""
+    """The downstream figure every completed run has, in DOWNSTREAM_PREFERENCE's order (a zero-shot accuracy first,
+    as a study ranks), tasks in name order; None when there is none."""
     completed = [r for r in runs if r.status == "completed"]
     if not completed:
         return None

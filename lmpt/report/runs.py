@@ -120,13 +120,13 @@ def find_runs(paths: Sequence[Path | str]) -> list[RunSummary]:
     return runs
 
 
-def missing_parts(path: Path) -> list[str]:
+def missing_parts(run: RunSummary) -> list[str]:
     """What a run directory lacks for a comparison to read it whole, in words (none for a whole run): no logged
     step (its metrics.jsonl absent, empty or unreadable), or no config.yaml (its objective and settings unknown)."""
     missing = []
-    if not read_records(path / METRICS_FILE):
-        missing.append(f"its {METRICS_FILE} holds no record yet (nothing logged: a run that never reached a step)")
-    if not (path / CONFIG_FILE).is_file():
+    if run.step is None:
+        missing.append(f"its {METRICS_FILE} holds no step yet (nothing logged: a run that never reached a step)")
+    if not (run.path / CONFIG_FILE).is_file():
         missing.append(f"it has no {CONFIG_FILE} (its objective and settings are unknown: it ranks beside no other)")
     return missing
 

@@ -204,6 +204,20 @@ def gap_between(upper: Evidence | None, lower: Evidence | None) -> Gap:
     return Gap(reason="no per-item or per-seed results in RUN/downstream/TASK.json")
 
 
+SEEDS_OF_ONE_RECIPE = Gap(reason="two seeds of one recipe: their difference is the seed's, not a finding")
+"""The gap between runs that differ only in trainer.seed: never tested (issue 63, point 12: "clm seed 1 > clm seed 0"
+was once called significant)."""
+
+
+def same_recipe(a: RunSummary, b: RunSummary) -> bool:
+    """Whether `a` and `b` are one recipe trained from two seeds: the same objective and overrides but the seed."""
+
+    def recipe(run: RunSummary) -> list[str]:
+        return [o for o in run.overrides if not o.startswith("trainer.seed=")]
+
+    return a.objective == b.objective and a.seed != b.seed and recipe(a) == recipe(b)
+
+
 def neighbour_significance(ranked: list[RunSummary], ranking: Ranking) -> Significance | None:
     """Evidence of every ranked run and its gap to the next, Holm-corrected; None unless a downstream figure ranks."""
     if ranking.key is None or not ranking.key.startswith(METRIC_PREFIX):
@@ -215,7 +229,10 @@ def neighbour_significance(ranked: list[RunSummary], ranking: Ranking) -> Signif
 
 def tested_gaps(key: str, order: list[RunSummary], evidence: dict[int, Evidence]) -> Significance:
     """Each of `order` (ranked best first) against the next, from their `evidence`, Holm-corrected as one family."""
-    raw = {id(a): gap_between(evidence.get(id(a)), evidence.get(id(b))) for a, b in zip(order, order[1:], strict=False)}
+    raw = {
+        id(a): SEEDS_OF_ONE_RECIPE if same_recipe(a, b) else gap_between(evidence.get(id(a)), evidence.get(id(b)))
+        for a, b in zip(order, order[1:], strict=False)
+    }
     tested = [i for i, gap in raw.items() if gap.p is not None]
     adjusted = dict(zip(tested, holm([raw[i].p for i in tested]), strict=True))  # type: ignore[misc]
     gaps = {i: replace(gap, adjusted=adjusted.get(i)) for i, gap in raw.items()}

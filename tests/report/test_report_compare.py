@@ -207,6 +207,6 @@ def test_a_run_read_in_part_is_said_not_shown_silently_empty(tmp_path: Path, cap
     (unconfigured / "config.yaml").unlink()
     compare_ok([str(whole), str(empty), str(unconfigured), f"out={tmp_path / 'report'}"])
     out = " ".join(capsys.readouterr().out.split())
-    assert f"{empty}: its metrics.jsonl holds no record yet" in out
+    assert f"{empty}: its metrics.jsonl holds no step yet" in out
     assert f"{unconfigured}: it has no config.yaml (its objective and settings are unknown" in out
     assert f"{whole}:" not in out

@@ -18,10 +18,18 @@ def objective_run(path: Path, objective: str, val_loss: float, downstream: dict[
     make_run(path, [*SHARED, f"objective={objective}"], records, objective=objective, status={"status": status})
 
 
+def test_a_zero_shot_accuracy_ranks_before_a_fine_tuned_one_as_a_study_ranks(tmp_path: Path) -> None:
+    """One ranking rule (issue 63, point 12): lmpt-compare picks the task a study ranks by, the zero-shot one."""
+    objective_run(tmp_path / "0", "clm", 4.0, {"order/accuracy_mean": 0.61, "cloze/accuracy": 0.40})
+    objective_run(tmp_path / "1", "mlm", 2.0, {"order/accuracy_mean": 0.74, "cloze/accuracy": 0.30})
+    ranked, ranking = rank_runs(find_runs([tmp_path]))
+    assert ranking.key == "downstream/cloze/accuracy" and [r.objective for r in ranked] == ["clm", "mlm"]
+
+
 def test_a_fine_tuned_accuracy_ranks_objectives_best_first(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     objective_run(sweep / "0", "clm", 4.0, {"order/accuracy_mean": 0.61, "cloze/accuracy": 0.40})
-    objective_run(sweep / "1", "mlm", 2.0, {"order/accuracy_mean": 0.74, "cloze/accuracy": 0.30})  # lowest loss
+    objective_run(sweep / "1", "mlm", 2.0, {"order/accuracy_mean": 0.74})  # lowest loss; no zero-shot figure
     objective_run(sweep / "2", "span", 3.0, {"order/accuracy_mean": 0.66, "cloze/accuracy": 0.35})
     ranked, ranking = rank_runs(find_runs([sweep]))
     assert [r.objective for r in ranked] == ["mlm", "span", "clm"]  # highest first; losses play no part

@@ -164,3 +164,21 @@ def test_a_forged_figure_is_flagged_as_contradicted_by_its_record_not_merely_unt
     assert [r["record"] for r in rows] == ["record does not match the log", ""]
     assert rows[0]["cloze/accuracy_low"] == "" and rows[0]["vs_next"] == "?"
     assert "The top 2 could not be tested against each other (a record does not match the log)." in out
+
+
+def test_two_seeds_of_one_recipe_are_never_called_different() -> None:
+    """ "clm seed 1 > clm seed 0" was once called significant from fine-tuning seeds alone (issue 63, point 12): the
+    gap between two seeds of one recipe is not tested, and says why."""
+    from dataclasses import replace
+
+    from lmpt.report.runs import RunSummary
+    from lmpt.report.significance import Evidence, tested_gaps
+
+    base = RunSummary(Path("a"), "x", ["objective=clm", "trainer.seed=0"], "clm", "completed", 10, 4.0, 54.6, seed=0)
+    other_seed = replace(base, path=Path("b"), overrides=["objective=clm", "trainer.seed=1"], seed=1)
+    other_recipe = replace(base, path=Path("c"), overrides=["objective=clm", "optimizer.lr=0.1"], seed=0)
+    far = {id(r): Evidence(seeds=np.array(v)) for r, v in ((base, [0.9, 0.91, 0.9]), (other_seed, [0.5, 0.5, 0.51]))}
+    gaps = tested_gaps("downstream/t/accuracy_mean", [base, other_seed], far)
+    assert gaps.gaps[id(base)].adjusted is None and "two seeds of one recipe" in gaps.gaps[id(base)].reason
+    far[id(other_recipe)] = far.pop(id(other_seed))
+    assert tested_gaps("downstream/t/accuracy_mean", [base, other_recipe], far).gaps[id(base)].significant

@@ -40,10 +40,19 @@ def test_callback_summarizes_the_sweep_dir(tmp_path: Path) -> None:
     assert all((sweep / name).stat().st_size > 0 for name in ("summary.csv", "summary.md", "val_loss.png"))
 
 
-def test_callback_on_a_sweep_without_runs_only_warns(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_callback_on_a_sweep_whose_jobs_left_no_folder_leaves_nothing(tmp_path: Path, capsys) -> None:
+    """Every job a dry run: the sweep's folder held Hydra's multirun.yaml alone, and goes, without a word."""
+    sweep = tmp_path / "multirun" / "2026-12-07" / "08-00-00"
+    sweep.mkdir(parents=True)
+    (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    SweepSummary().on_multirun_end(config=OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}}))
+    assert capsys.readouterr().out == "" and not sweep.exists()
+
+
+def test_callback_on_a_sweep_without_readable_runs_only_warns(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "0").mkdir()  # a job's folder with nothing lmpt wrote in it
     SweepSummary().on_multirun_end(config=OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}}))
     assert "sweep summary skipped: no run directories" in capsys.readouterr().out
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_unfinished_jobs_are_read_from_each_jobs_status(tmp_path: Path) -> None:
