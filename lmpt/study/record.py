@@ -380,6 +380,7 @@ def study_full_markdown(plan: StudyPlan, summaries: dict[str, list[dict]]) -> st
     return _render(
         "study_full.md.j2",
         name=plan.directory.name,
+        objectives=", ".join(plan.objectives),
         study_md=STUDY_MD,
         objectives_table=objectives_table(rows, len(plan.budgets) > 1, full=True),
         budget=plan.budget,
@@ -625,6 +626,9 @@ class GainTable:
 
     rows: list[GainRow] = field(default_factory=list)
     flagged: list[str] = field(default_factory=list)
+    levels: dict[tuple[str, str, str], tuple[list[float], float]] = field(default_factory=dict)
+    """(budget, objective, task) -> the runs' own zero-shot accuracies (a seed each) and the task's chance level, to
+    say when a significant gain leaves an accuracy at chance."""
 
     def __bool__(self) -> bool:
         return bool(self.rows)
@@ -779,7 +783,32 @@ def study_gains(budgets: list[str], objectives: list[str], finals: dict[str, lis
             for task in tasks:
                 gains = pooled_gains(runs, task, table.flagged)
                 table.rows += [GainRow(budget, name, task, figure, gain) for figure, gain in gains.items()]
+                accuracies = [
+                    f.downstream[metric_key(task, ACCURACY)] for f in runs if metric_key(task, ACCURACY) in f.downstream
+                ]
+                chances = {
+                    f.downstream[metric_key(task, CHANCE)] for f in runs if metric_key(task, CHANCE) in f.downstream
+                }
+                if accuracies and len(chances) == 1:
+                    table.levels[(budget, name, task)] = (accuracies, chances.pop())
     return table
+
+
+def at_chance(table: GainTable, budget: str, objective: str, task: str) -> str:
+    """ ", but its accuracy ... is at chance ..." where the objective's own accuracy on `task` at `budget` is not told
+    apart from the task's chance level (its 95% interval over the seeds holds it, or lies below), else ""."""
+    found = table.levels.get((budget, objective, task))
+    if found is None:
+        return ""
+    accuracies, chance = found
+    interval = seed_interval(accuracies)
+    if interval is None or interval[0] > chance:
+        return ""
+    mean = sum(accuracies) / len(accuracies)
+    return (
+        f"; but its accuracy, {mean:.3f} [{interval[0]:.3f}, {interval[1]:.3f}], is not above chance ({chance:.3f}): "
+        "the gain lifts an untrained control below chance toward it, which is no sign of what pre-training taught"
+    )
 
 
 def _log_amount(budget: str) -> float:
@@ -805,9 +834,10 @@ def verdict(table: GainTable, task: str, figure: str = ACCURACY) -> str:
     for budget in budgets:
         best = _best(table, budget, task, figure)
         if best is not None and best[1].significant and best[1].gain > 0:
+            chance = at_chance(table, budget, best[0], task) if figure == ACCURACY else ""
             return (
                 f"On {what}, {best[0]}'s gain over its untrained control is significant at {budget}: "
-                f"{best[1]} (95%, {best[1].method})."
+                f"{best[1]} (95%, {best[1].method}){chance}."
             )
     top = _best(table, budgets[-1], task, figure)
     assert top is not None

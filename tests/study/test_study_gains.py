@@ -106,6 +106,18 @@ def test_the_verdict_names_the_first_budget_where_the_best_gain_is_significant()
     assert list(gain_verdicts(table)) == ["pairs/accuracy"]
 
 
+def test_a_significant_gain_that_leaves_the_accuracy_at_chance_says_so() -> None:
+    """clm 0.504 on blimp-fast from a control at 0.464 was once called a significant gain without a word (issue 63,
+    point 13): the gain stands, and the sentence says the accuracy is not above chance."""
+    table = _table({"1e13flops": {"clm": (0.04, 0.02, 0.06)}})
+    table.levels[("1e13flops", "clm", "pairs")] = ([0.49, 0.51, 0.512], 0.5)
+    said = verdict(table, "pairs")
+    assert said.startswith("On pairs, clm's gain over its untrained control is significant at 1e13flops: +0.040")
+    assert "but its accuracy, 0.504 [" in said and "is not above chance (0.500)" in said
+    table.levels[("1e13flops", "clm", "pairs")] = ([0.60, 0.61, 0.62], 0.5)
+    assert "chance" not in verdict(table, "pairs")
+
+
 def test_without_a_significant_budget_the_verdict_extrapolates_in_log_budget() -> None:
     table = _table({"1e12flops": {"clm": (0.00, -0.02, 0.02)}, "1e13flops": {"clm": (0.01, -0.01, 0.03)}})
     sentence = verdict(table, "pairs")
