@@ -731,14 +731,20 @@ class Crossover(Reproduction):
                     continue
                 ax.scatter(*zip(*cells, strict=True), s=10, alpha=0.35, color=colours[objective])
                 xs, ys = zip(*frontier(cells), strict=True)
-                ax.step([*xs, max(f for f, _ in cells)], [*ys, ys[-1]], where="post", color=colours[objective],
-                        label=f"{objective} frontier" + bound_note(objective))  # fmt: skip
+                ax.step(
+                    [*xs, max(f for f, _ in cells)],
+                    [*ys, ys[-1]],
+                    where="post",
+                    color=colours[objective],
+                    label=f"{objective} frontier" + bound_note(objective),
+                )
             ax.axvline(at.law, linestyle=":", color="grey", label="law's C_crit")
             crossing = at.crossing()
             if crossing:
                 best = min(b for f, b in at.means(DIFFUSION) if f <= crossing)
-                ax.scatter([crossing], [best], s=180, facecolors="none", edgecolors="red", linewidths=2,
-                           label="crossing")  # fmt: skip
+                ax.scatter(
+                    [crossing], [best], s=180, facecolors="none", edgecolors="red", linewidths=2, label="crossing"
+                )
             ax.set_xscale("log")
             ax.set_xlabel("training FLOPs (6ND)")
             ax.set_ylabel("held-out bits per token")

@@ -398,9 +398,12 @@ class DiffusionGap(Reproduction):
         planned = []
         for seed in range(self.seeds):
             cells = [
-                (o, shape, steps, f) for shape in self.ladder for steps in self.steps for o in OBJECTIVES
+                (o, shape, steps, f)
+                for shape in self.ladder
+                for steps in self.steps
+                for o in OBJECTIVES
                 for f in self.recipe.factors(o)
-            ]  # fmt: skip
+            ]
             cells.sort(key=lambda c: -training_flops(c[1], c[0]) * c[2])  # longest first: the slots end together
             planned += [self._run(o, shape, steps, seed, factor) for o, shape, steps, factor in cells]
         return planned
@@ -660,10 +663,16 @@ class DiffusionGap(Reproduction):
 
     def _grid_text(self) -> str:
         rows = [
-            [s.label, str(s.width), str(s.layers), f"{s.parameters:,}", f"{s.matmul_parameters:,}",
-             f"{training_flops(s, AR):.3g} / {training_flops(s, DIFFUSION):.3g}"]
+            [
+                s.label,
+                str(s.width),
+                str(s.layers),
+                f"{s.parameters:,}",
+                f"{s.matmul_parameters:,}",
+                f"{training_flops(s, AR):.3g} / {training_flops(s, DIFFUSION):.3g}",
+            ]
             for s in self.ladder
-        ]  # fmt: skip
+        ]
         header = ["size", "width", "layers", "parameters", "non-embedding", "FLOPs a token (clm / mdlm)"]
         budgets = ", ".join(f"{count_text(t)} ({s:,} steps)" for t, s in zip(self.tokens, self.steps, strict=True))
         return "\n".join(
@@ -786,9 +795,17 @@ def _every_run(finished: list[FinishedRun]) -> str:
         bound = labels["objective"] == DIFFUSION and math.isfinite(stderr)
         figure = f"{run.last('val_bits_per_token'):.4f}" + (f" ± {stderr:.4f}" if bound else "")
         rows.append(
-            [run.planned.name, labels["objective"], labels["model"], f"{labels['tokens']:,}", str(labels["seed"]), lr,
-             figure, f"{run.last('flops'):.3g}"]
-        )  # fmt: skip
+            [
+                run.planned.name,
+                labels["objective"],
+                labels["model"],
+                f"{labels['tokens']:,}",
+                str(labels["seed"]),
+                lr,
+                figure,
+                f"{run.last('flops'):.3g}",
+            ]
+        )
     header = ["run", "objective", "size", "tokens", "seed", "optimizer.lr", "held-out bits per token", "FLOPs"]
     note = "Each run's final held-out figure (mdlm's with the standard error of its draws of masks)."
     return note + "\n\n" + "\n".join(markdown_table(header, rows))

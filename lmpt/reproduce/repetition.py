@@ -487,8 +487,16 @@ class Repetition(Reproduction):
                 f"±{margin:.4f}"
             )
         claim = judge(claim_name, evidence, figure, conditions, why)
-        header = ["objective", "width", f"1 epoch of {budget:,} (nats)", f"{FREE_EPOCHS} epochs of {budget // 4:,}",
-                  "difference [95% t, paired by seed]", "share of the 1-epoch loss", "1% margin", "reads"]  # fmt: skip
+        header = [
+            "objective",
+            "width",
+            f"1 epoch of {budget:,} (nats)",
+            f"{FREE_EPOCHS} epochs of {budget // 4:,}",
+            "difference [95% t, paired by seed]",
+            "share of the 1-epoch loss",
+            "1% margin",
+            "reads",
+        ]
         note = (
             f"The same compute (D = {budget:,} tokens) spent once over D unique tokens or {FREE_EPOCHS} times over "
             f"D/{FREE_EPOCHS}. The verdict is read at w{best.width}, the rung nearest the budget's compute-optimal "
@@ -823,8 +831,16 @@ def _fit_section(fits: dict[str, Fitted]) -> str:
                     f"{len(fitted.kept)} ({len(fitted.left_out)} left out)",
                 ]
             )
-    header = ["objective", "decays", "R_D* [95%]", "paper's R_D*", "R_N* [95%]", "paper's R_N*", "stage 1 (nats)",
-              "runs in the fit"]  # fmt: skip
+    header = [
+        "objective",
+        "decays",
+        "R_D* [95%]",
+        "paper's R_D*",
+        "R_N* [95%]",
+        "paper's R_N*",
+        "stage 1 (nats)",
+        "runs in the fit",
+    ]
     notes = [n for f in fits.values() for n in f.notes]
     method = (
         "Both fits are the notebook's: stage 1 fits Chinchilla's E + A/N^alpha + B/D^beta (alpha = beta) through "
@@ -850,7 +866,7 @@ def _left_out_section(fits: dict[str, Fitted]) -> str:
             f"{p.tokens / p.unique:.3g}",
             f"{p.loss:.4f}",
             reason,
-        ]  # fmt: skip
+        ]
         for fitted in fits.values()
         for p, reason in fitted.left_out
     ]
@@ -869,9 +885,16 @@ def _left_out_section(fits: dict[str, Fitted]) -> str:
 def _every_run_section(finished: list[FinishedRun], fits: dict[str, Fitted]) -> str:
     left = {p.name: reason for f in fits.values() for p, reason in f.left_out}
     rows = []
-    for run in sorted(finished, key=lambda r: (r.planned.labels["objective"], r.planned.labels["width"],
-                                               r.planned.labels["unique"], r.planned.labels["epochs"],
-                                               r.planned.labels["seed"])):  # fmt: skip
+    for run in sorted(
+        finished,
+        key=lambda r: (
+            r.planned.labels["objective"],
+            r.planned.labels["width"],
+            r.planned.labels["unique"],
+            r.planned.labels["epochs"],
+            r.planned.labels["seed"],
+        ),
+    ):
         labels = run.planned.labels
         nats = _nats(run)
         rows.append(
@@ -890,8 +913,20 @@ def _every_run_section(finished: list[FinishedRun], fits: dict[str, Fitted]) -> 
                 "left out: " + left[run.planned.name] if run.planned.name in left else "yes",
             ]
         )
-    header = ["run", "objective", "width", "parameters", "unique tokens", "epochs", "tokens", "tokens a parameter",
-              "seed", "held-out nats", "bits", "in the fit"]  # fmt: skip
+    header = [
+        "run",
+        "objective",
+        "width",
+        "parameters",
+        "unique tokens",
+        "epochs",
+        "tokens",
+        "tokens a parameter",
+        "seed",
+        "held-out nats",
+        "bits",
+        "in the fit",
+    ]
     return (
         "Each completed run, each seed: the figures every fit and interval above is made from (nats = bits x ln 2)."
         "\n\n" + "\n".join(markdown_table(header, rows))
