@@ -39,6 +39,7 @@ from lmpt.config.schema import DataConfig
 from lmpt.downstream.significance import seed_interval
 from lmpt.errors import LmptError
 from lmpt.objectives.mdlm import MdlmConfig
+from lmpt.objectives.yardstick import BITS_PER_TOKEN
 from lmpt.report.markdown import markdown_table
 from lmpt.reproduce.ladder import Shape, check_ladder, optimal_parameters
 from lmpt.reproduce.reproduction import (
@@ -441,7 +442,7 @@ class Crossover(Reproduction):
             labels = completed.planned.labels
             cell = cells.get((labels["objective"], labels["width"], labels["epochs"]))
             if labels["unique"] == unique and cell is not None:
-                cell.bits[labels["seed"]] = completed.last("val_bits_per_token")
+                cell.bits[labels["seed"]] = completed.last(BITS_PER_TOKEN)
                 cell.flops[labels["seed"]] = completed.last("flops")
                 done.add(completed.planned.name)
         missing = [r.name for c in cells.values() for r in c.planned if r.name not in done]

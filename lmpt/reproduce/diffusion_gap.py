@@ -55,6 +55,7 @@ from lmpt.config.schema import MuonConfig
 from lmpt.downstream.significance import seed_interval
 from lmpt.errors import LmptError
 from lmpt.objectives.mdlm import MdlmConfig
+from lmpt.objectives.yardstick import BITS_PER_TOKEN
 from lmpt.report.markdown import markdown_table
 from lmpt.reproduce.ladder import TOKENS_PER_PARAMETER, Shape, check_ladder
 from lmpt.reproduce.reproduction import (
@@ -725,7 +726,7 @@ def _key(labels: dict) -> tuple:
 
 def _bits(finished: list[FinishedRun]) -> Bits:
     """Every completed run's held-out bits per token (a run without a finite figure is left out)."""
-    found = {_key(run.planned.labels): run.last("val_bits_per_token") for run in finished}
+    found = {_key(run.planned.labels): run.last(BITS_PER_TOKEN) for run in finished}
     return {key: value for key, value in found.items() if math.isfinite(value)}
 
 

@@ -26,8 +26,10 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from lmpt.config.schema import TokenizerConfig
+from lmpt.downstream.figures import ACCURACY, ACCURACY_GAIN, metric_key
 from lmpt.errors import LmptError
 from lmpt.objectives.fim import FimConfig
+from lmpt.objectives.yardstick import BITS_PER_TOKEN
 from lmpt.report.markdown import markdown_table
 from lmpt.reproduce.fim_inputs import FimInputs, composed_run, measure_inputs, training_tokens
 from lmpt.reproduce.ladder import Shape, check_ladder
@@ -107,9 +109,7 @@ class Cell:
         """fim's left-to-right cost per seed, in percent of clm's bits per token."""
         return [
             100 * (f - c) / c
-            for c, f in zip(
-                self.values(AR, "val_bits_per_token"), self.values(FIM50, "val_bits_per_token"), strict=True
-            )
+            for c, f in zip(self.values(AR, BITS_PER_TOKEN), self.values(FIM50, BITS_PER_TOKEN), strict=True)
         ]
 
     def fim_loss(self, form: str) -> tuple[list[float], list[float]]:
@@ -581,7 +581,7 @@ class FimForFree(Reproduction):
     def _cost_table(self, cells: list[Cell], lengths: dict[str, float], shares: dict[str, list[float]]) -> str:
         rows = []
         for cell in cells:
-            clm, fim = cell.values(AR, "val_bits_per_token"), cell.values(FIM50, "val_bits_per_token")
+            clm, fim = cell.values(AR, BITS_PER_TOKEN), cell.values(FIM50, BITS_PER_TOKEN)
             mean, low, high = interval(cell.costs)
             share = shares.get(cell.corpus)
             rows.append(
@@ -678,8 +678,8 @@ class FimForFree(Reproduction):
     def _zorro_table(self, cells: list[Cell]) -> str:
         rows = []
         for cell in cells:
-            acc = {arm: cell.values(arm, f"downstream/{ZORRO}/accuracy") for arm in ARMS}
-            gain = {arm: cell.values(arm, f"downstream/{ZORRO}/accuracy_gain") for arm in ARMS}
+            acc = {arm: cell.values(arm, metric_key(ZORRO, ACCURACY)) for arm in ARMS}
+            gain = {arm: cell.values(arm, metric_key(ZORRO, ACCURACY_GAIN)) for arm in ARMS}
             if any(math.isnan(v) for v in acc[AR] + acc[FIM50]):
                 continue
             diff = interval([f - c for f, c in zip(acc[FIM50], acc[AR], strict=True)])
@@ -707,14 +707,14 @@ class FimForFree(Reproduction):
                     f"{run.last('val_bits_per_token'):.4f}",
                     f"{run.last('val_fim_psm_loss') / math.log(2):.4f}",
                     f"{run.last('val_fim_spm_loss') / math.log(2):.4f}",
-                    _figure(run.last(f"downstream/{ZORRO}/accuracy"), ".3f"),
+                    _figure(run.last(metric_key(ZORRO, ACCURACY)), ".3f"),
                     share,
                     f"{float(run.status.get('train_s', math.nan)):.1f}",
                 ]
             )
         header = [
             "run",
-            "val_bits_per_token",
+            BITS_PER_TOKEN,
             "FIM loss PSM (bits)",
             "FIM loss SPM (bits)",
             "Zorro accuracy",

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 
 from lmpt.downstream.significance import seed_interval
 from lmpt.errors import LmptError
+from lmpt.objectives.yardstick import BITS_PER_TOKEN
 from lmpt.report.markdown import markdown_table
 from lmpt.reproduce.data_constrained_law import (
     HUBER_DELTA,
@@ -697,7 +698,7 @@ def _point(run: FinishedRun) -> LossPoint:
 
 def _nats(run: FinishedRun) -> float:
     """The run's held-out loss in nats a token (its last val_bits_per_token x ln 2; NaN when never logged)."""
-    return run.last("val_bits_per_token") * math.log(2)
+    return run.last(BITS_PER_TOKEN) * math.log(2)
 
 
 def _is(run: PlannedRun, objective: str, shape: Shape, unique: int, epochs: float) -> bool:
