@@ -30,8 +30,9 @@ from lmpt.downstream.figures import ACCURACY, ACCURACY_GAIN, metric_key
 from lmpt.errors import LmptError
 from lmpt.objectives.fim import FimConfig
 from lmpt.objectives.yardstick import BITS_PER_TOKEN
+from lmpt.prepare.step import composed_run, prepare, training_tokens
 from lmpt.report.markdown import markdown_table
-from lmpt.reproduce.fim_inputs import FimInputs, composed_run, measure_inputs, training_tokens
+from lmpt.reproduce.fim_inputs import FimInputs, measure_inputs
 from lmpt.reproduce.ladder import Shape, check_ladder
 from lmpt.reproduce.reproduction import (
     AR,
@@ -267,7 +268,9 @@ class FimForFree(Reproduction):
         tokenised into lmpt's cache, as the runs would)."""
         needed = max(self.budgets) / MAX_EPOCHS
         for corpus, data_keys in self.corpora.items():
-            held = training_tokens((*data_keys, f"data.seq_len={self.seq_len}"))
+            keys = (*data_keys, f"data.seq_len={self.seq_len}")
+            prepare(keys)
+            held = training_tokens(keys)
             if held < needed:
                 raise LmptError(
                     f"corpus {corpus} holds {held:,} training tokens and budgets={max(self.budgets):g} would read it "

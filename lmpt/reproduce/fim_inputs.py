@@ -14,18 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
 
-from lmpt.config.resolvers import register_resolvers
 from lmpt.config.schema import DataConfig, TokenizerConfig, settings
-from lmpt.config.store import conf_dir, register_schemas
 from lmpt.data.cache import default_cache_root, prepare_corpora
 from lmpt.data.sampler import StepLayout
 from lmpt.data.sampling import hold_unique_tokens, training_sampler
 from lmpt.errors import LmptError
 from lmpt.objectives.fim import FillInTheMiddle
-from lmpt.objectives.registry import build_objective, register_objective_schemas
+from lmpt.objectives.registry import build_objective
+from lmpt.prepare.step import composed_run
 from lmpt.train.batches import StepBatches
 
 
@@ -53,15 +50,6 @@ class FimInputs:
     def sentinel_share(self) -> float:
         """The share of fim's input positions that hold a sentinel: text clm reads and fim does not."""
         return self.sentinels / self.positions
-
-
-def composed_run(keys: Sequence[str]) -> DictConfig:
-    """The config `lmpt KEYS` composes (schemas and resolvers registered, as the command registers them)."""
-    register_schemas()
-    register_objective_schemas()
-    register_resolvers()
-    with initialize_config_dir(str(conf_dir()), version_base=None):
-        return compose("config", overrides=list(keys))
 
 
 def measure_inputs(keys: Sequence[str], steps: int) -> FimInputs:
@@ -97,14 +85,3 @@ def measure_inputs(keys: Sequence[str], steps: int) -> FimInputs:
         trained |= (starts >= first) & (starts < end)
     inside = lengths[trained]
     return FimInputs(int(inside.size), int(inside.sum()), sentinels, positions, counted)
-
-
-def training_tokens(keys: Sequence[str]) -> int:
-    """The training tokens of the text `lmpt KEYS` reads (its token cache, made here if missing, as the run would)."""
-    cfg = composed_run(keys)
-    data_cfg = settings(cfg.data, DataConfig)
-    data = prepare_corpora(
-        data_cfg, settings(cfg.tokenizer, TokenizerConfig), Path.cwd(), default_cache_root(data_cfg.cache_dir)
-    )
-    data = hold_unique_tokens(data, data_cfg.unique_tokens)
-    return sum(end - first for first, end in (s.train for s in data.sources))

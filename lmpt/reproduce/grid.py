@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -20,6 +18,7 @@ from rich.table import Table
 
 from lmpt.console import console, print_whole, warn
 from lmpt.errors import LmptError
+from lmpt.prepare.step import prepare, training_tokens
 from lmpt.reproduce.reproduction import PlannedRun, Reproduction, Scale
 from lmpt.rundir.directory import read_status
 from lmpt.safe_files import write_atomically
@@ -201,18 +200,15 @@ def print_plan(reproduction: Reproduction, plan: GridPlan) -> None:
 
 
 def prepare_text(reproduction: Reproduction) -> int:
-    """Tokenise the text once before runs side by side would each do it (lmpt-prepare with the first run's data and
-    tokenizer keys, data.unique_tokens aside); the training tokens it holds."""
+    """Tokenise the text once before runs side by side would each do it (lmpt.prepare.step, with the first run's data
+    and tokenizer keys, data.unique_tokens aside); the training tokens it holds."""
     keys = [
         k
         for k in reproduction.runs()[0].keys
         if k.split("=")[0].split(".")[0] in ("data", "tokenizer") and not k.startswith("data.unique_tokens=")
     ]
-    done = subprocess.run([sys.executable, "-m", "lmpt.prepare", *keys], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise LmptError(f"preparing the text failed: {done.stderr.strip().splitlines()[-1:]}")
-    counts = re.findall(r"([\d,]+) train / [\d,]+ val tokens", done.stdout)
-    return int(counts[-1].replace(",", "")) if counts else 0
+    prepare(keys)
+    return training_tokens(keys)
 
 
 def run_grid(reproduction: Reproduction, plan: GridPlan) -> None:

@@ -118,15 +118,12 @@ def study(cfg: DictConfig) -> int:
 
 
 def prepare_data(plan) -> None:
-    """`lmpt-prepare` with each objective's run keys (its tokenizer and token cache, the quality stage, a Hub
-    corpus), one after another; a cache already built is reused at once."""
-    import subprocess
+    """`lmpt-prepare` with each objective's run keys (its tokenizer and token cache, the quality stage, a Hub corpus),
+    one after another (lmpt.prepare.step); a cache already built is reused at once."""
+    from lmpt.prepare.step import prepare
 
     for objective in plan.objectives:
-        command = [sys.executable, "-m", "lmpt.prepare", *plan.run_overrides, f"objective={objective}"]
-        console.print(f"preparing the data of {objective}'s runs: lmpt-prepare {' '.join(command[3:])}", markup=False)
-        if subprocess.run(command).returncode != 0:
-            raise LmptError(f"preparing the data of {objective}'s runs failed (its error is above)")
+        prepare([*plan.run_overrides, f"objective={objective}"], said=f"preparing the data of {objective}'s runs")
 
 
 def main() -> None:
