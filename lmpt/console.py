@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 from rich.console import Console, RenderableType
-from rich.segment import Segments
 
 console = Console(highlight=False, soft_wrap=True)  # log lines stay whole in files and CI logs
 
@@ -33,5 +32,9 @@ def print_whole(renderable: RenderableType) -> None:
         return
     wide = console.options.update_width(10_000)
     width = max(console.width, console.measure(renderable, options=wide).maximum)
-    lines = console.render_lines(renderable, console.options.update_width(width), new_lines=True)
-    console.print(Segments([segment for line in lines for segment in line]))
+    before = console.width
+    console.width = width  # through the console itself: its render hooks (lmpt.log) see the lines
+    try:
+        console.print(renderable)
+    finally:
+        console.width = before
