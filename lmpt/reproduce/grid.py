@@ -136,7 +136,8 @@ def plan_grid(
                 "more text (its data keys) or a smaller grid"
             )
     left = [r for r in runs if r.name not in done]
-    on_cpu = not gpu and reproduction.scale is Scale.laptop and bool(slot_list)
+    timed = dry_run or math.isfinite(max_minutes)  # the time is printed, or checked against max_minutes
+    on_cpu = not gpu and reproduction.scale is Scale.laptop and bool(slot_list) and timed
     rates = measure_rates(left, slot_list[0]) if on_cpu else {}
     plan = GridPlan(folder, runs, done, slot_list, prepared, jobs, rates)
     minutes = plan.estimate_s / 60

@@ -230,7 +230,8 @@ FIM_SMALL = ("corpus=[shakespeare]", "ladder=[micro]", "budgets=[41000]")
 
 def test_a_console_reproduction_stopped_by_sigterm_says_how_to_resume(tmp_path) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-m", "lmpt.reproduce", "fim", "seeds=1", "slots=1", f"dir={tmp_path / 'g'}", *FIM_SMALL],
+        [sys.executable, "-m", "lmpt.reproduce", "fim", "seeds=1", "slots=1", f"dir={tmp_path / 'g'}", *FIM_SMALL]
+        + ["max_minutes=inf"],  # no plan's time to check: no rate to probe before the runs
         cwd=tmp_path,
         env=lmpt_env(),
         stdout=subprocess.PIPE,
