@@ -39,6 +39,10 @@ def evaluate(argv: list[str]) -> None:
         len(given) == 1, f"{PROG} needs data=TEXT, task=FILE.jsonl or held_out=true, one of them, not {given or 'none'}"
     )
     require(o.control == "none" or o.task is not None, f"control={o.control} needs task=: text has no control")
+    require(
+        o.held_out or not o.allow_changed_text,
+        "allow_changed_text=true applies to held_out=true (the run's own text): data= and task= read the text given",
+    )
     if o.held_out:
         unused = [f"{name}=" for name in HELD_OUT_IGNORES if getattr(o, name) != getattr(EvalOptions(), name)]
         require(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lmpt.config.command_options import parse_command, require, run_command
 from lmpt.console import console
-from lmpt.reproduce.document import update_readme, write_document
+from lmpt.reproduce.document import readme_text, update_readme, write_document
 from lmpt.reproduce.grid import grid_time, plan_grid, print_plan, run_grid
 from lmpt.reproduce.reproduction import Scale, read_finished, reproduction_class
 from lmpt.study.pool import StudyStopped, stop_on_signals
@@ -95,6 +95,8 @@ def reproduce(argv: list[str]) -> None:
     out = Path(o.out) if o.out else folder
     if not o.dry_run:
         _check_writable(out)
+        if o.readme:
+            readme_text(Path(o.readme))  # a README that cannot take the row, refused before any run trains
     plan = plan_grid(
         reproduction,
         folder,

@@ -172,20 +172,30 @@ def readme_row(summary_file: Path, readme: Path) -> list[str]:
         ) from None
 
 
-def update_readme(readme: Path, summary_file: Path) -> None:
-    """Put the reproduction of `summary_file` into `readme`'s table between its markers: its own row replaced (or
-    added), every other row kept as it was. One LmptError line (nothing written) for a README without the markers,
-    with them out of order, or not UTF-8."""
+def readme_text(readme: Path) -> str:
+    """`readme`'s text, checked to take a reproduction's row: one LmptError line naming readme= for a README that
+    cannot be read (missing, a folder), is not UTF-8, or has no table between its markers in order. The command
+    checks it before any run trains, and again when it writes."""
     try:
         text = readme.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise LmptError(f"readme={readme} is not UTF-8 text: give the README to update") from None
+    except OSError as exc:
+        raise LmptError(f"readme={readme} cannot be read ({exc.strerror}): give the README to update") from None
     start, end = text.find(START), text.find(END)
     if start < 0 or end < start:
         raise LmptError(
             f"readme={readme} has no table between {START} and {END} (in that order): add the two markers where the "
             "table goes, or leave readme= out"
         )
+    return text
+
+
+def update_readme(readme: Path, summary_file: Path) -> None:
+    """Put the reproduction of `summary_file` into `readme`'s table between its markers: its own row replaced (or
+    added), every other row kept as it was (`readme_text` refuses a README that cannot take it; nothing written)."""
+    text = readme_text(readme)
+    start, end = text.find(START), text.find(END)
     row = readme_row(summary_file, readme)
     link = re.compile(r"\]\(([^)]*)\)")
     kept = []

@@ -39,6 +39,8 @@ from lmpt.study.schema import StudyConfig
 from lmpt.train.display import format_duration
 from lmpt.train.placement import FORCE_VAR
 
+STUDY_KEYS = {"study.slot_device": "device", "study.slots": "slots", "study.launcher": "launcher"}
+"""The study's pool keys and the names lmpt-reproduce gives them, for the pool's refusals."""
 MEMORY_PER_RUN = 1.0e9
 """Bytes a tiny or micro run holds at most (measured: about 0.45 GB), for the check that the slots fit in memory."""
 TIME_FILE = "reproduction.json"
@@ -114,7 +116,13 @@ def plan_grid(
     study = StudyConfig(slots=slots, slot_device=device, launcher=launcher)
     if dry_run and (device == "gpu" or launcher == "slurm"):
         study = StudyConfig(slots=slots if slots.isdecimal() else "1", slot_device="cpu", launcher="local")
-    slot_list = plan_slots(study)
+    try:
+        slot_list = plan_slots(study)
+    except LmptError as exc:  # the pool names the study's keys; this command's are slots=, device=, launcher=
+        message = str(exc)
+        for study_key, key in STUDY_KEYS.items():
+            message = message.replace(study_key, key)
+        raise LmptError(message) from None
     gpu = launcher == "slurm" or (bool(slot_list) and "CUDA_VISIBLE_DEVICES" in slot_list[0].env)
     if reproduction.scale is Scale.paper and not gpu and not dry_run:
         raise LmptError(

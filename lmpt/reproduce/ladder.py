@@ -81,6 +81,12 @@ def check_ladder(widths: Sequence[int], vocab: int = 2048, seq_len: int = 128) -
         if width < 1:
             raise LmptError(f"ladder width {width} must be at least 1")
         shape = Shape(width, vocab, seq_len)
+        if width % shape.heads or (width // shape.heads) % 2:
+            raise LmptError(
+                f"ladder width {width} gives {shape.heads} head(s) (one per 32 dimensions) of {width / shape.heads:g} "
+                "dimensions, which lmpt cannot build (a head holds a whole, even number): give a multiple of 32, or "
+                "an even width below 64"
+            )
         share = vocab * width / shape.parameters
         if share > MAX_EMBEDDING_SHARE:
             raise LmptError(

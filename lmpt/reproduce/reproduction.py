@@ -196,6 +196,8 @@ def numbers(reproduction: Reproduction, key: str, kind: type = float, least: flo
             ) from None
         if not math.isfinite(float(value)) or value < least:
             raise LmptError(f"{key}={raw} must be a finite number of at least {least:g}")
+        if kind is int and float(raw) != value:
+            raise LmptError(f"{key}={raw} must be a whole number ({reproduction.name}'s {key} counts whole units)")
         values.append(value)
     if not values:
         raise LmptError(f"{key}=[] gives {reproduction.name} no grid: give at least one value")

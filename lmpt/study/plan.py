@@ -410,7 +410,10 @@ def record_recipes(plan: StudyPlan) -> None:
 
 def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
     """Check the study the composed `cfg` and the command line's `overrides` describe; LmptError on bad input."""
+    from lmpt.config.validate import refuse_loose_booleans
+
     study = cfg.study
+    refuse_loose_booleans(cfg)  # study.probe=2 is no yes or no, as trainer.amp=2 is not
     _check_study_keys(study)
     directory = Path(study.dir).expanduser().resolve()
     run_overrides = recorded_run_keys(directory, run_keys(study, overrides))

@@ -246,3 +246,20 @@ def test_a_console_reproduction_stopped_by_sigterm_says_how_to_resume(tmp_path) 
     out, err = child.communicate(timeout=120)
     assert child.returncode == 75 and "run the same command to resume" in err, err
     assert not (tmp_path / "docs").exists() and not list((tmp_path / "g").glob("*.md"))
+
+
+def test_refusals_name_this_commands_keys_and_come_before_any_run(tmp_path, capsys, monkeypatch) -> None:
+    """Found by the hostile sweep: the pool's refusals named study.slots; a README that cannot take the row was found
+    after the grid; widths lmpt cannot build, or not whole, were planned."""
+    monkeypatch.chdir(tmp_path)
+    err = refused(["fim", "slots=99", "dry_run=true"], capsys, monkeypatch)
+    assert err.startswith("lmpt: error: slots=99 asks for more slots") and "study." not in err
+    err = refused(["fim", "readme=nothere.md", "seeds=1"], capsys, monkeypatch)
+    assert "readme=nothere.md cannot be read" in err
+    assert "ladder width 33 gives 1 head(s)" in refused(
+        ["fim", "ladder=[33]", "scale=paper", "dry_run=true"], capsys, monkeypatch
+    )
+    assert "ladder=128.5 must be a whole number" in refused(
+        ["repetition", "ladder=[128.5,256]", "scale=paper", "dry_run=true"], capsys, monkeypatch
+    )
+    assert list(tmp_path.iterdir()) == []
