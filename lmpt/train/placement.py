@@ -125,7 +125,7 @@ class Placement(NamedTuple):
     threads: Threads
 
 
-def place_job(trainer: TrainerConfig, ctx: Distributed) -> Placement:
+def place_job(trainer: TrainerConfig, ctx: Distributed, width: int | None = None) -> Placement:
     """The device this rank trains on (`trainer.device`; a GPU of its own for each job of a parallel sweep, or on a
     CPU a group of cores of its own when the sweep runs several jobs at once), the precision there, the intra-op
     threads it took (set before anything is measured or built), and PyTorch's deterministic mode as
@@ -144,7 +144,7 @@ def place_job(trainer: TrainerConfig, ctx: Distributed) -> Placement:
         if index is not None:
             device = torch.device("cuda", index)
             torch.cuda.set_device(device)
-    precision = pick_precision(trainer, device)
+    precision = pick_precision(trainer, device, width=width)  # width: the model's, for amp on a CPU
     if trainer.deterministic:  # cuBLAS refuses deterministic mode without a fixed workspace (read at each matmul)
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
     torch.use_deterministic_algorithms(trainer.deterministic, warn_only=False)

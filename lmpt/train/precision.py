@@ -99,21 +99,29 @@ class Precision:
         return torch.amp.GradScaler(self.device.type, enabled=self.name == "fp16")
 
 
-CPU_AMP_WHY = "amp: bf16 measured slower than fp32 on CPUs (docs/benchmarks.md)"
-"""Why trainer.amp=true trains in fp32 on a CPU with native bf16: bf16 was measured slower than fp32 for lmpt's
-models on both kinds of CPU measured (an AMD EPYC with avx512_bf16, an Intel Xeon with AMX: docs/benchmarks.md, "bf16
-on a CPU"; scripts/bench_small_models.py --compare precision measures a machine). trainer.precision=bf16 still asks
-for bf16."""
+CPU_BF16_WIDTH = 512
+"""The narrowest model (model.d_model) trainer.amp=true trains in bf16 on a CPU with native bf16. Measured on an AMD
+EPYC with avx512_bf16 (docs/benchmarks.md, "bf16 on a CPU"; scripts/bench_small_models.py --compare precision): bf16
+ran at 0.43x to 1.01x fp32's tokens/s for widths 16 to 128 (the tiny model 0.95x; an Intel Xeon with AMX measured it
+0.90x), and 1.46x for model=small (width 512). Widths between were not measured: fp32 there."""
+CPU_AMP_WHY = f"amp: bf16 measured slower than fp32 on CPUs below width {CPU_BF16_WIDTH} (docs/benchmarks.md)"
+"""Why trainer.amp=true trains a narrower model in fp32 on a CPU with native bf16 (trainer.precision=bf16 still asks
+for bf16)."""
+CPU_BF16_WHY = f"amp: bf16 measured 1.46x fp32 on a CPU at width {CPU_BF16_WIDTH} (docs/benchmarks.md)"
+"""Why trainer.amp=true trains a model of CPU_BF16_WIDTH or wider in bf16 on a CPU with native bf16."""
 
 
 def _lacks(name: str) -> str:
     return f"this CPU has no native {name} (none of {', '.join(NATIVE_CPU_FLAGS[name])} in /proc/cpuinfo)"
 
 
-def pick_precision(trainer: TrainerConfig, device: torch.device, flags: frozenset[str] | None = None) -> Precision:
+def pick_precision(
+    trainer: TrainerConfig, device: torch.device, flags: frozenset[str] | None = None, width: int | None = None
+) -> Precision:
     """`trainer.precision` wins; else `trainer.amp` means the fastest safe precision on the device: bf16 on a CUDA GPU
-    that has it, fp16 (with a GradScaler) on older ones, and fp32 on a CPU, where bf16 was measured slower
-    (CPU_AMP_WHY; a CPU without native bf16 says so). An explicit bf16/fp16 on a CPU that emulates it runs, with a
+    that has it, fp16 (with a GradScaler) on older ones; on a CPU with native bf16, bf16 for a model of `width`
+    (model.d_model) CPU_BF16_WIDTH or wider and fp32 below, where bf16 was measured slower (an unknown width: fp32);
+    fp32 on a CPU without it (saying why). An explicit bf16/fp16 on a CPU that emulates it runs, with a
     warning naming the slowdown. `flags`: the CPU's feature flags (default: read from /proc/cpuinfo)."""
     on_cpu = device.type == "cpu"
     if on_cpu and flags is None:
@@ -128,8 +136,10 @@ def pick_precision(trainer: TrainerConfig, device: torch.device, flags: frozense
             slowdown = EMULATED_SLOWDOWN["bf16"]
             info(f"trainer.amp=true runs in fp32: {_lacks('bf16')}; emulated bf16 would be ~{slowdown}x slower")
             return Precision("fp32", device, False, "amp: this CPU has no native bf16")
-        elif on_cpu:
+        elif on_cpu and (width is None or width < CPU_BF16_WIDTH):
             return Precision("fp32", device, False, CPU_AMP_WHY)
+        elif on_cpu:
+            return Precision("bf16", device, False, CPU_BF16_WHY)
         else:
             name = "bf16"
     emulated = on_cpu and not native_on_cpu(name, flags)

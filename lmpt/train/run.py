@@ -73,7 +73,7 @@ def run_training(
     a completed run has its final model and summary written, and its status is left to the caller (after downstream
     scoring); a stopped run exits with the requeue code."""
     t, ctx = spec.trainer, session.ctx
-    placement = place_job(t, ctx)
+    placement = place_job(t, ctx, spec.model.d_model)
     device = placement.device
     if t.dry_run:
         if ctx.is_main:

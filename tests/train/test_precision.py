@@ -18,7 +18,7 @@ from golden import BASE, describe, records, run
 from omegaconf import OmegaConf
 
 from lmpt.train.loop import TrainLoop
-from lmpt.train.precision import CPU_AMP_WHY, EMULATED_SLOWDOWN, Precision, cpu_flags, pick_precision
+from lmpt.train.precision import CPU_AMP_WHY, CPU_BF16_WIDTH, EMULATED_SLOWDOWN, Precision, cpu_flags, pick_precision
 
 CPU = torch.device("cpu")
 EPYC_AVX2 = frozenset({"fpu", "sse4_2", "avx", "avx2", "fma", "bmi2"})
@@ -41,9 +41,10 @@ def test_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("flags", [EPYC_AVX2, COOPER_LAKE, SAPPHIRE_RAPIDS], ids=["avx2-only", "avx512_bf16", "amx"])
-def test_amp_on_a_cpu_trains_in_fp32_saying_why(flags, capsys) -> None:
-    """bf16 was measured slower than fp32 for lmpt's models on CPUs with native bf16 (issue 63, point 9): amp picks
-    fp32 there, and the start line says why (Precision.why); a CPU without native bf16 also says it lacks it."""
+def test_amp_on_a_cpu_is_bf16_only_where_measured_faster_saying_why(flags, capsys) -> None:
+    """bf16 was measured slower than fp32 below width 512 on a CPU with native bf16, and faster at 512 (issue 63,
+    point 9): amp picks by the model's width, and the start line says why (Precision.why); a CPU without native bf16
+    trains in fp32 and says it lacks it."""
     precision = pick_precision(trainer(amp=True), CPU, flags)
     assert (precision.name, precision.emulated) == ("fp32", False)
     out = capsys.readouterr().out
@@ -53,6 +54,9 @@ def test_amp_on_a_cpu_trains_in_fp32_saying_why(flags, capsys) -> None:
     else:
         assert out == "" and precision.why == CPU_AMP_WHY
     assert pick_precision(trainer(precision="bf16"), CPU, flags).why == ""  # asked for: no reason to give
+    wide = pick_precision(trainer(amp=True), CPU, flags, width=CPU_BF16_WIDTH)  # bf16 measured faster from there
+    assert wide.name == ("fp32" if flags == EPYC_AVX2 else "bf16") and not wide.emulated
+    assert pick_precision(trainer(amp=True), CPU, flags, width=CPU_BF16_WIDTH // 2).name == "fp32"
 
 
 @pytest.mark.parametrize("name", ["bf16", "fp16"])
