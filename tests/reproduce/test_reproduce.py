@@ -123,7 +123,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch)
     )
     assert "max_minutes=0 must be" in refused([Toy.name, "max_minutes=0"], capsys, monkeypatch)
     assert "unknown key 'seed'" in refused([Toy.name, "seed=3"], capsys, monkeypatch)
-    assert "study.slots=99" in refused([Toy.name, "slots=99"], capsys, monkeypatch)
+    assert "slots=99 asks for more slots" in refused([Toy.name, "slots=99"], capsys, monkeypatch)
     assert "scale=huge is unknown: use laptop or paper" in refused([Toy.name, "scale=huge"], capsys, monkeypatch)
     assert f"{Toy.name} takes no ladder= key: its grid is fixed" in refused(
         [Toy.name, "ladder=[16]"], capsys, monkeypatch
