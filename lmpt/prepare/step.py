@@ -40,7 +40,8 @@ def prepare(keys: Sequence[str], said: str | None = None) -> None:
     done = subprocess.run(command, capture_output=said is None, text=True)
     if done.returncode != 0:
         error = (done.stderr or "").strip().splitlines()
-        raise LmptError(f"preparing the text failed: {error[-1] if error else 'its error is above'}")
+        said = error[-1].removeprefix("lmpt: error: ") if error else "its error is above"
+        raise LmptError(f"preparing the text of {' '.join(keys)} failed: {said}")
 
 
 def training_tokens(keys: Sequence[str]) -> int:

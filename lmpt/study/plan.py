@@ -416,6 +416,9 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
     refuse_loose_booleans(cfg)  # study.probe=2 is no yes or no, as trainer.amp=2 is not
     _check_study_keys(study)
     directory = Path(study.dir).expanduser().resolve()
+    blocking = next((p for p in (directory, *directory.parents) if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        raise LmptError(f"study.dir={study.dir}: {blocking} is a file, not a folder: give a folder for the study")
     run_overrides = recorded_run_keys(directory, run_keys(study, overrides))
     run = compose(config_name="config", overrides=run_overrides)  # what every run composes, but its objective
     space = search_space(study, str(run.optimizer.name))

@@ -125,3 +125,12 @@ def test_a_cpu_plan_times_each_model_at_its_rate_measured_by_a_probe_run(tmp_pat
 
     assert wall(" ".join(measured.stdout.split())) > wall(" ".join(assumed.stdout.split()))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # the probe wrote into the cache alone
+
+
+def test_a_study_dir_that_is_a_file_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    """Found by the hostile sweep: `study.dir=FILE` said only "File exists"."""
+    (tmp_path / "taken").write_text("not a folder\n")
+    done = run_study(*TINY, "study.objectives=[clm]", "study.dir=taken", "trainer.dry_run=true", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        f"lmpt: error: study.dir=taken: {tmp_path / 'taken'} is a file, not a folder: give a folder for the study"
+    ]
