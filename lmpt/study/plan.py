@@ -546,7 +546,7 @@ def planned_runs(plan: StudyPlan, device: torch.device, slot: Slot | None = None
     from lmpt.downstream.run_tasks import scoring_flops
     from lmpt.study import rates
     from lmpt.train.plan import estimate_run, sized_run
-    from lmpt.train.precision import CPU_BF16_WIDTH
+    from lmpt.train.precision import bf16_pays_on_cpu
     from lmpt.train.spec import resolve
 
     runs = []
@@ -559,8 +559,7 @@ def planned_runs(plan: StudyPlan, device: torch.device, slot: Slot | None = None
             if kind == "search":
                 overrides += no_scoring(plan.run_overrides)  # as a trial launches
             cfg = compose(config_name="config", overrides=overrides)
-            wide = int(cfg.model.d_model) >= CPU_BF16_WIDTH  # amp on a CPU: bf16 from this width (lmpt.train.precision)
-            amp = cfg.trainer.amp and (device.type == "cuda" or wide)
+            amp = cfg.trainer.amp and (device.type == "cuda" or bf16_pays_on_cpu(int(cfg.model.d_model)))
             dtype = torch.bfloat16 if amp else torch.float32
             spec = resolve(cfg, {override_key(o) for o in overrides})
             estimate = estimate_run(spec, device, dtype)
