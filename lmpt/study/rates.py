@@ -31,6 +31,8 @@ import torch
 from lmpt.console import info, warn
 from lmpt.cores import busy_cores, usable_cores
 from lmpt.errors import LmptError
+from lmpt.report.runs import read_records
+from lmpt.rundir.directory import METRICS_FILE
 from lmpt.train.matmul_peak import device_name
 from lmpt.train.placement import BUSY_ROUNDING
 
@@ -157,17 +159,6 @@ def rate_from_records(records: list[dict], wall_s: float, finished: bool = True,
     return Rate(rate, max(0.0, wall_s - sum(r["interval_s"] for r in steps) - stopped_in))
 
 
-def _records(path: Path) -> list[dict]:
-    """The probe's metrics records (a line cut short by its stop left out)."""
-    records = []
-    for line in path.read_text().splitlines() if path.exists() else []:
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            continue
-    return records
-
-
 def probe_command(shape: list[str], run_dir: Path) -> list[str]:
     return [
         sys.executable,
@@ -215,11 +206,11 @@ def probe(shape: list[str], env: dict[str, str], cores: frozenset[int] | None = 
                 timeout=PROBE_LIMIT_S,
             )
         except subprocess.TimeoutExpired:
-            return rate_from_records(_records(run_dir / "metrics.jsonl"), time.perf_counter() - start, finished=False)
+            return rate_from_records(read_records(run_dir / METRICS_FILE), time.perf_counter() - start, finished=False)
         wall = time.perf_counter() - start
         if done.returncode != 0:
             raise LmptError(f"the probe run of {' '.join(shape) or 'the defaults'} failed: {_last_line(done.stderr)}")
-        return rate_from_records(_records(run_dir / "metrics.jsonl"), wall)
+        return rate_from_records(read_records(run_dir / METRICS_FILE), wall)
 
 
 def _last_line(text: str) -> str:
