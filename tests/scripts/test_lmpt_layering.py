@@ -33,13 +33,14 @@ def test_the_loop_composes_at_most_twelve_modules_and_run_training_reads_as_a_ta
     assert run_training.end_lineno - run_training.lineno + 1 < 60
 
 
-def test_rooms_are_few_and_full() -> None:
-    """Issue 52: fewer than 30 modules under 60 lines (a package's __init__.py and __main__.py aside), and train/
-    about 24 files."""
-    modules = [p for p in (REPO / "lmpt").rglob("*.py") if p.name not in ("__init__.py", "__main__.py")]
-    short = [p for p in modules if len(p.read_text(encoding="utf-8").splitlines()) < 60]
-    assert len(short) < 30, sorted(str(p.relative_to(REPO)) for p in short)
-    assert len(list((REPO / "lmpt" / "train").glob("*.py"))) <= 24
+def test_no_module_holds_more_than_600_lines() -> None:
+    """Issue 64: a module is one concept, cut by cohesion rather than a count of files (docs/layout.md); a module
+    over 600 lines has merged several, so none is."""
+    modules = [p for p in (REPO / "lmpt").rglob("*.py")]
+    long = {
+        str(p.relative_to(REPO)): n for p in modules if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600
+    }
+    assert long == {}
 
 
 def test_the_root_config_reaches_at_most_45_files_and_never_climbs() -> None:
@@ -56,6 +57,6 @@ def test_downstream_stands_on_its_floors_and_compares_no_kind_name_outside_its_k
     sub = FIGURES["subpackage"]
     assert sub["unfloored"] == [] and sub["up_arrows"] == []
     assert sub["floors"] == ["figures", "sources", "engines", "task", "kinds", "commands"]
-    assert sub["files"] <= 26 and sub["arrows"] < 80 and sub["depth"] <= 7  # issue 52: about 25, fewer than 80, 7
+    assert sub["depth"] <= 7  # issue 52: the longest chain of imports inside it
     assert set(FIGURES["kind_names"]) >= {"choice", "pairs", "classification"}
     assert FIGURES["kind_compares"] == []
