@@ -27,7 +27,7 @@ BITS_PER_TOKEN = "val_bits_per_token"  # lmpt.objectives.yardstick.BITS_PER_TOKE
 
 DOWNSTREAM_PREFERENCE = (ACCURACY, ACCURACY_NORM, GLUE_SCORE_MEAN, ACCURACY_MEAN, PEARSON_MEAN)
 """Downstream figures a table may rank by, first found first, tasks by name: a zero-shot accuracy first, as a study
-ranks (lmpt.study.record.rank_rule: a zero-shot score reads the pre-trained weights as they are, while fine-tuning
+ranks (lmpt.study.rank_rule: a zero-shot score reads the pre-trained weights as they are, while fine-tuning
 trains the control too and can make up for what pre-training gave), then a GLUE task's official score (its official
 figures' mean: MRPC's F1 and accuracy, STS-B's Pearson and Spearman ...), a fine-tuned accuracy, and a regression's
 dev Pearson last; a fine-tuned figure's seeds tested by Welch's t."""

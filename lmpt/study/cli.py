@@ -69,7 +69,7 @@ def study(cfg: DictConfig) -> int:
         print(f"lmpt-study: stopped by {exc.signal.name} while planning; nothing was written", file=sys.stderr)
         return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
     if cfg.trainer.dry_run:  # the plan alone: nothing run, nothing written
-        from lmpt.study.plan import print_study_plan
+        from lmpt.study.dry_run import print_study_plan
 
         print_study_plan(plan, slots)
         return 0

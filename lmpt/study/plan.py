@@ -1,52 +1,37 @@
-"""The study's planning room: what a study will do, its search space and drawn recipes, and its dry run.
+"""The study's plan: what a study will do, checked before any work, and the recipes its search tries.
 
 The plan is checked before any work: the objectives (each known, each able to score every downstream task), the
 seeds, the budget and the search's share of it (enough optimizer steps, estimated as lmpt's dry-run plan estimates
 them), the search space, and the run keys handed to every run. Any bad input is an LmptError (one line, exit 2)
 raised before anything is written.
 
-The search space and its trials are fixed before any trial runs: each `study.space` expression (Hydra's sweep syntax:
-`interval(LOW, HIGH)`, `tag(log, interval(LOW, HIGH))`, `choice(A, B, ...)`) is read and checked at planning, then
-study.trials recipes are drawn from `study.search_seed` and written into the study's folder (STUDY/recipes.json)
-before any run. Every later launch reads them back (a study begun before that file: from its study.json), so a
-study resumes with the recipes it drew whatever the draw becomes. Fixed recipes make the search independent of the
-order its trials finish in: a killed trial resumes as the same recipe, and every objective tries the same ones. A new
-study draws as optuna's RandomSampler did for hydra-optuna-sweeper (trial by trial, the keys in the space's order; a
-range of one value takes no draw), so today's command gives the recipes it always gave.
+The search space and its trials are fixed before any trial runs: each `study.space` expression is read and checked
+at planning (lmpt.study.ranges), then study.trials recipes are drawn from `study.search_seed` and written into the
+study's folder (STUDY/recipes.json) before any run. Every later launch reads them back (a study begun before that
+file: from its study.json), so a study resumes with the recipes it drew whatever the draw becomes. Fixed recipes make
+the search independent of the order its trials finish in: a killed trial resumes as the same recipe, and every
+objective tries the same ones.
 
-`lmpt-study trainer.dry_run=true` prints the study's plan, nothing run or written: every run it would launch (each
-objective's search trials, then its final runs at each budget and seed) with its steps, tokens, epochs over the
-training text and estimated time on the device its slots find (on CPU slots, each model at its rate measured in
-such a slot by a short probe run, cached: lmpt.study.rates; on a GPU, at the utilisation lmpt plans with of its
-datasheet peak), its downstream scoring's (lmpt.downstream.run_tasks), and the whole study's time over its slots."""
+What the plan would cost, printed by `lmpt-study trainer.dry_run=true`, is lmpt.study.dry_run."""
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
 from hydra import compose
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, Transformer
-from hydra.errors import HydraException
 from omegaconf import DictConfig
-from rich.table import Table
 
 from lmpt.config.budget import Budget, parse_budget
 from lmpt.config.schema import DownstreamConfig
-from lmpt.console import console, print_whole
 from lmpt.errors import LmptError
 from lmpt.safe_files import write_atomically
-from lmpt.study.pool import Slot
+from lmpt.study.ranges import draw_recipes, read_space
 from lmpt.study.schema import StudyConfig
-from lmpt.train.display import format_duration
-from lmpt.train.metrics import ASSUMED_MFU
 
 DEFAULT_SPACES = {
     "muon": {
@@ -56,12 +41,12 @@ DEFAULT_SPACES = {
     "adamw": {"optimizer.lr": "tag(log, interval(0.0001, 0.01))"},
     "adafactor": {"optimizer.lr": "tag(log, interval(0.0001, 0.01))"},
 }
-"""The search space by optimizer (study.space empty): Hydra sweep expressions (lmpt.study.plan), log-uniform."""
+"""The search space by optimizer (study.space empty): Hydra sweep expressions (lmpt.study.ranges), log-uniform."""
 
 STUDY_SETS = ("objective", "trainer.seed", "trainer.max_steps", "trainer.resume")
 """Run keys the study sets itself for each run: the command line may not give them."""
 DRY_RUN = "trainer.dry_run"
-"""The study's own switch (lmpt.study.plan: print the plan, run nothing), never handed to its runs."""
+"""The study's own switch (lmpt.study.dry_run: print the plan, run nothing), never handed to its runs."""
 PRESET = "preset"
 """The study's presets (conf/preset/, e.g. `+preset=gpu`): study keys, never handed to its runs."""
 
@@ -299,7 +284,7 @@ def _check_objective(
 
 def search_space(study: StudyConfig, optimizer: str) -> dict[str, str]:
     """study.space (key -> expression), or the optimizer's default space when it is empty; each expression checked
-    (lmpt.study.plan)."""
+    (lmpt.study.ranges)."""
     given = study.space if study.space is not None else {}
     if not isinstance(given, Mapping) or not all(isinstance(v, str | int | float) for v in given.values()):
         raise LmptError(
@@ -450,188 +435,3 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
         tasks=task_names(run.downstream),
         probe=bool(study.probe),
     )
-
-
-FORMS = "interval(LOW, HIGH), tag(log, interval(LOW, HIGH)) or choice(A, B, ...)"
-
-
-@dataclass(frozen=True)
-class Range:
-    """One searched key's range: an interval of floats (log-uniform or uniform), or a list of choices."""
-
-    low: float = 0.0
-    high: float = 0.0
-    log: bool = False
-    choices: tuple[object, ...] = ()
-
-    def draw(self, rng: np.random.RandomState) -> object:
-        """A value as optuna's RandomSampler draws it from the matching distribution (none drawn from a range of one
-        value, as optuna skips the sampler for it)."""
-        if self.choices:
-            if len(self.choices) == 1:
-                return self.choices[0]
-            return self.choices[int(rng.uniform(np.zeros(len(self.choices)), np.ones(len(self.choices))).argmax())]
-        if self.low == self.high:
-            return self.low
-        if self.log:
-            value = math.exp(rng.uniform(math.log(self.low), math.log(self.high)))
-        else:
-            value = float(rng.uniform(self.low, self.high))
-        return min(value, float(np.nextafter(self.high, self.high - 1)))  # optuna keeps a draw below `high`
-
-
-def read_range(key: str, expression: str) -> Range:
-    """`expression` of `study.space`'s `key` as a Range; ValueError (one line, naming the key) when it is none of
-    FORMS."""
-    try:
-        override = OverridesParser.create().parse_overrides([f"{key}={expression}"])[0]
-    except HydraException:
-        raise ValueError(f"study.space: {key}={expression} cannot be read: give {FORMS}") from None
-    value = override.value()
-    if isinstance(value, IntervalSweep) and value.tags <= {"log"}:
-        low, high = float(value.start), float(value.end)  # type: ignore[arg-type]
-        if not (math.isfinite(low) and math.isfinite(high)):
-            raise ValueError(f"study.space: {key}={expression} has an end that is not a finite number: give both")
-        if not low <= high:
-            raise ValueError(f"study.space: {key}={expression} has its low end above its high end")
-        if "log" in value.tags and low <= 0:
-            raise ValueError(f"study.space: {key}={expression} is log-uniform: its low end must be above 0")
-        return Range(low, high, log="log" in value.tags)
-    if isinstance(value, ChoiceSweep) and not value.tags and value.list:
-        return Range(choices=tuple(override.sweep_iterator(transformer=Transformer.encode)))
-    raise ValueError(f"study.space: {key}={expression} is no search range: give {FORMS}")
-
-
-def read_space(space: dict[str, str]) -> dict[str, Range]:
-    """Every key's Range, in the space's order; ValueError on the first bad expression."""
-    return {key: read_range(key, expression) for key, expression in space.items()}
-
-
-def draw_recipes(space: dict[str, Range], trials: int, seed: int) -> list[dict[str, str]]:
-    """`trials` recipes (key -> value as a command line gives it), drawn from `seed`: trial by trial, each key in
-    turn, from one stream, as hydra-optuna-sweeper asks optuna's RandomSampler."""
-    rng = np.random.RandomState(seed)
-    return [{key: str(r.draw(rng)) for key, r in space.items()} for _ in range(trials)]
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    kind: str
-    """"search" or "final"."""
-    objective: str
-    budget: str
-    count: int
-    """How many such runs: the trials, or the seeds."""
-    steps: int
-    tokens: float
-    epochs: float | None
-    at_least: bool
-    seconds: float
-    scoring_seconds: float
-    """Each run's downstream scoring (curve points, the end of the run, the untrained control): 0 for a trial."""
-
-
-def plan_device(slots: list[Slot]) -> tuple[torch.device, str]:
-    """The device the runs will train on, and its name: a GPU when the slots hold one, else this CPU."""
-    gpu = any("CUDA_VISIBLE_DEVICES" in slot.env for slot in slots)  # a GPU slot names its device
-    if (gpu or len(slots) == 1) and torch.cuda.is_available():  # one slot: the runs take the GPU by themselves
-        return torch.device("cuda"), torch.cuda.get_device_name(0)
-    return torch.device("cpu"), "this CPU"
-
-
-def planned_runs(plan: StudyPlan, device: torch.device, slot: Slot | None = None) -> list[PlannedRun]:
-    """Each objective's trials at the search budget, then its finals at each budget (sized as `lmpt` sizes them).
-    On a CPU slot (`slot`), each run's time is its FLOPs at its model's rate measured in such a slot
-    (lmpt.study.rates); on a GPU, at ASSUMED_MFU of the GPU's peak."""
-    from lmpt.downstream.run_tasks import scoring_flops
-    from lmpt.study import rates
-    from lmpt.train.plan import estimate_run, sized_run
-    from lmpt.train.precision import bf16_pays_on_cpu
-    from lmpt.train.spec import resolve
-
-    runs = []
-    for objective in plan.objectives:
-        for kind, budget, count in [
-            ("search", plan.search_budget, plan.trials),
-            *(("final", b, len(plan.seeds)) for b in plan.budgets),
-        ]:
-            overrides = [*at_budget(plan.run_overrides, budget), f"objective={objective}"]
-            if kind == "search":
-                overrides += no_scoring(plan.run_overrides)  # as a trial launches
-            cfg = compose(config_name="config", overrides=overrides)
-            amp = cfg.trainer.amp and (device.type == "cuda" or bf16_pays_on_cpu(int(cfg.model.d_model)))
-            dtype = torch.bfloat16 if amp else torch.float32
-            spec = resolve(cfg, {override_key(o) for o in overrides})
-            estimate = estimate_run(spec, device, dtype)
-            objective_built, model, _, cost, *_ = sized_run(spec, device, dtype)
-            scoring = scoring_flops(spec.downstream, objective_built, spec.objective, model, estimate.steps)
-            seconds, per_flop = estimate.seconds, cost.seconds / cost.flops  # at ASSUMED_MFU of the peak
-            rate = rates.measured_rate(overrides, slot.env, slot.cores) if slot is not None else None
-            if rate is not None:
-                seconds, per_flop = rate.seconds(estimate.flops), 1 / rate.flops_per_s
-            runs.append(
-                PlannedRun(
-                    kind,
-                    objective,
-                    budget,
-                    count,
-                    estimate.steps,
-                    estimate.tokens,
-                    estimate.epochs,
-                    estimate.at_least,
-                    seconds,
-                    scoring * per_flop,  # at the rate training is planned at
-                )
-            )
-    return runs
-
-
-def print_study_plan(plan: StudyPlan, slots: list[Slot]) -> float:
-    """Print the plan; returns the study's estimated hours of wall time over its slots."""
-    device, name = plan_device(slots)
-    measured = plan.probe and device.type == "cpu" and bool(slots) and slots[0].name != "SLURM"
-    runs = planned_runs(plan, device, slots[0] if measured else None)
-    table = Table(title=f"study plan (dry run: nothing trained or written) on {name}", title_justify="left")
-    for column in ("runs", "objective", "budget", "steps", "tokens", "epochs", "training", "scoring"):
-        table.add_column(column, justify="right" if column in ("steps", "tokens") else "left")
-    for run in runs:
-        what = f"{run.count} trial{'s' * (run.count != 1)}" if run.kind == "search" else f"{run.count} seed(s)"
-        epochs = f"{'≥' * run.at_least}{run.epochs:.2f}" if run.epochs is not None else "unknown"
-        table.add_row(
-            what,
-            run.objective,
-            run.budget,
-            f"{run.steps:,}",
-            f"{run.tokens:,.0f}",
-            epochs,
-            format_duration(run.seconds),
-            format_duration(run.scoring_seconds) if run.scoring_seconds else "-",
-        )
-    print_whole(table)  # a piped plan keeps every column whole
-    if any(run.at_least for run in runs):
-        console.print(
-            "≥: the text is not tokenised yet; data.max_tokens caps it, so the runs repeat it at least this often",
-            markup=False,
-        )
-    if any(run.epochs is None for run in runs):
-        console.print(
-            "epochs unknown: the training text is not tokenised yet (lmpt-prepare with the same data keys "
-            "tokenises it; the plan then counts them)",
-            markup=False,
-        )
-    training = sum(run.seconds * run.count for run in runs)
-    scoring = sum(run.scoring_seconds * run.count for run in runs)
-    wall = (training + scoring) / max(1, len(slots))
-    console.print(
-        f"{sum(r.count for r in runs)} runs: {format_duration(training)} of training and {format_duration(scoring)} of "
-        f"downstream scoring (their untrained controls' included), "
-        + (
-            "each model at its rate measured in a slot here"
-            if measured
-            else f"at {ASSUMED_MFU:.0%} of the peak of {name}"
-        )
-        + f"; over {len(slots)} slot{'s' * (len(slots) != 1)}: about {format_duration(wall)}. The runs would go "
-        f"to {plan.directory}.",
-        markup=False,
-    )
-    return wall / 3600

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from lmpt.study.curves import CURVES_PNG, curve_points, draw_curves
 from lmpt.study.plan import StudyPlan
-from lmpt.study.record import CURVES_PNG, curve_points, draw_curves, write_study
+from lmpt.study.record import write_study
 from lmpt.study.runs import read_final
 
 

@@ -1,4 +1,4 @@
-"""lmpt.study.record: each objective's gain over its untrained control pooled over the study's seeds (zero-shot by
+"""lmpt.study.gains: each objective's gain over its untrained control pooled over the study's seeds (zero-shot by
 the two-way bootstrap over (seed, item), fine-tuned by t over the seeds), and the sentence that says at which budget
 the best objective's gain is significant, or where a line in log budget says it would be."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from lmpt.downstream.significance import encode_outcomes, paired_gain
-from lmpt.study.record import GainRow, GainTable, PooledGain, gain_verdicts, pooled_gains, study_gains, verdict
+from lmpt.study.gains import GainRow, GainTable, PooledGain, gain_verdicts, pooled_gains, study_gains, verdict
 from lmpt.study.runs import FinalRun
 
 

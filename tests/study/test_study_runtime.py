@@ -20,19 +20,11 @@ from test_study import STUDY, run_study
 
 from lmpt.downstream.significance import encode_outcomes
 from lmpt.errors import LmptError
-from lmpt.study.plan import (
-    DEFAULT_SPACES,
-    NO_SCORING,
-    StudyPlan,
-    draw_recipes,
-    no_scoring,
-    read_range,
-    read_space,
-    record_recipes,
-    recorded_recipes,
-)
+from lmpt.study.gains import gain_verdicts, study_gains
+from lmpt.study.plan import DEFAULT_SPACES, NO_SCORING, StudyPlan, no_scoring, record_recipes, recorded_recipes
 from lmpt.study.pool import lock_holder
-from lmpt.study.record import gain_verdicts, refuse_another_study, study_gains
+from lmpt.study.ranges import draw_recipes, read_range, read_space
+from lmpt.study.record import refuse_another_study
 from lmpt.study.runs import FinalRun, StudyRuns, read_final
 
 

@@ -13,20 +13,10 @@ import numpy as np
 import pytest
 
 from lmpt.downstream.significance import encode_outcomes
+from lmpt.study.gains import GainRow, GainTable, PooledGain, study_gains
 from lmpt.study.plan import StudyPlan
-from lmpt.study.record import (
-    STUDY_FULL_MD,
-    GainRow,
-    GainTable,
-    PooledGain,
-    RankRule,
-    gains_table,
-    rank_rule,
-    recipe_text,
-    short_override,
-    study_gains,
-    write_study,
-)
+from lmpt.study.rank_rule import RankRule, rank_rule
+from lmpt.study.record import STUDY_FULL_MD, gains_table, recipe_text, short_override, write_study
 from lmpt.study.runs import FinalRun, read_final
 
 BUDGET = "1e12flops"
