@@ -1,5 +1,5 @@
-"""Markdown tables: the one writer of the GitHub tables that lmpt's documents (study.md, the reproductions, the
-benchmark pages) are made of."""
+"""Markdown tables: the one writer of the GitHub tables that lmpt's documents (study.md, the run tables of
+lmpt.report.table, the reproductions, the benchmark pages) are made of."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lmpt.downstream.figures import ACCURACY, ACCURACY_MEAN, ACCURACY_NORM, MACRO_F1_MEAN, task_figure
+from lmpt.report.markdown import markdown_table
 from lmpt.report.runs import RunSummary
 
 Value = str | int | float | None
@@ -151,7 +152,6 @@ def write_markdown(
     of `images` (charts written beside the file, named relative to it), alt text its name."""
     header, rows = formatted_rows(runs, extra)
     numeric = [c.numeric for c in columns(runs, extra)]
-    cell = lambda text: text.replace("|", "\\|").replace("\n", " ")
     lines = []
     common = run_labels(runs)[1]
     if common:
@@ -159,8 +159,6 @@ def write_markdown(
     if ranking:
         lines += [ranking[0].upper() + ranking[1:] + "." + (f" {note}" if note else ""), ""]
     lines += [line for paragraph in paragraphs if paragraph for line in (paragraph, "")]
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("| " + " | ".join("---:" if n else "---" for n in numeric) + " |")
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    lines += markdown_table(header, rows, numeric)
     lines += [line for image in images for line in ("", f"![{image}]({image})")]
     path.write_text("\n".join(lines) + "\n")
