@@ -27,11 +27,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # lmpt from this checkout, as the runs take it
-from lmpt.reproduce.crossover import LADDER  # noqa: E402
+from lmpt.reproduce.crossover.plan import LADDER  # noqa: E402
 from lmpt.reproduce.ladder import Shape  # noqa: E402
 
 MODELS = {Shape(w).label: list(Shape(w).keys()) for w in LADDER} | {"tiny": ["model=tiny"], "small": ["model=small"]}
-"""The ladder of lmpt.reproduce.crossover (its shapes: a layer and a head per 32 dimensions, feed-forward 3 widths)
+"""The ladder of lmpt.reproduce.crossover.plan (its shapes: a layer and a head per 32 dimensions, feed-forward 3 widths)
 and the tiny and small models; all but tiny and small at a 2,048-piece vocabulary."""
 VOCAB = {"tiny": [], "small": []}
 WAYS = {"head": ("fused", "unfused"), "precision": ("bf16", "fp32")}

@@ -1,7 +1,7 @@
 """A reproduction's model ladder: a model of each width, its shape following from the width (a layer and a head per
 32 dimensions, a feed-forward of 3 widths), its parameters counted the ways papers count them (with and without the
-embedding), its training FLOPs a token as lmpt counts them, and compute-optimal sizing (Hoffmann et al. 2022's about
-20 tokens a parameter)."""
+embedding), its training FLOPs a token as lmpt counts them (clm's, and mdlm's with its head on the masked positions
+alone), and compute-optimal sizing (Hoffmann et al. 2022's about 20 tokens a parameter)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lmpt.errors import LmptError
+from lmpt.objectives.mdlm import MdlmConfig
+from lmpt.reproduce.reproduction import DIFFUSION
 
 TOKENS_PER_PARAMETER = 20.0
 """Compute-optimal training: about 20 tokens a parameter (Hoffmann et al. 2022, "Training Compute-Optimal Large
@@ -72,6 +74,16 @@ class Shape:
             f"model.ffn_dim={self.ffn}",
         )
         return keys + ((f"model.max_seq_len={self.seq_len}",) if self.seq_len > 512 else ())
+
+
+def training_flops(shape: Shape, objective: str) -> float:
+    """Training FLOPs a token of `objective` (clm or mdlm) as lmpt counts them (lmpt.train.metrics.training_flops):
+    mdlm's head runs on its masked positions alone, on average a share (1 + eps) / 2 of them (lmpt.objectives.mdlm's
+    expected_loss_fraction)."""
+    if objective != DIFFUSION:
+        return shape.flops_per_token
+    unmasked = 1.0 - (1.0 + MdlmConfig.eps) / 2.0
+    return shape.flops_per_token - 6.0 * shape.width * shape.vocab * unmasked
 
 
 def check_ladder(widths: Sequence[int], vocab: int = 2048, seq_len: int = 128) -> list[Shape]:

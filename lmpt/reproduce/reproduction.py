@@ -1,23 +1,21 @@
 """A published result as a reproduction (principle 17): a paper's claim, a grid of ordinary lmpt runs that checks it at
 a scale the machine finishes, and the analysis that sets the paper's figure beside lmpt's with intervals and a verdict.
 
-A Reproduction subclass in a module of lmpt.reproduce is found by its `name` (`lmpt-reproduce NAME`). It says what it
-checks (paper, claim, figure), which runs (`runs`: each an lmpt command and its own run directory under the
-reproduction's folder) and what they show (`analyse`: a Findings of named claims each with its verdict, the
-conditions table, tables and a plot). Its scale is keys (principle 18): `scales` gives the grid keys' values at each
-named scale (laptop: what 2 CPU cores finish in about 90 minutes; paper: the paper's smallest configuration that
-shows the claim), and the command's own keys override them. Running the grid, resuming it after a kill, estimating
-its time and writing its document are the same for every reproduction (lmpt.reproduce.grid,
-lmpt.reproduce.document)."""
+A Reproduction subclass in lmpt.reproduce (each in its own subpackage, lmpt/reproduce/NAME/) is found by its `name`
+(`lmpt-reproduce NAME`). It says what it checks (paper, claim, figure), which runs (`runs`: each an lmpt command and
+its own run directory under the reproduction's folder) and what they show (`analyse`: a Findings of named claims each
+with its verdict, the conditions table, tables and a plot). Its scale is keys (principle 18): `scales` gives the grid
+keys' values at each named scale (laptop: what 2 CPU cores finish in about 90 minutes; paper: the paper's smallest
+configuration that shows the claim), and the command's own keys override them. Running the grid, resuming it after a
+kill, estimating its time and writing its document are the same for every reproduction (lmpt.reproduce.grid,
+lmpt.reproduce.document), and so is the way its figures are written (lmpt.reproduce.figures)."""
 
 from __future__ import annotations
 
 import importlib
 import math
 import pkgutil
-import statistics
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,9 +25,7 @@ from matplotlib.figure import Figure
 import lmpt.reproduce
 from lmpt.config.schema import Choice
 from lmpt.config.store import conf_dir
-from lmpt.downstream.significance import seed_interval
 from lmpt.errors import LmptError
-from lmpt.objectives.registry import OBJECTIVES
 from lmpt.report.runs import read_records
 from lmpt.reproduce.verdict import ClaimVerdict, Condition, summary
 from lmpt.rundir.directory import METRICS_FILE, read_status
@@ -205,9 +201,9 @@ def numbers(reproduction: Reproduction, key: str, kind: type = float, least: flo
 
 
 def _discover() -> dict[str, type[Reproduction]]:
-    for module in pkgutil.iter_modules(lmpt.reproduce.__path__):
-        if module.name != "__main__":  # the command itself, which runs when imported
-            importlib.import_module(f"lmpt.reproduce.{module.name}")
+    for module in pkgutil.walk_packages(lmpt.reproduce.__path__, "lmpt.reproduce."):
+        if module.name != "lmpt.reproduce.__main__":  # the command itself, which runs when imported
+            importlib.import_module(module.name)
     found: dict[str, type[Reproduction]] = {}
     stack = list(Reproduction.__subclasses__())
     while stack:
@@ -234,30 +230,3 @@ def read_finished(folder: Path, planned: list[PlannedRun]) -> list[FinishedRun]:
         if status.get("status") == "completed":
             finished.append(FinishedRun(run, status, read_records(folder / run.name / METRICS_FILE)))
     return finished
-
-
-def interval(values: Sequence[float]) -> tuple[float, float, float]:
-    """(mean, low, high): the mean and its 95% t interval over seeds (NaN ends with fewer than two)."""
-    low, high = seed_interval(list(values)) or (math.nan, math.nan)
-    return statistics.fmean(values), low, high
-
-
-def spans(mean: float, low: float, high: float, spec: str = "+.2f") -> str:
-    """'MEAN [LOW, HIGH]', or 'MEAN (one seed: no interval)'."""
-    if math.isnan(low):
-        return f"{mean:{spec}} (one seed: no interval)"
-    return f"{mean:{spec}} [{low:{spec}}, {high:{spec}}]"
-
-
-def mean_cell(values: list[float], spec: str = ".3f") -> str:
-    """A table cell: the mean over seeds and its 95% t interval (the mean alone from one seed; a dash from none)."""
-    if not values:
-        return "—"
-    span = seed_interval(values)
-    mean = f"{statistics.fmean(values):{spec}}"
-    return mean if span is None else f"{mean} [{span[0]:{spec}}, {span[1]:{spec}}]"
-
-
-def bound_note(objective: str) -> str:
-    """ " (bound)" after an objective whose held-out figure is an upper bound (its measure says so)."""
-    return " (bound)" if OBJECTIVES[objective].likelihood == "bound" else ""

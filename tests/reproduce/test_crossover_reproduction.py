@@ -12,7 +12,9 @@ from test_reproduce import refused
 
 from lmpt.reproduce import grid
 from lmpt.reproduce.cli import reproduce
-from lmpt.reproduce.crossover import RECIPE, Crossover, law
+from lmpt.reproduce.crossover.frontier import law
+from lmpt.reproduce.crossover.plan import RECIPE
+from lmpt.reproduce.crossover.reproduction import Crossover
 from lmpt.reproduce.reproduction import FinishedRun, PlannedRun, Scale
 from lmpt.reproduce.verdict import Verdict
 

@@ -12,8 +12,10 @@ from test_reproduce import refused
 from lmpt.errors import LmptError
 from lmpt.reproduce import grid
 from lmpt.reproduce.cli import reproduce
-from lmpt.reproduce.diffusion_gap import AR, DIFFUSION, LR_SWEEP, Cell, DiffusionGap, multiplier, paper_gap, slope
-from lmpt.reproduce.reproduction import FinishedRun, PlannedRun, Scale
+from lmpt.reproduce.diffusion_gap.gap import Cell, multiplier, paper_gap, slope
+from lmpt.reproduce.diffusion_gap.plan import LR_SWEEP
+from lmpt.reproduce.diffusion_gap.reproduction import DiffusionGap
+from lmpt.reproduce.reproduction import AR, DIFFUSION, FinishedRun, PlannedRun, Scale
 from lmpt.reproduce.verdict import Verdict
 
 Figure = Callable[[dict], float]

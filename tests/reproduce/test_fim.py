@@ -14,10 +14,12 @@ import pytest
 from test_reproduce import refused
 
 from lmpt.errors import LmptError
-from lmpt.reproduce import fim, grid
+from lmpt.reproduce import grid
 from lmpt.reproduce.cli import reproduce
-from lmpt.reproduce.fim import FimForFree
-from lmpt.reproduce.fim_inputs import FimInputs, measure_inputs
+from lmpt.reproduce.fim import reproduction as fim_reproduction
+from lmpt.reproduce.fim.findings import PAPER_SMALLEST
+from lmpt.reproduce.fim.inputs import FimInputs, measure_inputs
+from lmpt.reproduce.fim.reproduction import FimForFree
 from lmpt.reproduce.reproduction import FinishedRun, Scale
 from lmpt.reproduce.verdict import ClaimVerdict, Verdict
 
@@ -34,7 +36,7 @@ def measured(monkeypatch) -> None:
         length, share = TEXT[corpus]
         return FimInputs(1000, round(1000 * (length + 1)), round(share * 100_000), 100_000, steps)
 
-    monkeypatch.setattr(fim, "measure_inputs", made_up)
+    monkeypatch.setattr(fim_reproduction, "measure_inputs", made_up)
 
 
 def made_up_runs(
@@ -203,7 +205,7 @@ def test_the_dry_run_plans_both_scales_and_writes_nothing(tmp_path, capsys, monk
     out = capsys.readouterr().out
     assert "scale=paper: 6 runs" in out and "data.seq_len=2048" in out and "model.d_model=512" in out
     paper = FimForFree(Scale.paper)
-    assert paper.shapes[0].matmul_parameters > fim.PAPER_SMALLEST  # the paper's smallest model, or larger
+    assert paper.shapes[0].matmul_parameters > PAPER_SMALLEST  # the paper's smallest model, or larger
     assert sum(r.paper_flops for r in paper.runs()) == pytest.approx(
         6 * paper.shapes[0].matmul_parameters * 6 * 1.1e9, rel=0.01
     )

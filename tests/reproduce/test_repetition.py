@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from test_reproduce import refused
 
-from lmpt.reproduce import grid, repetition
+from lmpt.reproduce import grid
 from lmpt.reproduce.cli import reproduce
 from lmpt.reproduce.data_constrained_law import PAPER_LAW, DataConstrainedLaw
-from lmpt.reproduce.repetition import AR, DIFFUSION, Repetition
-from lmpt.reproduce.reproduction import FinishedRun, Scale
+from lmpt.reproduce.repetition import fit
+from lmpt.reproduce.repetition.reproduction import Repetition
+from lmpt.reproduce.reproduction import AR, DIFFUSION, FinishedRun, Scale
 from lmpt.reproduce.verdict import Verdict
 
 ALPHA = 0.35
@@ -29,8 +30,8 @@ LAPTOP_LAW = DataConstrainedLaw(
 @pytest.fixture(autouse=True)
 def quick_fits(monkeypatch) -> None:
     """Fewer starts and resamples than a document's: the same code, in seconds."""
-    monkeypatch.setattr(repetition, "FIT_STARTS", 8)
-    monkeypatch.setattr(repetition, "BOOTSTRAP", 19)
+    monkeypatch.setattr(fit, "FIT_STARTS", 8)
+    monkeypatch.setattr(fit, "BOOTSTRAP", 19)
 
 
 def made_runs(
