@@ -1,4 +1,7 @@
-"""Run the real `lmpt` command in a subprocess, as a user would."""
+"""Run lmpt's commands as a user would: in the test's own process (`run_lmpt`: its console script's function, with
+its own argv, directory, environment and streams, see in_process.py), or as a real process where the test is about
+processes (`run_process`: signals, exit codes as a process sees them, kill -9, resume after a kill, torchrun, SLURM,
+what an interpreter reads as it starts)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import in_process
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = [
@@ -44,12 +50,57 @@ def lmpt_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def lmpt_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "lmpt", *args]
+def lmpt_command(*args: str, command: str = "lmpt") -> list[str]:
+    """`python -m MODULE ARGS` for console script `command` (`lmpt`: `python -m lmpt`, as torchrun runs it)."""
+    module = "lmpt" if command == "lmpt" else in_process.entry_module(command)
+    return [sys.executable, "-m", module, *args]
 
 
-def run_lmpt(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(lmpt_command(*args), cwd=cwd, env=lmpt_env(), capture_output=True, text=True, timeout=timeout)
+def run_lmpt(
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    command: str = "lmpt",
+    input: str | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess:
+    """Console script `command` with `args`, called in this process (default environment: `lmpt_env()`); returns
+    what `subprocess.run(..., capture_output=True, text=True)` would."""
+    return in_process.call(command, list(args), cwd, lmpt_env() if env is None else env, input, timeout)
+
+
+def run_process(
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    command: str = "lmpt",
+    input: str | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess:
+    """`run_lmpt`, but as a real process of its own."""
+    return subprocess.run(
+        lmpt_command(*args, command=command),
+        cwd=cwd,
+        env=lmpt_env() if env is None else env,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def importable(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """The modules in `folder` first on the command's path, before any of the same names, as PYTHONPATH=`folder`
+    puts them for a process: on sys.path and PYTHONPATH for the test, and those names not imported until then."""
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+    names = {p.stem for p in folder.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    for name in [m for m in sys.modules if m.partition(".")[0] in names]:
+        monkeypatch.setitem(sys.modules, name, sys.modules[name])  # put back after the test; gone during it
+        del sys.modules[name]
+    for name in names:  # what the test imports under these names is gone after it
+        monkeypatch.setitem(sys.modules, name, None)
+        del sys.modules[name]
 
 
 def records(run_dir: Path) -> list[dict]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from golden import assert_same
-from runner import SMALL, TINY_MODEL, lmpt_command, lmpt_env, run_lmpt, wait_for_step
+from runner import SMALL, TINY_MODEL, lmpt_command, lmpt_env, run_lmpt, run_process, wait_for_step
 
 from lmpt.config.resolvers import gpu_count
 from lmpt.train import placement
@@ -48,7 +48,7 @@ def test_each_job_claims_a_gpu_no_other_job_holds(monkeypatch, tmp_path: Path) -
 
 
 def test_parallel_launcher_falls_back_to_one_job_at_a_time_on_cpu(tmp_path: Path) -> None:
-    result = run_lmpt(
+    result = run_process(  # joblib's workers are processes of the sweep's own
         "-m",
         "hydra/launcher=parallel",
         *SMALL,
@@ -81,7 +81,7 @@ def test_a_parallel_sweep_of_no_number_of_jobs_is_one_line_and_writes_nothing(tm
 def test_parallel_jobs_on_a_cpu_each_take_a_group_of_cores_of_their_own(tmp_path: Path) -> None:
     """hydra.launcher.n_jobs=2 on a CPU: the two jobs run at once, each pinned to a group of cores no other job
     holds and taking its threads from it (the start line names the group), as the study's slots do."""
-    result = run_lmpt(
+    result = run_process(
         "-m",
         "hydra/launcher=parallel",
         "hydra.launcher.n_jobs=2",
@@ -106,13 +106,7 @@ def test_parallel_jobs_on_a_cpu_each_take_a_group_of_cores_of_their_own(tmp_path
 
 
 def test_slurm_launcher_composes(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "lmpt", "hydra/launcher=slurm", "--cfg", "hydra", "--package", "hydra.launcher"],
-        cwd=tmp_path,
-        env=lmpt_env(),
-        capture_output=True,
-        text=True,
-    )
+    result = run_lmpt("hydra/launcher=slurm", "--cfg", "hydra", "--package", "hydra.launcher", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "SlurmLauncher" in result.stdout and "gpus_per_node: 1" in result.stdout
     assert "max_num_timeout: 20" in result.stdout

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
-from runner import SMALL, run_lmpt
+from runner import SMALL, importable, run_lmpt
 
 from lmpt.rundir.directory import FINAL_MODEL
 
@@ -34,7 +33,7 @@ def test_tensorboard_event_file_holds_the_logged_metrics(tmp_path: Path) -> None
 def test_wandb_run_id_is_kept_across_resume(tmp_path: Path, monkeypatch) -> None:
     log = tmp_path / "wandb.jsonl"
     monkeypatch.setenv("FAKE_WANDB_LOG", str(log))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_WANDB), os.environ.get("PYTHONPATH", "")]))
+    importable(monkeypatch, FAKE_WANDB)
     run = tmp_path / "run"
     for steps in (3, 5):  # the second launch continues the first from its checkpoint
         result = run_lmpt(
@@ -51,7 +50,7 @@ def test_missing_logger_package_is_one_line(tmp_path: Path, monkeypatch) -> None
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "wandb.py").write_text("raise ImportError('wandb is not installed')\n")  # as if it were absent
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(blocker), os.environ.get("PYTHONPATH", "")]))
+    importable(monkeypatch, blocker)
     result = run_lmpt(*ARGS, "trainer.max_steps=2", "trainer.wandb=true", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
@@ -67,7 +66,7 @@ def test_trackers_hold_every_step_once_across_a_resume(tmp_path: Path, monkeypat
 
     log = tmp_path / "wandb.jsonl"
     monkeypatch.setenv("FAKE_WANDB_LOG", str(log))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_WANDB), os.environ.get("PYTHONPATH", "")]))
+    importable(monkeypatch, FAKE_WANDB)
     run = tmp_path / "run"
     args = [
         *ARGS,
