@@ -27,6 +27,7 @@ from rich.table import Table
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 from lmpt.downstream.finetune import finetune  # noqa: E402
+from lmpt.downstream.kinds.classification import ClassificationResult  # noqa: E402
 from lmpt.downstream.sources import FinetuneOptions, TaskData  # noqa: E402
 from lmpt.rundir.trained import load_trained  # noqa: E402
 
@@ -102,10 +103,11 @@ def main() -> None:
                         compile=args.compile,
                         json=True,
                     )
-                    out = finetune(trained, options)
-                    rates[precision].append(out["examples_per_s"])
-                    resolved[precision] = out["precision"]
-                    console.print(f"{model} {precision} ({out['precision']}): {out['examples_per_s']:.2f} examples/s")
+                    out = ClassificationResult.of(finetune(trained, options))
+                    assert out.examples_per_s is not None and out.precision is not None
+                    rates[precision].append(out.examples_per_s)
+                    resolved[precision] = out.precision
+                    console.print(f"{model} {precision} ({out.precision}): {out.examples_per_s:.2f} examples/s")
             params = trained.model.num_parameters()
             for precision, values in rates.items():
                 results.append(

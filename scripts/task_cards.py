@@ -201,7 +201,7 @@ def task_rows(task: str, by_arch: dict[str, dict], extra: dict) -> list[list[str
     from lmpt.downstream.records import decode
 
     some = next(iter(by_arch.values()))
-    kind = decode(some).kind
+    kind = type(decode(some))
     if kind is ClassificationResult:
         bow = extra["bag_of_words"]
         seeds = f"{some['seeds']} seed{'s' * (some['seeds'] > 1)}"

@@ -68,9 +68,9 @@ def evaluate(argv: list[str]) -> None:
     if task is not None and o.task is not None:  # a task read is a task named
         require(o.batch_size >= 1, f"batch_size={o.batch_size} must be at least 1")
         scored = task.score(trained).with_keys(first={"task": task.name})
-        kept = _keep_hand_record(run, scored.record)
+        kept = _keep_hand_record(run, scored.to_json())
         if o.json:
-            print(json.dumps(scored.record))
+            print(json.dumps(scored.to_json()))
             return
         scored.render()
         console.print(f"record {escape(kept)}")

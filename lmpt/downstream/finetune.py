@@ -1,14 +1,14 @@
-"""`finetune(trained, options) -> dict`: fine-tune a pre-trained run on a labelled task once per seed and score each run
-on dev (and test): accuracy, macro-F1 and, for two classes, Matthews correlation, each as mean and sample standard
-deviation over seeds with the per-seed figures. The recipe is searched on a slice of the training split (lr=search,
-lmpt.downstream.finetune) unless fixed. With control=scratch the same architecture freshly initialised
+"""`finetune(trained, options) -> FineTuning`: fine-tune a pre-trained run on a labelled task once per seed and score
+each run on dev (and test): accuracy, macro-F1 and, for two classes, Matthews correlation, each as mean and sample
+standard deviation over seeds with the per-seed figures. The recipe is searched on a slice of the training split
+(lr=search, lmpt.downstream.finetune) unless fixed. With control=scratch the same architecture freshly initialised
 (lmpt.downstream.control) goes through the same search, seeds and data, a bag-of-words floor is fit, and the gain over
 the control carries a 95% interval paired over (seed, item) (lmpt.downstream.significance). A GLUE task (read from
-data.dir) adds its official figures and score to every seed's and the floor's (lmpt.downstream.glue), so a run's
-GLUE entry records and ranks by them as `task=glue` does. Every input is read and checked before any training, so a bad
-task file costs nothing and writes nothing. mode=probe computes the frozen body's pooled features once, standardises
-them with the training split's mean and std, and trains the head on them. `lmpt-finetune` keeps the result as a hand
-run's record (lmpt.downstream.finetune_cli).
+data.dir) adds its official figures and score to every seed's and the floor's (lmpt.downstream.glue), so a run's GLUE
+entry records and ranks by them as `task=glue` does. Every input is read and checked before any training, so a bad task
+file costs nothing and writes nothing. mode=probe computes the frozen body's pooled features once, standardises them
+with the training split's mean and std, and trains the head on them. `lmpt-finetune` keeps the result as a hand run's
+record (lmpt.downstream.finetune_cli).
 
 The fine-tuning recipe (`lr=search`, lmpt-finetune's default): a learning rate from a grid and, for an encoder
 whose pooling is left at auto, first-token against mean pooling, each candidate trained once (the first seed, for
@@ -53,6 +53,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -65,15 +66,14 @@ from lmpt.downstream.control import scratch_model
 from lmpt.downstream.figures import (
     ACCURACY,
     BAG_OF_WORDS,
-    GAIN,
-    GLUE_METRICS,
     SCRATCH,
     UNLABELLED,
     mean_and_std,
     mean_of,
 )
 from lmpt.downstream.glue import SPLIT_PREFIXES, GlueTask, glue_task, official_figures
-from lmpt.downstream.significance import decode_outcomes, encode_outcomes, paired_gain
+from lmpt.downstream.seed_figures import Candidate, Search
+from lmpt.downstream.significance import Gain, decode_outcomes, encode_outcomes, paired_gain
 from lmpt.downstream.sources import Example, FinetuneOptions, LabelledTask, capped, check_trainable
 from lmpt.downstream.training import (
     CLASSES,
@@ -149,19 +149,76 @@ def check_task(
     return seq_len, labelled
 
 
+@dataclass(frozen=True)
+class ScratchControl:
+    """The untrained control fine-tuned beside the run's model (lmpt.downstream.control), and what the model is held
+    against: the bag-of-words floor and the gains over the control."""
+
+    tuned: Tuned
+    """Its recipe, search and seeds; fine-tuned here, or read back from the shared cache (`shared`)."""
+    init_seed: int
+    """The seed its fresh weights were drawn from: the run's trainer.seed."""
+    key: str
+    """Its entry in the shared cache (controls/KEY.json)."""
+    shared: bool
+    """Read back from the cache, fine-tuned for an earlier run with the same control."""
+    entry_digest: str | None
+    """The digest of the cache entry its figures came from (None: the cache could not be written)."""
+    floor: dict[str, Any]
+    """The bag-of-words floor's figures (its method first), keyed as the fine-tuning's."""
+    floor_predictions: dict[str, list]
+    """The floor's predictions by split prefix ("" dev, "test_" test)."""
+    gains: dict[str, Gain]
+    """By figure (dev, test_), the gain of the run's model over the control with its paired interval."""
+
+
+@dataclass(frozen=True)
+class FineTuning:
+    """A run fine-tuned on a task (`finetune`): the task and how it was fine-tuned, the run's model (its recipe, the
+    search that chose it, its figures per seed and its predictions) and, with control=scratch, its control."""
+
+    task: EncodedTask
+    options: FinetuneOptions
+    objective: str
+    arch: str
+    weights: str
+    seq_len: int
+    precision: str
+    baseline: dict[str, float]
+    """The trivial baseline's figures on dev (the majority class's accuracy; a regression's mean prediction's MSE)."""
+    pretrained: Tuned
+    metrics: tuple[str, ...] = ()
+    """The task's own metrics (a GLUE task's official ones), each seed's figures and the floor's carry, with the
+    task's score."""
+    control: ScratchControl | None = None
+
+    def predictions(self) -> dict[str, dict[str, list[list]]]:
+        """By model ("pretrained", "scratch", "bag_of_words") and split (its figures' prefix, and UNLABELLED), each
+        seed's prediction of each item (a class id, or a number; the floor's one fit as one seed). A control read
+        back from the shared cache brings its scored splits'."""
+        models = {"pretrained": self.pretrained}
+        if self.control is not None:
+            models[SCRATCH] = self.control.tuned
+        found = {
+            name: {split: rows.tolist() for split, rows in (tuned.runs.predictions or {}).items()}
+            for name, tuned in models.items()
+        }
+        if self.control is not None:
+            found[BAG_OF_WORDS] = {split: [rows] for split, rows in self.control.floor_predictions.items()}
+        return found
+
+
 def finetune(
     trained: Trained,
     o: FinetuneOptions,
     target: Target = CLASSES,
     labelled: LabelledTask | None = None,
     unlabelled: list[Example] | None = None,
-    keep: list[dict] | None = None,
-) -> dict:
+) -> FineTuning:
     """Fine-tune `trained` (left unchanged) on the task `o.data` names (or `labelled`, read already), predicting
-    `target`, `o.seeds` times, and with control=scratch its freshly initialised twin beside it; the figures as a dict
-    (what `lmpt-finetune json=true` prints). `unlabelled`: examples to predict too, never scored. `keep`, when given,
-    receives the predictions by model ("pretrained", "scratch") and split. Bad input raises LmptError before any
-    training."""
+    `target`, `o.seeds` times, and with control=scratch its freshly initialised twin beside it (read back from the
+    shared cache when an earlier run fine-tuned the same control). `unlabelled`: examples to predict too, never
+    scored. Bad input raises LmptError before any training."""
     space = recipe_space(trained.arch, o)  # a pooling that does not fit the architecture: refused first
     seq_len, labelled = check_task(o, trained.model.max_seq_len, int(trained.config.data.seq_len), target, labelled)
     task = encode_task(trained, labelled, seq_len, target, unlabelled)
@@ -169,18 +226,16 @@ def finetune(
     precision = pick_precision(TrainerConfig(precision=o.precision, amp=o.amp), device)
     bodies = {"pretrained": trained.model if o.mode == "probe" else copy.deepcopy(trained.model)}  # probe only reads
     glue = glue_task(o.task or "", "task") if o.data.dir is not None else None  # a GLUE task: its official figures
+    metrics = tuple(glue.metrics) if glue is not None else ()
     floor, key, shared = None, None, None
+    floor_predictions: dict[str, list] = {}
     if o.control == SCRATCH:
         scratch = scratch_model(trained)
-        key = control_key(
-            scratch, task, o, space, precision.name, trained.tokenizer.special, trained.arch, glue is not None
-        )
+        key = control_key(scratch, task, o, space, precision.name, trained.tokenizer.special, trained.arch, metrics)
         shape = {p: (o.seeds, len(s)) for p, s in (("", task.dev), ("test_", task.test)) if s is not None}
-        # the same control fine-tuned for another run (objective, budget); its entry keeps no predictions
-        shared = read_control(key, shape, target, o.json) if keep is None else None
+        shared = read_control(key, shape, target, o.json)  # the same control fine-tuned for another run
         if shared is None:
             bodies[SCRATCH] = scratch
-        floor_predictions: dict[str, list] = {}
         floor = target.floor(task.examples, task.classes, floor_predictions)  # cheap; any failure before training
     doing = f"{task.name} {'probe' if o.mode == 'probe' else 'fine-tune'}"
     labels = {"pretrained": doing, SCRATCH: f"{doing} (scratch control)"}
@@ -195,22 +250,28 @@ def finetune(
             _add_official(glue, task, t)
         if floor is not None:
             floor |= official_figures(glue, task.examples, floor_predictions, task.classes)
-    if keep is not None:
-        keep.append({name: t.runs.predictions for name, t in tuned.items()})
-        if floor is not None:
-            keep[-1][BAG_OF_WORDS] = floor_predictions
-    result = _figures(trained, o, task, seq_len, precision.name, tuned["pretrained"])
-    if glue is not None:
-        result[GLUE_METRICS] = list(glue.metrics)
+    control = None
     if floor is not None and key is not None:
         if shared is None:  # fine-tuned here: kept for the next run with the same control, where the cache may
             stored = store_control(key, tuned[SCRATCH])
-        control, entry = shared or (tuned[SCRATCH], stored)
-        result |= _control_figures(
-            tuned["pretrained"], control, floor, int(trained.config.trainer.seed), target.gain_figure
-        )
-        result[SCRATCH] |= {"key": key, "shared": shared is not None, "entry_digest": entry}
-    return result
+        fine_tuned, entry = shared or (tuned[SCRATCH], stored)
+        gains = _gains(tuned["pretrained"], fine_tuned, target.gain_figure)
+        seed = int(trained.config.trainer.seed)
+        control = ScratchControl(fine_tuned, seed, key, shared is not None, entry, floor, floor_predictions, gains)
+    baseline = target.baseline(task.examples, task.dev.labels, task.classes)
+    return FineTuning(
+        task,
+        o,
+        trained.objective_name,
+        trained.arch,
+        str(trained.weights),
+        seq_len,
+        precision.name,
+        baseline,
+        tuned["pretrained"],
+        metrics,
+        control,
+    )
 
 
 def _add_official(glue: GlueTask, task: EncodedTask, tuned: Tuned) -> None:
@@ -221,55 +282,18 @@ def _add_official(glue: GlueTask, task: EncodedTask, tuned: Tuned) -> None:
         row |= official_figures(glue, task.examples, predicted, task.classes)
 
 
-def _figures(
-    trained: Trained, o: FinetuneOptions, task: EncodedTask, seq_len: int, precision: str, tuned: Tuned
-) -> dict:
-    runs = tuned.runs
-    return {
-        "task": task.name,
-        "objective": trained.objective_name,
-        "arch": trained.arch,
-        "weights": str(trained.weights),
-        "mode": o.mode,
-        "pooling": tuned.pooling,
-        "seeds": o.seeds,
-        "classes": task.classes,
-        "train_examples": len(task.train),
-        **({"max_train_examples": o.max_train_examples} if o.max_train_examples is not None else {}),
-        "dev_examples": len(task.dev),
-        **({"test_examples": len(task.test)} if task.test is not None else {}),
-        **task.target.baseline(task.examples, task.dev.labels, task.classes),
-        "epochs": o.epochs,
-        "steps": tuned.steps,
-        "lr": tuned.lr,
-        "batch_size": o.batch_size,
-        "seq_len": seq_len,
-        "precision": precision,
-        **mean_and_std(runs.per_seed),
-        "per_seed": runs.per_seed,
-        "examples_per_s": runs.examples / runs.seconds if runs.seconds > 0 else None,
-        **({"search": tuned.search} if tuned.search is not None else {}),
-    }
-
-
-def _control_figures(pretrained: Tuned, control: Tuned, floor: dict, init_seed: int, figure: str = ACCURACY) -> dict:
-    """The control's figures, the bag-of-words floor and the gain of `figure` (dev and test) with its paired
-    interval, from the per-item outcomes (higher better) of both."""
-    scratch = {
-        "init_seed": init_seed,
-        "lr": control.lr,
-        "pooling": control.pooling,
-        "steps": control.steps,
-        **mean_and_std(control.runs.per_seed),
-        "per_seed": control.runs.per_seed,
-        **({"search": control.search} if control.search is not None else {}),
-    }
+def _gains(pretrained: Tuned, control: Tuned, figure: str = ACCURACY) -> dict[str, Gain]:
+    """The gain of `figure` (dev and test) over the control with its paired interval, from the per-item outcomes
+    (higher better) of both."""
     gains = {}
     for prefix, correct in pretrained.runs.correct.items():
         gain = paired_gain(correct.numpy(), control.runs.correct[prefix].numpy())
         key = prefix + figure
-        gains[key] = {"pretrained": seed_mean(pretrained, key), SCRATCH: seed_mean(control, key), **gain}
-    return {"control": SCRATCH, SCRATCH: scratch, BAG_OF_WORDS: floor, GAIN: gains}
+        means = {"pretrained": seed_mean(pretrained, key), SCRATCH: seed_mean(control, key)}
+        found = Gain.from_json({**means, **gain})
+        assert found is not None
+        gains[key] = found
+    return gains
 
 
 def seed_mean(tuned: Tuned, figure: str) -> float:
@@ -391,8 +415,8 @@ def search_recipe(
     bar: WorkBar,
     label: str = "",
     figure: str = ACCURACY,
-) -> tuple[float, str, dict]:
-    """(lr, pooling, the search's record): every candidate of `space` trained on `train` less the held-back slice,
+) -> Search:
+    """The search: every candidate of `space` trained on `train` less the held-back slice,
     scored on the slice by `figure` (the task's headline; higher is better). Only the training split is passed in: dev
     cannot reach the choice. `bar` shows `label` and the candidate running."""
     fit, held = search_slice(len(train), o.search_fraction, o.seed)
@@ -402,21 +426,20 @@ def search_recipe(
         plan = make_plan(lr, pooling, len(fit), o.search_epochs)
         phase = f"{label} recipe search {i}/{len(space.candidates)} (lr {lr:g}, {pooling} pooling)".lstrip()
         figures = run_seeds(plan, splits, probe, first_seed, bar, phase=phase).per_seed[0]
-        tried.append({"lr": lr, "pooling": pooling, figure: figures[figure], "train_loss": figures["train_loss"]})
-    best = max(tried, key=lambda c: c[figure])  # the first of equals: the default pooling, the lower lr
-    record = {
-        "lr": best["lr"],
-        "pooling": best["pooling"],
-        "held_out": len(held),
-        "trained_on": len(fit),
-        "fraction": o.search_fraction,
-        "seed": o.seed,
-        "epochs": o.search_epochs,
-        "steps": search_steps(len(train), o),
-        "picked_by": f"{figure} on the held-back slice of the training split",
-        "candidates": tried,
-    }
-    return best["lr"], best["pooling"], record
+        tried.append(Candidate(lr, pooling, {figure: figures[figure], "train_loss": figures["train_loss"]}))
+    best = max(tried, key=lambda c: c.figures[figure])  # the first of equals: the default pooling, the lower lr
+    return Search(
+        best.lr,
+        best.pooling,
+        len(held),
+        len(fit),
+        o.search_fraction,
+        o.seed,
+        o.search_epochs,
+        search_steps(len(train), o),
+        f"{figure} on the held-back slice of the training split",
+        tuple(tried),
+    )
 
 
 @dataclass
@@ -428,7 +451,7 @@ class Tuned:
     steps: int
     """Optimizer steps of each seed."""
     runs: SeedRuns
-    search: dict | None
+    search: Search | None
 
 
 def tuning_work(task: EncodedTask, o: FinetuneOptions, space: RecipeSpace) -> int:
@@ -487,7 +510,8 @@ def tune(
 
     lr, pooling, search = space.lrs[0], space.poolings[0], None
     if space.searched:
-        lr, pooling, search = search_recipe(make_plan, task.train, space, o, probe, bar, label, task.target.headline)
+        search = search_recipe(make_plan, task.train, space, o, probe, bar, label, task.target.headline)
+        lr, pooling = search.lr, search.pooling
     plan = make_plan(lr, pooling, len(task.train), o.epochs)
     splits = {"train": task.train, "": task.dev, "test_": task.test, UNLABELLED: task.unlabelled}
     runs = run_seeds(plan, splits, probe, range(o.seed, o.seed + o.seeds), bar, phase=label)
@@ -522,11 +546,11 @@ def control_key(
     precision: str,
     special: SpecialTokens,
     arch: str,
-    official: bool = False,
+    metrics: tuple[str, ...] = (),
 ) -> str:
     """The digest of everything the control's fine-tuning reads: its weights, the task's token rows and labels, the
     recipe (options and search space), the precision, the architecture, the special tokens, torch and lmpt's code;
-    `official`: its seeds carry a GLUE task's official figures (a control without them never stands in)."""
+    `metrics`: the task's own metrics its seeds carry (a control without them never stands in)."""
     digest = hashlib.sha256()
     for name, tensor in sorted(body.state_dict().items()):
         digest.update(name.encode() + str(tensor.dtype).encode() + str(tuple(tensor.shape)).encode())
@@ -549,7 +573,7 @@ def control_key(
         "special": dataclasses.asdict(special),
         "torch": torch.__version__,
         "code": code_digest(),
-        "official": official,
+        "metrics": list(metrics),
     }
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:32]
@@ -619,12 +643,19 @@ def encode_entry(tuned: Tuned) -> dict:
     """`tuned` as an entry: {"digest": ..., "control": ...}."""
     runs = tuned.runs
     correct = {split: [_encode_row(row) for row in rows.numpy()] for split, rows in runs.correct.items()}
+    predictions = {split: (runs.predictions or {})[split].tolist() for split in runs.correct}
     control = {
         "lr": tuned.lr,
         "pooling": tuned.pooling,
         "steps": tuned.steps,
-        "search": tuned.search,
-        "runs": {"per_seed": runs.per_seed, "correct": correct, "examples": runs.examples, "seconds": runs.seconds},
+        "search": tuned.search.to_json() if tuned.search is not None else None,
+        "runs": {
+            "per_seed": runs.per_seed,
+            "correct": correct,
+            "predictions": predictions,
+            "examples": runs.examples,
+            "seconds": runs.seconds,
+        },
     }
     return {DIGEST: content_digest(control), CONTROL: control}
 
@@ -670,7 +701,7 @@ def _per_seed(rows: object, shape: Shape, headline: str) -> list[dict]:
     return rows
 
 
-def _search(search: object, headline: str) -> dict | None:
+def _search(search: object, headline: str) -> Search | None:
     """A search record as the console describes it (lmpt-finetune's describe_search), or None (a fixed recipe)."""
     if search is None:
         return None
@@ -685,7 +716,10 @@ def _search(search: object, headline: str) -> dict | None:
         _number(candidate.get("lr"), f"search.candidates[{i}].lr")
         _typed(candidate.get("pooling"), str, f"search.candidates[{i}].pooling")
         _number(candidate.get(headline), f"search.candidates[{i}].{headline}")
-    return search
+    found = Search.from_json(search)
+    if found is None:
+        raise EntryProblem("has a search record that is not one a search writes")
+    return found
 
 
 def _number_rows(rows: list, seeds: int, items: int, split: str) -> torch.Tensor:
@@ -723,6 +757,27 @@ def _outcomes(correct: object, shape: Shape, numbers: bool) -> dict[str, torch.T
     return decoded
 
 
+def _predictions(predictions: object, shape: Shape, numbers: bool) -> dict[str, torch.Tensor]:
+    """Each scored split's predictions, [seeds, items]: class ids, or numbers where the labels are numbers."""
+    _typed(predictions, dict, "runs.predictions")
+    assert isinstance(predictions, dict)
+    if set(predictions) != set(shape):
+        raise EntryProblem(f"holds predictions of the splits {sorted(predictions)}, not {sorted(shape)}")
+    decoded = {}
+    for split, (seeds, items) in shape.items():
+        rows = _typed(predictions[split], list, f"runs.predictions[{split!r}]")
+        assert isinstance(rows, list)
+        if len(rows) != seeds or any(not isinstance(r, list) or len(r) != items for r in rows):
+            raise EntryProblem(f"has predictions for {split or 'dev'} that are not {seeds} list(s) of {items} items")
+        what = f"runs.predictions[{split!r}]"
+        if numbers:
+            values = [[_number(v, what) for v in r] for r in rows]
+            decoded[split] = torch.tensor(values, dtype=torch.float32)
+        else:
+            decoded[split] = torch.tensor([[_count(v, what) for v in r] for r in rows], dtype=torch.int64)
+    return decoded
+
+
 def decode_entry(entry: object, shape: Shape, target: Target = CLASSES) -> tuple[Tuned, str]:
     """The control `entry` holds, and its digest; EntryProblem when its digest does not match its content or any
     field has the wrong type or shape for a task of `shape` predicting `target` (its headline figure in every seed
@@ -746,6 +801,7 @@ def decode_entry(entry: object, shape: Shape, target: Target = CLASSES) -> tuple
         _outcomes(runs.get("correct"), shape, target.numeric_labels),  # a target of numbers scores items by numbers
         examples,
         seconds,
+        _predictions(runs.get("predictions"), shape, target.numeric_labels),
     )
     pooling = _typed(control.get("pooling"), str, "pooling")
     tuned = Tuned(

@@ -7,13 +7,15 @@ run's own records, in RUN/downstream/hand/TASK-TIME.json (lmpt.downstream.record
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from lmpt.config.command_options import parse_command, run_command
 from lmpt.downstream.finetune import check_settings
 from lmpt.downstream.glue_suite import GlueSuite, is_glue, render_glue
-from lmpt.downstream.kinds.fine_tuned import FineTunedResult, FineTunedTask
+from lmpt.downstream.kinds.fine_tuned import FineTunedTask
+from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult
 from lmpt.downstream.records import hand_record_path, write_record
 from lmpt.downstream.sources import FinetuneOptions, labelled_name, with_task_files
 from lmpt.downstream.task import kinds
@@ -51,8 +53,8 @@ def finetune_run(run: str | Path, o: FinetuneOptions) -> FineTunedResult:
     path = hand_record_path(run_dir, labelled_name(o), named_by)  # a bad task name is refused before any work
     task = given_task(o)
     take_threads()  # its slot's threads, else the cores free of other work (lmpt.train.placement)
-    result = task.score(load_trained(run, o.device)).with_keys(last={"record": str(path)})
-    write_record(path, result.record)
+    result = dataclasses.replace(task.score(load_trained(run, o.device)), record_file=str(path))
+    write_record(path, result)
     return result
 
 
@@ -67,7 +69,7 @@ def finetune_command(argv: list[str]) -> None:
         return
     result = finetune_run(run, with_task_files(o))
     if o.json:
-        print(json.dumps(result.record))
+        print(json.dumps(result.to_json()))
     else:
         result.render()
 

@@ -33,6 +33,7 @@ from lmpt.downstream.glue import (
     write_server_file,
 )
 from lmpt.downstream.kinds.fine_tuned import FineTunedTask
+from lmpt.downstream.kinds.fine_tuned_result import Predictions
 from lmpt.downstream.records import hand_record_path, write_record
 from lmpt.downstream.sources import SPLITS, Example, FinetuneOptions, LabelledTask
 from lmpt.downstream.task import RECORD_VERSION, kind_of
@@ -118,10 +119,9 @@ class GlueSuite:
             check_task(job.task.options, max_seq_len, seq_len, job.task.target(), job.labelled)
         results, kept = {}, {}
         for job in self.jobs:
-            keep: list[dict] = []
-            figures = finetune(trained, job.task.options, job.task.target(), job.labelled, job.unlabelled or None, keep)
-            results[job.glue.hf] = job.task.result_type.of(figures).record  # each task's record, of its kind
-            kept[job.glue.hf] = keep[0]
+            tuning = finetune(trained, job.task.options, job.task.target(), job.labelled, job.unlabelled or None)
+            result = job.task.result_type.of(tuning)  # each task's record, of its kind
+            results[job.glue.hf], kept[job.glue.hf] = result.to_json(), result.predictions or {}
         folder = path.with_suffix("")
         models: dict[str, dict] = {m: {} for m in MODELS}
         for job in self.jobs:
@@ -165,21 +165,16 @@ def _official(task: GlueTask, result: dict) -> dict[str, dict]:
     }
 
 
-def _predictions(job: GlueJob, kept: dict) -> dict[str, list[dict[str, list]]]:
-    """model -> one {dev file: predictions} a seed (the floor has one), as GLUE's files write labels."""
+def _predictions(job: GlueJob, kept: Predictions) -> dict[str, list[dict[str, list]]]:
+    """model -> one {dev file: predictions} a seed (the floor's one fit as one), as GLUE's files write labels."""
     names = dict(zip(SPLIT_PREFIXES, job.glue.dev_files, strict=False))
     out = {}
     for model in MODELS:
         found = kept.get(model)
         if not found:
             continue
-        if model == BAG_OF_WORDS:  # one fit: its predictions are lists, not [seeds, items] tensors
-            out[model] = [{names[p]: as_written(found[p], job.labelled.classes) for p in names}]
-        else:
-            seeds = found[""].shape[0]
-            out[model] = [
-                {names[p]: as_written(found[p][s].tolist(), job.labelled.classes) for p in names} for s in range(seeds)
-            ]
+        seeds = len(found[""])
+        out[model] = [{names[p]: as_written(found[p][s], job.labelled.classes) for p in names} for s in range(seeds)]
     return out
 
 
@@ -188,11 +183,11 @@ def _write_json(path: Path, content: dict) -> None:
     write_atomically(path, lambda tmp: tmp.write_text(json.dumps(content) + "\n", encoding="utf-8"))
 
 
-def _write_test_files(folder: Path, job: GlueJob, kept: dict) -> None:
+def _write_test_files(folder: Path, job: GlueJob, kept: Predictions) -> None:
     """The first seed's predictions of each test file, as the GLUE server takes them."""
     if not job.splits.tests:
         return
-    predicted = as_written(kept[PRETRAINED][UNLABELLED][0].tolist(), job.labelled.classes)
+    predicted = as_written(kept[PRETRAINED][UNLABELLED][0], job.labelled.classes)
     start = 0
     for test, (indices, examples) in job.splits.tests.items():
         values = predicted[start : start + len(examples)]

@@ -183,7 +183,7 @@ def score_downstream(
         record = progress.kept_record(run_dir, task.name) or progress.write_record(
             run_dir, task.name, task.score(trained()).run_record(task.name, downstream.weights)
         )
-        logged = task.result_type(record).logged()
+        logged = task.result_type.from_json(record).logged()
         figures |= {metric_key(task.name, k): v for k, v in logged.items() if v is not None}
     metrics = MetricsLog(run_dir / METRICS_FILE)
     metrics.drop(lambda r: r["step"] == step and any(k.startswith(METRIC_PREFIX) for k in r))  # a stopped scoring's
@@ -237,7 +237,7 @@ def fast_subsets(downstream: DownstreamConfig, how: Scoring) -> list[ZeroShotTas
 
 def curve_figures(task: ZeroShotTask, figures: dict) -> dict[str, float]:
     """What a curve point logs of a zero-shot result: the figures logged after training, accuracy's interval and n."""
-    logged = dict(task.result_type(figures).logged())
+    logged = dict(task.result_type.from_json(figures).logged())
     for key in (low_key(ACCURACY), high_key(ACCURACY), "n"):
         if figures.get(key) is not None:
             logged[key] = figures[key]

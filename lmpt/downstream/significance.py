@@ -29,6 +29,8 @@ import hashlib
 import math
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -223,6 +225,61 @@ def paired_gain(
         "seeds": n_seeds,
         "items": n_items,
     }
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class Gain:
+    """A figure's gain over the untrained control as a record keeps it (`gain.FIGURE`): `paired_gain`'s figures beside
+    the two means. Read from any JSON value (`from_json`): a field that is not what it should be reads as None."""
+
+    gain: float | None
+    interval: tuple[float, float] | None
+    """The gain's 95% interval; None when the record holds none (or not two numbers)."""
+    pretrained: float | None
+    """The run's own figure the gain is of."""
+    scratch: float | None
+    """The control's figure."""
+    significant: bool | None = None
+    level: float | None = None
+    seeds: int | None = None
+    items: int | None = None
+
+    @classmethod
+    def from_json(cls, raw: object) -> Gain | None:
+        if not isinstance(raw, dict):
+            return None
+        interval = raw.get("interval")
+        pair = [_number(v) for v in interval] if isinstance(interval, list) and len(interval) == 2 else []
+        bounds = (pair[0], pair[1]) if len(pair) == 2 and pair[0] is not None and pair[1] is not None else None
+        significant, seeds, items = raw.get("significant"), raw.get("seeds"), raw.get("items")
+        return cls(
+            _number(raw.get("gain")),
+            bounds,
+            _number(raw.get("pretrained")),
+            _number(raw.get("scratch")),
+            significant if isinstance(significant, bool) else None,
+            _number(raw.get("level")),
+            seeds if isinstance(seeds, int) and not isinstance(seeds, bool) else None,
+            items if isinstance(items, int) and not isinstance(items, bool) else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The gain as records write it (the means first, then `paired_gain`'s keys)."""
+        interval = list(self.interval) if self.interval is not None else None
+        return {
+            "pretrained": self.pretrained,
+            "scratch": self.scratch,
+            "gain": self.gain,
+            "interval": interval,
+            "significant": self.significant,
+            "level": self.level,
+            "seeds": self.seeds,
+            "items": self.items,
+        }
 
 
 def describe_gain(name: str, gain: dict) -> str:

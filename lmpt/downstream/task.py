@@ -11,14 +11,17 @@ its tests. Nothing here imports torch: reports and `lmpt --help` read it."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 from lmpt.data.readers.jsonl import jsonl_records, shown
+from lmpt.downstream.figures import EQUAL_LENGTH_PAIRS, GAIN, SCRATCH
+from lmpt.downstream.significance import ITEMS_DIGEST, Gain, decode_outcomes, high_key, items_key
 from lmpt.downstream.sources import resolve_task
 from lmpt.errors import LmptError
 
@@ -117,22 +120,63 @@ class RunShape:
     arch: str = ""
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _numbers(raw: dict[str, Any]) -> dict[str, float]:
+    return {k: n for k, v in raw.items() if (n := _number(v)) is not None}
+
+
+def _strings(raw: dict[str, Any]) -> dict[str, str]:
+    return {k: v for k, v in raw.items() if isinstance(v, str)}
+
+
+@dataclass(frozen=True)
+class Control:
+    """The untrained control's section of a record (`scratch`) as readers read it: its figures, per-item outcomes
+    and the seed its weights were drawn from."""
+
+    figures: dict[str, float]
+    outcomes: dict[str, str]
+    """Per-item outcomes by record key (`accuracy_items`), as encoded strings."""
+    init_seed: int | None
+
+    @classmethod
+    def from_json(cls, raw: object) -> Control | None:
+        if not isinstance(raw, dict):
+            return None
+        seed = raw.get("init_seed")
+        return cls(_numbers(raw), _strings(raw), seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
+
+    def items(self, figure: str) -> np.ndarray | None:
+        """The control's per-item outcomes of `figure` (zero-shot), None when it kept none."""
+        return decode_outcomes(self.outcomes.get(items_key(figure)))
+
+
 @dataclass(frozen=True)
 class Result:
-    """A task's result: its record as written (`record`: the figures by name, the kind and version first) and what the
-    kind does with it. One subclass a kind, beside its Task."""
+    """A task's result: what the kind's scoring gave, its record (`to_json`, read back by `from_json`: one codec a
+    kind) and what the kind does with it (logged, rendered). One subclass a kind, beside its Task.
+
+    A record read back is its kind's Result (lmpt.downstream.records), and every reader (rankings, lmpt-compare, the
+    study, the task cards) reads its figures here, by name, over the JSON the record holds (`raw`): each read for
+    its type and nothing refused, so a record written by hand, or before a figure existed, still reads (a field of
+    the wrong type is left out and said by `malformed`, `per_seed_malformed`)."""
 
     kind: ClassVar[str] = ""
     record_precedence: ClassVar[int] = 0
     """Kinds whose records are told apart by more specific keys are asked first (lower first) which wrote a record
     that names no kind: a regression's holds per_seed, as a classification's does, and pearson_mean besides."""
 
-    record: dict[str, Any]
-
     @classmethod
-    def of(cls, figures: dict[str, Any]) -> Self:
-        """`figures` just scored, as this kind's record: its `kind` and the `record_version` first."""
-        return cls({"kind": cls.kind, "record_version": RECORD_VERSION, **figures})
+    def from_json(cls, raw: dict[str, Any]) -> Self:
+        """The result a record's JSON object holds."""
+        raise NotImplementedError
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as its record's JSON object: the kind and its version first."""
+        raise NotImplementedError
 
     @classmethod
     def wrote(cls, raw: dict[str, Any]) -> bool:
@@ -141,14 +185,14 @@ class Result:
 
     def with_keys(self, first: dict[str, Any] | None = None, last: dict[str, Any] | None = None) -> Self:
         """The same result, its record with `first` before its keys and `last` after them (a name, a path)."""
-        return dataclasses.replace(self, record={**(first or {}), **self.record, **(last or {})})
+        return type(self).from_json({**(first or {}), **self.to_json(), **(last or {})})
 
     def run_record(self, name: str, weights: str) -> dict[str, Any]:
         """The record a run's scoring writes in RUN/downstream/NAME.json, with the task's name and the weights."""
         raise NotImplementedError
 
-    def intervals(self) -> dict[str, tuple[float, float]]:
-        """Intervals the record keeps in a form of its own (beside FIGURE_low / FIGURE_high), by figure."""
+    def own_intervals(self) -> dict[str, tuple[float, float]]:
+        """Intervals the kind keeps in a form of its own (beside FIGURE_low / FIGURE_high), by figure."""
         return {}
 
     def logged(self) -> dict[str, float]:
@@ -158,6 +202,130 @@ class Result:
     def render(self) -> None:
         """The result as rich tables on the console."""
         raise NotImplementedError
+
+    @functools.cached_property
+    def raw(self) -> dict[str, Any]:
+        """The record's whole JSON object."""
+        return self.to_json()
+
+    @property
+    def task(self) -> str | None:
+        task = self.raw.get("task")
+        return task if isinstance(task, str) else None
+
+    @functools.cached_property
+    def figures(self) -> dict[str, float]:
+        """Every number at the record's top level, by key (accuracy, accuracy_mean, n, chance ...)."""
+        return _numbers(self.raw)
+
+    @property
+    def given(self) -> frozenset[str]:
+        """Every key at the record's top level holding a value (not null): a key here but not in `figures` holds
+        something that is not a number."""
+        return frozenset(k for k, v in self.raw.items() if v is not None)
+
+    @property
+    def texts(self) -> dict[str, str]:
+        """Every text at the record's top level: per-item outcomes (`FIGURE_items`), the items' digest, the method."""
+        return _strings(self.raw)
+
+    @functools.cached_property
+    def intervals(self) -> dict[str, tuple[float, float]]:
+        """Each figure's 95% interval (FIGURE_low, FIGURE_high, or the kind's own form)."""
+        numbers = self.figures
+        bounds = {
+            k.removesuffix("_low"): (numbers[k], numbers[high_key(k.removesuffix("_low"))])
+            for k in numbers
+            if k.endswith("_low") and high_key(k.removesuffix("_low")) in numbers
+        }
+        return {**self.own_intervals(), **bounds}
+
+    @property
+    def per_seed(self) -> tuple[dict[str, Any], ...] | None:
+        """A fine-tuning's figures per seed; None when the record has none, or a per_seed that is not seed records."""
+        rows = self.raw.get("per_seed")
+        return tuple(rows) if isinstance(rows, list) and all(isinstance(s, dict) for s in rows) else None
+
+    @property
+    def per_seed_malformed(self) -> bool:
+        """per_seed is there but not a list of seed records."""
+        return "per_seed" in self.raw and self.per_seed is None
+
+    @functools.cached_property
+    def gains(self) -> dict[str, Gain] | None:
+        """The gains over the untrained control by figure (`gain`), None when the record has no control."""
+        gains = self.raw.get(GAIN)
+        if not isinstance(gains, dict):
+            return None
+        return {k: g for k, v in gains.items() if (g := Gain.from_json(v)) is not None}
+
+    @property
+    def control(self) -> Control | None:
+        """The untrained control's section, None when the record has none."""
+        return Control.from_json(self.raw.get(SCRATCH))
+
+    def figure(self, name: str) -> float | None:
+        """The figure `name`, None when the record holds no number there."""
+        return self.figures.get(name)
+
+    def malformed(self, name: str) -> bool:
+        """Whether the record holds `name` as something other than a number."""
+        return name in self.given and name not in self.figures
+
+    def items(self, figure: str) -> np.ndarray | None:
+        """The per-item outcomes of `figure` (zero-shot), None when the record kept none."""
+        return decode_outcomes(self.texts.get(items_key(figure)))
+
+    @property
+    def digest(self) -> str | None:
+        """The digest of the items' texts: two records pair only when they scored the same items."""
+        return self.texts.get(ITEMS_DIGEST)
+
+    def equal_length(self) -> np.ndarray | None:
+        """Minimal pairs: which pairs have sentences of equal token count; None for other kinds."""
+        return decode_outcomes(self.texts.get(EQUAL_LENGTH_PAIRS))
+
+    def seed_figures(self, figure: str) -> list[float | None] | None:
+        """The figure of each fine-tuning seed (None for a seed without it); None when the record has no per_seed
+        list of seed records."""
+        return None if self.per_seed is None else [_number(s.get(figure)) for s in self.per_seed]
+
+    def gain(self, figure: str) -> Gain | None:
+        """The gain over the control of `figure`, None when the record has none."""
+        return (self.gains or {}).get(figure)
+
+    def headline(self, names: tuple[str, ...]) -> dict[str, Any]:
+        """The values of the keys `names` the record holds, as written."""
+        return {k: v for k, v in self.raw.items() if k in names}
+
+
+@dataclass(frozen=True)
+class RecordResult(Result):
+    """A result that is its record as a JSON object (`record`: the figures by name, the kind and version first): the
+    zero-shot kinds', and a record no kind recognises (`UnknownRecord`)."""
+
+    record: dict[str, Any]
+
+    @classmethod
+    def of(cls, figures: dict[str, Any]) -> Self:
+        """`figures` just scored, as this kind's record: its `kind` and the `record_version` first."""
+        return cls({"kind": cls.kind, "record_version": RECORD_VERSION, **figures})
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Self:
+        return cls(raw)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.record
+
+
+@dataclass(frozen=True)
+class UnknownRecord(RecordResult):
+    """A record no kind recognises (one written by hand, a suite's): its figures read, nothing else."""
+
+    @classmethod
+    def wrote(cls, raw: dict[str, Any]) -> bool:
+        return False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -276,6 +444,6 @@ def read_result(raw: dict[str, Any]) -> Result | None:
     named = raw.get("kind")
     if isinstance(named, str):
         kind = kinds().get(named)
-        return kind.result_type(raw) if kind is not None else None
+        return kind.result_type.from_json(raw) if kind is not None else None
     asked = sorted((k.result_type for k in kinds().values()), key=lambda r: r.record_precedence)
-    return next((r(raw) for r in asked if r.wrote(raw)), None)
+    return next((r.from_json(raw) for r in asked if r.wrote(raw)), None)

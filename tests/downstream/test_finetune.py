@@ -126,8 +126,9 @@ def test_probe_leaves_the_body_unchanged_and_full_leaves_the_callers_model(runs,
     full = finetune(trained, FinetuneOptions(data=data, mode="full", seeds=1, max_steps=2, **fixed))
     after = trained.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
-    assert probe["mode"] == "probe" and probe["lr"] == 1e-2 and full["lr"] == 1e-4
-    assert probe["per_seed"][0]["train_loss"] != probe["per_seed"][1]["train_loss"]  # the seed draws the head
+    assert probe.options.mode == "probe" and probe.pretrained.lr == 1e-2 and full.pretrained.lr == 1e-4
+    seeds = probe.pretrained.runs.per_seed
+    assert seeds[0]["train_loss"] != seeds[1]["train_loss"]  # the seed draws the head
 
 
 def test_one_seed_is_bit_for_bit_on_the_cpu(runs, task, capsys) -> None:

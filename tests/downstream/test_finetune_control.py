@@ -38,7 +38,7 @@ KEPT = '{"kept": true}\n'
 
 
 def logged_figures(record: dict) -> dict[str, float]:
-    return ClassificationResult(record).logged()  # what a fine-tuning logs after training
+    return ClassificationResult.from_json(record).logged()  # what a fine-tuning logs after training
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_control_scratch_reports_both_figures_the_gain_and_the_bag_of_words_row(
     assert logged_figures(out)["accuracy_gain"] == gains["accuracy"]["gain"]
     assert logged_figures(out)["bow_accuracy"] == bow["accuracy"]
 
-    ClassificationResult({**out, "record": "R"}).render()
+    ClassificationResult.from_json({**out, "record": "R"}).render()
     shown_on = capsys.readouterr()  # the json=true command above moved the console to stderr for its process
     table = shown_on.out + shown_on.err
     for shown in ("pre-trained mlm", "scratch encoder", "bag of words", "majority class", "gain [95%]"):

@@ -283,7 +283,7 @@ def test_glue_entries_are_scored_when_a_run_ends(run, tmp_path) -> None:
         "downstream/STS-B/bow_pearson",
     } <= set(figures)
     record = task_record(run, "STS-B")
-    assert record is not None and record.kind is RegressionResult and record.figure("train_examples") == 30
+    assert isinstance(record, RegressionResult) and record.figure("train_examples") == 30
     assert record.seed_figures("pearson") is not None and len(record.seed_figures("pearson")) == 2
 
 

@@ -152,8 +152,8 @@ def test_a_tiny_run_fine_tunes_a_one_output_head_beside_its_control(run, folder,
     assert gain["gain"] == pytest.approx(result["scratch"]["mse_mean"] - result["mse_mean"])
     assert result["bag_of_words"]["method"].endswith("ridge regression)")
     record = read_record(Path(result["record"]))
-    assert record is not None and record.kind is RegressionResult
-    logged = RegressionResult(result).logged()
+    assert isinstance(record, RegressionResult)
+    logged = RegressionResult.from_json(result).logged()
     assert set(logged) >= {PEARSON_MEAN, "mse_gain", "bow_pearson", "scratch_pearson_mean"}
 
 

@@ -11,6 +11,7 @@ import pytest
 from runner import lmpt_env
 
 from lmpt.downstream.finetune import finetune
+from lmpt.downstream.kinds.classification import ClassificationResult
 from lmpt.downstream.sources import FinetuneOptions, TaskData
 from lmpt.rundir.trained import load_trained
 
@@ -162,7 +163,7 @@ def test_the_script_scores_the_untrained_control_end_to_end(tmp_path: Path, monk
         lr=None,
         json=True,
     )
-    with_control = finetune(load_trained(run_dir), options)
+    with_control = ClassificationResult.of(finetune(load_trained(run_dir), options)).to_json()
     assert with_control["scratch"]["per_seed"] == result["per_seed"]
     assert with_control["bag_of_words"] == record["tasks"]["tiny-order"]["bag_of_words"]
     text = doc.read_text()

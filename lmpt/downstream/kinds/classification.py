@@ -16,7 +16,8 @@ from lmpt.downstream.figures import (
     CONTROL_FIGURES,
 )
 from lmpt.downstream.glue import entry_is_regression, is_entry
-from lmpt.downstream.kinds.fine_tuned import FineTunedResult, FineTunedTask, Found
+from lmpt.downstream.kinds.fine_tuned import FineTunedTask, Found
+from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult
 from lmpt.downstream.sources import BUNDLED_PREFIX, bundled_classification_tasks, task_folder
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ class ClassificationResult(FineTunedResult):
     kind: ClassVar[str] = "classification"
     logged_figures: ClassVar[tuple[str, ...]] = CLASSIFICATION_FIGURES
     control_figures: ClassVar[tuple[str, str, str]] = CONTROL_FIGURES
-    headline: ClassVar[str] = ACCURACY
+    headline_figure: ClassVar[str] = ACCURACY
     gain_figure: ClassVar[str] = ACCURACY
 
     @classmethod

@@ -1,8 +1,8 @@
-"""What the fine-tuned kinds share (`FineTunedTask`, `FineTunedResult`): a task named by a folder, a prefix or a GLUE
-entry (glue:NAME@DIR) is found, read and checked before any training, fine-tuned once per seed by the fine-tuning
-engine (lmpt.downstream.finetune) beside its scratch control and its floor, and logged; each kind says what its head
-predicts (its `target`), which specs it claims and which figures it logs. Its result renders as lmpt-finetune prints
-it: the figures per seed, the recipe its search chose, and with control=scratch the model against its controls."""
+"""What the fine-tuned kinds share (`FineTunedTask`; their result, `FineTunedResult`, is
+lmpt.downstream.kinds.fine_tuned_result): a task named by a folder, a prefix or a GLUE entry (glue:NAME@DIR) is found,
+read and checked before any training, fine-tuned once per seed by the fine-tuning engine (lmpt.downstream.finetune)
+beside its scratch control and its floor; each kind says what its head predicts (its `target`), which specs it claims
+and which figures it logs."""
 
 from __future__ import annotations
 
@@ -10,31 +10,14 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
-
-from rich.table import Table
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from lmpt.config.schema import FinetuneRecipe
-from lmpt.console import console, print_whole
 from lmpt.data.readers.jsonl import jsonl_records
-from lmpt.downstream.figures import (
-    ACCURACY,
-    BAG_OF_WORDS,
-    GAIN,
-    GLUE_METRICS,
-    GLUE_SCORE,
-    GLUE_SCORE_MEAN,
-    MAJORITY_ACCURACY,
-    MEAN_BASELINE_MSE,
-    SCRATCH,
-    SEED_FIGURES,
-    mean_of,
-    std_of,
-)
 from lmpt.downstream.glue import glue_examples, is_entry, parse_entry
-from lmpt.downstream.significance import describe_gain
-from lmpt.downstream.sources import MODE_MEANINGS, FinetuneOptions, TaskData, labelled_name
-from lmpt.downstream.task import DEFAULT_SCORING, Result, RunShape, Scoring, ScoringRun, Task
+from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult
+from lmpt.downstream.sources import FinetuneOptions, TaskData, labelled_name
+from lmpt.downstream.task import DEFAULT_SCORING, RunShape, Scoring, ScoringRun, Task
 from lmpt.errors import LmptError
 
 if TYPE_CHECKING:
@@ -43,9 +26,6 @@ if TYPE_CHECKING:
     from lmpt.downstream.training import Target
     from lmpt.quality.decontamination import TaskItems
     from lmpt.rundir.trained import Trained
-
-BASELINES = {MAJORITY_ACCURACY: "majority class", MEAN_BASELINE_MSE: "mean prediction"}
-"""The trivial baseline's figure of a record, and its row's name: a classification's, or a regression's."""
 
 
 class Found(NamedTuple):
@@ -156,137 +136,3 @@ def _record_texts(path: Path) -> Iterator[str]:
         text = " ".join(v for v in values if isinstance(v, str))
         if text.strip():
             yield text
-
-
-@dataclass(frozen=True)
-class FineTunedResult(Result):
-    """A fine-tuning's result: figures per seed and their means, the recipe, and with a control its sections. A kind
-    names the figures it logs, its headline figure and the figure its gain over the control is of."""
-
-    logged_figures: ClassVar[tuple[str, ...]] = ()
-    control_figures: ClassVar[tuple[str, str, str]] = ("", "", "")
-    """The names, in metrics.jsonl, of the control's headline, the gain over it and the floor's headline."""
-    headline: ClassVar[str] = ""
-    gain_figure: ClassVar[str] = ""
-
-    def run_record(self, name: str, weights: str) -> dict[str, Any]:
-        return {**self.record, "weights": weights}
-
-    def logged(self) -> dict[str, float]:
-        """What a fine-tuning logs to metrics.jsonl after training: the kind's `logged_figures` and, with a scratch
-        control, its `control_figures` (the control's dev headline, the gain over it in `gain_figure`, the floor's
-        headline), then GLUE's figures."""
-        result = self.record
-        figures = {k: result[k] for k in self.logged_figures if k in result}
-        if result.get("control") == SCRATCH:
-            scratch, gain, floor = self.control_figures
-            figures[scratch] = result[SCRATCH][mean_of(self.headline)]
-            figures[gain] = result[GAIN][self.gain_figure]["gain"]
-            figures[floor] = result[BAG_OF_WORDS][self.headline]
-        return figures | self.official_logged()
-
-    def official_logged(self) -> dict[str, float]:
-        """A GLUE task's official figures (means over seeds: f1_mean, mcc_mean, matched_accuracy_mean ...), its
-        score's mean and std (glue_score_mean ranks runs) and, with a scratch control, the control's and the floor's
-        score; nothing for a task that is not GLUE's."""
-        result = self.record
-        metrics = result.get(GLUE_METRICS) or []
-        if not metrics:
-            return {}
-        figures = {mean_of(m): result.get(mean_of(m)) for m in (*metrics, GLUE_SCORE)}
-        figures[std_of(GLUE_SCORE)] = result.get(std_of(GLUE_SCORE))
-        if result.get("control") == SCRATCH:
-            figures[f"{SCRATCH}_{GLUE_SCORE_MEAN}"] = result[SCRATCH].get(GLUE_SCORE_MEAN)
-            figures[f"bow_{GLUE_SCORE}"] = result[BAG_OF_WORDS].get(GLUE_SCORE)
-        return {k: v for k, v in figures.items() if v is not None}  # a std over one seed is not logged
-
-    def render(self) -> None:
-        """The figures as a rich table (one row per figure, mean ± std then each seed), the recipe the search chose,
-        and with a scratch control the model against its controls."""
-        result = self.record
-        mode = result["mode"]
-        title = (
-            f"lmpt-finetune {result['task']}: {result['objective']} {result['arch']}, "
-            f"mode={mode} ({MODE_MEANINGS[mode]}), pooling {result['pooling']}, "
-            f"{result['seeds']} seed(s) x {result['steps']} steps"
-        )
-        table = Table(title=title, title_justify="left")
-        table.add_column("figure")
-        table.add_column("mean ± std", justify="right")
-        for run in result["per_seed"]:
-            table.add_column(f"seed {run['seed']}", justify="right")
-        for prefix, split in (("", "dev"), ("test_", "test")):
-            for figure in SEED_FIGURES:
-                key = prefix + figure
-                if f"{key}_mean" in result:
-                    seeds = [f"{run[key]:.4f}" for run in result["per_seed"]]
-                    table.add_row(f"{split} {figure}", _cell(result[f"{key}_mean"], result[f"{key}_std"]), *seeds)
-        table.add_row("train loss", "", *(f"{run['train_loss']:.4f}" for run in result["per_seed"]))
-        print_whole(table)
-        baseline = (
-            f"dev mean-prediction MSE {result[MEAN_BASELINE_MSE]:.4f}"
-            if MEAN_BASELINE_MSE in result
-            else f"classes {result['classes']} · dev majority-class accuracy {result[MAJORITY_ACCURACY]:.4f}"
-        )
-        console.print(
-            f"{baseline} · {result['train_examples']:,} train / {result['dev_examples']:,} dev examples · "
-            f"{result['precision']} · record {result['record']} (a hand run: the run's own records in RUN/downstream/ "
-            "are left as they are)"
-        )
-        if "search" in result:
-            console.print(describe_search("pre-trained", result))
-        if result.get("control") == SCRATCH:
-            render_control(result)
-
-
-def _cell(mean: float, std: float | None) -> str:
-    return f"{mean:.4f}" if std is None else f"{mean:.4f} ± {std:.4f}"
-
-
-def describe_search(name: str, tuned: dict) -> str:
-    """One line: the recipe a search chose and every candidate's accuracy on the held-back slice."""
-    search = tuned["search"]
-    figure = str(search.get("picked_by", ACCURACY)).split()[0]  # the figure the search picked by
-    tried = ", ".join(f"{c['lr']:g}/{c['pooling']} {c[figure]:.3f}" for c in search["candidates"])
-    return (
-        f"{name} recipe searched on {search['held_out']} examples held back from train (never dev), "
-        f"{search['steps']} steps per candidate: lr {tuned['lr']:g}, pooling {tuned['pooling']} (lr/pooling "
-        f"{figure}: {tried})"
-    )
-
-
-def render_control(result: dict) -> None:
-    """The run's model against its scratch control, the bag-of-words floor and the trivial baseline (the majority
-    class; a regression's mean prediction), then the gain in the figure it is of (accuracy; a regression's MSE)."""
-    scratch, bow, gains = result[SCRATCH], result[BAG_OF_WORDS], result[GAIN]
-    splits = ["", "test_"] if "test_examples" in result else [""]
-    figure = next(iter(gains))  # the dev figure the gain is of: accuracy, or a regression's mse
-    table = Table(title=f"{result['task']}: against the controls", title_justify="left")
-    table.add_column("model")
-    for prefix in splits:
-        table.add_column(f"{prefix.rstrip('_') or 'dev'} {figure}", justify="right")
-    table.add_column("recipe")
-
-    def row(name: str, tuned: dict) -> None:
-        cells = [_cell(tuned[mean_of(p + figure)], tuned[std_of(p + figure)]) for p in splits]
-        table.add_row(name, *cells, f"lr {tuned['lr']:g}, {tuned['pooling']}")
-
-    row(f"pre-trained {result['objective']}", result)
-    row(f"scratch {result['arch']}", scratch)
-    table.add_row("bag of words", *(f"{bow[p + figure]:.4f}" for p in splits), bow["method"])
-    baseline, value = next((name, result[k]) for k, name in BASELINES.items() if k in result)
-    table.add_row(baseline, f"{value:.4f}", *[""] * (len(splits) - 1), "")
-    intervals = [gains[p + figure] for p in splits]
-    verdicts = ", ".join("significant" if g["significant"] else "not significant" for g in intervals)
-    shown = [f"{g['gain']:+.4f} [{g['interval'][0]:+.3f}, {g['interval'][1]:+.3f}]" for g in intervals]
-    table.add_row("gain [95%]", *shown, verdicts)
-    print_whole(table)
-    if scratch.get("shared"):
-        console.print(
-            "scratch control: read back, not fine-tuned again: an earlier run fine-tuned the same fresh weights on "
-            "the same tokens with the same recipe (one control per architecture and size)"
-        )
-    if "search" in scratch:
-        console.print(describe_search("scratch", scratch))
-    for prefix in splits:
-        console.print(describe_gain(f"{prefix.rstrip('_') or 'dev'} {figure}:", gains[prefix + figure]))

@@ -28,7 +28,7 @@ class PairsResult(ZeroShotResult):
     def wrote(cls, raw: dict[str, Any]) -> bool:
         return "paradigms" in raw  # what only a minimal-pair scoring reports
 
-    def intervals(self) -> dict[str, tuple[float, float]]:
+    def own_intervals(self) -> dict[str, tuple[float, float]]:
         """Accuracy's interval, kept as `interval: [low, high]`."""
         interval = self.record.get("interval")
         if not isinstance(interval, list) or len(interval) < 2:

@@ -25,7 +25,8 @@ from lmpt.downstream.figures import (
     SPEARMAN,
 )
 from lmpt.downstream.glue import entry_is_regression
-from lmpt.downstream.kinds.fine_tuned import FineTunedResult, FineTunedTask, Found
+from lmpt.downstream.kinds.fine_tuned import FineTunedTask, Found
+from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult
 from lmpt.downstream.sources import task_folder
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ class RegressionResult(FineTunedResult):
     kind: ClassVar[str] = "regression"
     logged_figures: ClassVar[tuple[str, ...]] = REGRESSION_FIGURES
     control_figures: ClassVar[tuple[str, str, str]] = REGRESSION_CONTROL_FIGURES
-    headline: ClassVar[str] = PEARSON
+    headline_figure: ClassVar[str] = PEARSON
     gain_figure: ClassVar[str] = MSE  # the gain is the drop in squared error
     record_precedence: ClassVar[int] = -1  # its record holds per_seed, as classification's does: asked first
 

@@ -28,7 +28,7 @@ from lmpt.downstream.figures import (
 )
 from lmpt.downstream.significance import decode_outcomes, describe_gain, items_key, paired_gain
 from lmpt.downstream.sources import task_name
-from lmpt.downstream.task import DEFAULT_SCORING, Result, RunShape, Scoring, ScoringRun, Task
+from lmpt.downstream.task import DEFAULT_SCORING, RecordResult, RunShape, Scoring, ScoringRun, Task
 from lmpt.objectives.base import Reading
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def zero_shot_gains(result: dict, control: dict) -> dict[str, dict]:
 
 
 @dataclass(frozen=True)
-class ZeroShotResult(Result):
+class ZeroShotResult(RecordResult):
     """A zero-shot task's result: the kind's figures, and with a control the control's and the gains over it."""
 
     def run_record(self, name: str, weights: str) -> dict[str, Any]:
