@@ -307,6 +307,9 @@ def call(
             finally:
                 sys.argv = argv
                 _join_new_threads(threads)
+    from lmpt.console import console
+
+    assert not getattr(console.file, "closed", False), f"{command} left lmpt's console on the stream it was given"
     if code is None:
         raise subprocess.TimeoutExpired([command, *args], timeout or 0, captured["stdout"], captured["stderr"])
     return subprocess.CompletedProcess([command, *args], code, captured["stdout"], captured["stderr"])

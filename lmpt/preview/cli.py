@@ -24,12 +24,12 @@ def preview(cfg: DictConfig) -> None:
     if not cfg.preview.json:
         render_preview(build_preview(cfg), console, cfg.preview.width)
         return
-    stdout_file = console.file
-    console.file = sys.stderr  # status lines (tokenizer, token cache) must not mix with the JSON document
+    on_stderr = console.stderr
+    console.stderr = True  # status lines (tokenizer, token cache) must not mix with the JSON document
     try:
         document = build_preview(cfg).to_json()
     finally:
-        console.file = stdout_file
+        console.stderr = on_stderr
     sys.stdout.write(json.dumps(document) + "\n")
 
 

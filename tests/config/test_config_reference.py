@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 import sys
 from pathlib import Path
+
+from runner import run_lmpt
 
 from lmpt.config import schema
 from lmpt.config.reference import group_schemas, reference_markdown, reference_rows
@@ -39,14 +40,9 @@ def test_readme_reference_is_the_generated_one() -> None:
 
 
 def test_help_lists_groups_options_and_every_key(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "lmpt", "--help"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
-    ).stdout
+    done = run_lmpt("--help", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     listed = out.split("objective: ", 1)[1].split("\n", 1)[0].split(", ")
     assert {"clm", "electra", "mlm", "nsp", "prefix", "span", "ul2-mixture"} <= set(listed) and listed == sorted(listed)
     assert "model: base, large, micro, small, tiny" in out

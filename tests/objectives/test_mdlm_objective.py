@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import subprocess
 
 import pytest
 import torch
 from omegaconf import OmegaConf
-from runner import SMALL, lmpt_command, lmpt_env
+from runner import SMALL, run_lmpt
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
@@ -166,9 +165,7 @@ def test_a_compiled_model_still_never_predicts_mask():
 )
 def test_a_launch_with_bad_settings_is_one_line_exit_2_nothing_written(tmp_path, overrides, fragment):
     args = [*SMALL, "objective=mdlm", *overrides, f"hydra.run.dir={tmp_path / 'run'}"]
-    done = subprocess.run(
-        lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True, timeout=300
-    )
+    done = run_lmpt(*args, cwd=tmp_path)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("lmpt: error:"), done.stderr
     assert fragment in lines[0] and list(tmp_path.iterdir()) == []

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from runner import lmpt_env
+from runner import lmpt_env, run_lmpt
 
 
 def _prepare(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = lmpt_env(LMPT_CACHE_DIR=str(cwd / "cache"))
-    command = [sys.executable, "-m", "lmpt.prepare", "tokenizer.vocab_size=1024", *args]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return run_lmpt("tokenizer.vocab_size=1024", *args, cwd=cwd, env=env, command="lmpt-prepare")
 
 
 def test_prepare_builds_once_then_reuses_and_writes_no_run_directory(tmp_path: Path) -> None:

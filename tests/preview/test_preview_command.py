@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from runner import lmpt_env
+from runner import run_lmpt
 
 from lmpt.data.cache import PreparedData
 
@@ -19,9 +18,7 @@ OBJECTIVES = ["clm", "mlm", "nsp", "span", "prefix", "ul2-mixture", "mdlm"]
 
 
 def run_preview(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = lmpt_env()  # LMPT_CACHE_DIR comes from conftest's session fixture
-    command = [sys.executable, "-m", "lmpt.preview.cli", *SMALL, *args]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return run_lmpt(*SMALL, *args, cwd=cwd, command="lmpt-preview")  # LMPT_CACHE_DIR: conftest's session fixture
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from report_fakes import SHARED, eval_record, make_run, make_sweep, train_record
-from runner import lmpt_env
+from runner import run_lmpt
 
 from lmpt.report.compare import main
 
@@ -17,10 +16,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def compare_command(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = lmpt_env()
-    return subprocess.run(
-        [sys.executable, "-m", "lmpt.report.compare", *args], cwd=cwd, env=env, capture_output=True, text=True
-    )
+    return run_lmpt(*args, cwd=cwd, command="lmpt-compare")
 
 
 def compare_ok(argv: list[str]) -> None:
@@ -103,10 +99,7 @@ def test_real_sweep_then_compare(tmp_path: Path) -> None:
         "optimizer.lr=1e-3,3e-3",
         f"hydra.sweep.dir={sweep_dir}",
     ]
-    env = lmpt_env()
-    sweep = subprocess.run(
-        [sys.executable, "-m", "lmpt", "-m", *overrides], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
+    sweep = run_lmpt("-m", *overrides, cwd=tmp_path)
     assert sweep.returncode == 0, sweep.stderr[-2000:]
 
     result = compare_command(str(sweep_dir), "out=report", cwd=tmp_path)
