@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 from corpus_files import paragraphs, write_format
-from runner import SMALL, lmpt_command, lmpt_env, train_losses
+from runner import SMALL, lmpt_env, run_lmpt, train_losses
 
 from lmpt.config.schema import DataConfig, TokenizerConfig
 from lmpt.config.validate import parse_max_tokens
@@ -82,7 +82,7 @@ def test_training_from_parquet_and_save_to_disk_through_data_hf(corpus: dict[str
         run_dir = tmp_path / f"run-{fmt}"
         args = [*SMALL, *steps, "data=hf", f"data.name={corpus[fmt]}", f"hydra.run.dir={run_dir}"]
         env = lmpt_env(**OFFLINE, LMPT_CACHE_DIR=str(tmp_path / "cache"))
-        result = subprocess.run(lmpt_command(*args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        result = run_lmpt(*args, cwd=tmp_path, env=env)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
         losses[fmt] = train_losses(run_dir)
     assert sorted(losses["parquet"]) == [1, 2, 3, 4, 5]
@@ -242,8 +242,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(case: str, corpus, tmp_
     (tmp_path / "speeches.parquet").symlink_to(corpus["parquet"])
     cache = tmp_path / "cache"
     env = lmpt_env(**OFFLINE, LMPT_CACHE_DIR=str(cache))
-    args = lmpt_command(*SMALL, *overrides, f"hydra.run.dir={tmp_path / 'run'}")
-    result = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    result = run_lmpt(*SMALL, *overrides, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, env=env)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]
     assert lines[0].startswith("lmpt: error: ") and fragment in lines[0], lines[0]

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from runner import SMALL, lmpt_command, lmpt_env
+from runner import SMALL, run_lmpt
 
 from lmpt.data.cache import PreparedData
 from lmpt.data.sampler import StepLayout
@@ -66,9 +66,7 @@ def _launch(tmp_path: Path, *overrides: str, run: str = "run") -> subprocess.Com
         f"hydra.run.dir={tmp_path / run}",
         *overrides,
     ]
-    return subprocess.run(
-        lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True, timeout=300
-    )
+    return run_lmpt(*args, cwd=tmp_path)
 
 
 @pytest.mark.parametrize(

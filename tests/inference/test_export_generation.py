@@ -7,13 +7,11 @@ tests/downstream/test_downstream_runs.py."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from runner import TINY_RUN, lmpt_env
+from runner import TINY_RUN, run_lmpt
 
 from lmpt.hf.export import export
 from lmpt.inference.generate import generate
@@ -35,9 +33,7 @@ NEW = 24
 def exports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """(a tiny clm run, its plain export, its export with add_bos_token=false)."""
     root = tmp_path_factory.mktemp("generation")
-    env = lmpt_env()
-    command = [sys.executable, "-m", "lmpt", *TINY, f"hydra.run.dir={root / 'run'}"]
-    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    done = run_lmpt(*TINY, f"hydra.run.dir={root / 'run'}", cwd=root)
     assert done.returncode == 0, done.stderr[-2000:]
     export([str(root / "run"), str(root / "plain")])
     export([str(root / "run"), str(root / "nobos"), "add_bos_token=false"])

@@ -3,13 +3,11 @@ logits are lmpt's, and whose generate() fills the sentinels of a corrupted input
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from runner import lmpt_env
+from runner import run_lmpt
 
 from lmpt.hf.export import export
 from lmpt.model.generate import sample
@@ -36,9 +34,7 @@ TEXT = "First Citizen: Before we proceed any <extra_id_0>, hear me <extra_id_1>.
 
 def train(tmp_path_factory: pytest.TempPathFactory, *overrides: str) -> Path:
     run = tmp_path_factory.mktemp("run") / "run"
-    env = lmpt_env()
-    cmd = [sys.executable, "-m", "lmpt", *TINY, *overrides, f"hydra.run.dir={run}"]
-    done = subprocess.run(cmd, cwd=run.parent, env=env, capture_output=True, text=True, timeout=600)
+    done = run_lmpt(*TINY, *overrides, f"hydra.run.dir={run}", cwd=run.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     return run
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
-from runner import lmpt_env
+from runner import run_lmpt
 
 from lmpt.config.command_options import run_command
 from lmpt.downstream.eval_cli import evaluate
@@ -38,8 +37,7 @@ TEXT = (
 
 def _train(tmp_path_factory: pytest.TempPathFactory, *overrides: str) -> Path:
     run = tmp_path_factory.mktemp("run") / "run"
-    cmd = [sys.executable, "-m", "lmpt", *TINY, *overrides, f"hydra.run.dir={run}"]
-    done = subprocess.run(cmd, cwd=run.parent, env=lmpt_env(), capture_output=True, text=True, timeout=300)
+    done = run_lmpt(*TINY, *overrides, f"hydra.run.dir={run}", cwd=run.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     return run
 
@@ -186,13 +184,7 @@ def test_eval_encoder_decoder_table(encoder_decoder_run: Path, text_file: Path, 
 def test_export_decoder_loads_in_transformers_with_the_same_loss(decoder_run: Path, tmp_path: Path) -> None:
     transformers = pytest.importorskip("transformers")
     out = tmp_path / "hf"
-    done = subprocess.run(
-        [sys.executable, "-m", "lmpt.hf.export", str(decoder_run), str(out)],
-        env=lmpt_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_lmpt(str(decoder_run), str(out), cwd=tmp_path, command="lmpt-export")
     assert done.returncode == 0, done.stderr
     model = transformers.AutoModelForCausalLM.from_pretrained(out, local_files_only=True).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(out, local_files_only=True)
@@ -256,13 +248,7 @@ def test_export_where_it_cannot_write_names_out_dir(decoder_run: Path, tmp_path:
 
 
 def test_console_script_refusal_and_help(encoder_run: Path) -> None:
-    run = lambda *a: subprocess.run(
-        [sys.executable, "-m", "lmpt.inference.generate", *a],
-        env=lmpt_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = lambda *a: run_lmpt(*a, cwd=encoder_run.parent, command="lmpt-generate")
     refused = run(str(encoder_run), "prompt=hi")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "lmpt-fill" in refused.stderr
     helped = run("--help")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from runner import TINY_MODEL, lmpt_env
+from runner import TINY_MODEL, run_lmpt
 
 from lmpt.config.schema import ModelConfig
 from lmpt.errors import LmptError
@@ -31,10 +30,8 @@ TINY = [
 ]
 
 
-def _command(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=cwd, env=lmpt_env(), capture_output=True, text=True, timeout=300
-    )
+def _command(command: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return run_lmpt(*args, cwd=cwd, command=command)
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +82,7 @@ def test_too_few_steps_or_too_long_is_refused() -> None:
 
 def test_lmpt_generate_samples_an_mdlm_run_over_its_steps(mdlm_run: Path) -> None:
     done = _command(
-        "lmpt.inference.generate",
+        "lmpt-generate",
         str(mdlm_run),
         "prompt=The king",
         "max_tokens=8",
@@ -100,14 +97,14 @@ def test_lmpt_generate_samples_an_mdlm_run_over_its_steps(mdlm_run: Path) -> Non
 
 @pytest.mark.parametrize("steps", ["0", "-2"])
 def test_a_step_count_below_one_is_one_line_exit_2(mdlm_run: Path, steps: str) -> None:
-    done = _command("lmpt.inference.generate", str(mdlm_run), f"steps={steps}", cwd=mdlm_run.parent)
+    done = _command("lmpt-generate", str(mdlm_run), f"steps={steps}", cwd=mdlm_run.parent)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and f"steps={steps} must be at least 1" in lines[0], done.stderr
 
 
 def test_lmpt_export_refuses_an_mdlm_run_in_one_line(mdlm_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "exported"
-    done = _command("lmpt.hf.export", str(mdlm_run), str(out), cwd=tmp_path)
+    done = _command("lmpt-export", str(mdlm_run), str(out), cwd=tmp_path)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "transformers has no model class for it" in lines[0] and not out.exists()

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from runner import lmpt_env
+from runner import lmpt_env, run_lmpt
 
 from lmpt.config.quality_schema import QualityConfig
 from lmpt.errors import LmptError
@@ -67,10 +65,7 @@ def test_a_held_out_text_of_nothing_but_copies_is_refused_in_one_line(tmp_path: 
     text = "\n\n".join("\n".join(docs[i % 3]) for i in range(120))  # every 20th held out: all copies
     (tmp_path / "corpus.txt").write_text(text + "\n")
     env = lmpt_env(LMPT_CACHE_DIR=str(tmp_path / "cache"))
-    command = [
-        sys.executable,
-        "-m",
-        "lmpt.prepare",
+    args = [
         "tokenizer.vocab_size=512",
         "data=text",
         "data.paths=[corpus.txt]",
@@ -78,7 +73,7 @@ def test_a_held_out_text_of_nothing_but_copies_is_refused_in_one_line(tmp_path: 
         "quality.workers=1",
         "quality.exact_dedup=true",
     ]
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = run_lmpt(*args, cwd=tmp_path, env=env, command="lmpt-prepare")
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
     assert "all 6 held-out documents are copies of kept training documents" in done.stderr

@@ -13,15 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-from runner import lmpt_env
+from runner import lmpt_env, run_lmpt
 
 
 def _prepare(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = lmpt_env(LMPT_CACHE_DIR=str(cwd / "cache"))
-    command = [
-        sys.executable,
-        "-m",
-        "lmpt.prepare",
+    argv = [
         "tokenizer.vocab_size=512",
         "data=text",
         "data.paths=[corpus.txt]",
@@ -30,7 +27,7 @@ def _prepare(cwd: Path, *args: str) -> subprocess.CompletedProcess:
         "quality.workers=2",
         *args,
     ]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return run_lmpt(*argv, cwd=cwd, env=env, command="lmpt-prepare")
 
 
 def _word(rng: random.Random) -> str:

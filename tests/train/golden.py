@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import torch
-from runner import SMALL, lmpt_command, lmpt_env
+from runner import SMALL, lmpt_command, lmpt_env, run_lmpt
 from safetensors.torch import load_file
 
 FAULT_RUNNER = Path(__file__).resolve().with_name("fault_runner.py")
@@ -45,11 +45,18 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def run(run_dir: Path, args: list[str], timeout: float = 300, **fault_env: str) -> subprocess.CompletedProcess:
-    """The command in `run_dir` (real `python -m lmpt`, or the fault runner when faults are asked for)."""
+    """The command in `run_dir`: called in this process, or the fault runner's process when faults are asked for
+    (it kills itself at the fault; a restart in this process resumes what a killed process left)."""
     argv = [*args, f"hydra.run.dir={run_dir}"]
-    command = [sys.executable, str(FAULT_RUNNER), *argv] if fault_env else lmpt_command(*argv)
+    if not fault_env:
+        return run_lmpt(*argv, cwd=run_dir.parent, env=env(), timeout=timeout)
     return subprocess.run(
-        command, cwd=run_dir.parent, env=env(**fault_env), capture_output=True, text=True, timeout=timeout
+        [sys.executable, str(FAULT_RUNNER), *argv],
+        cwd=run_dir.parent,
+        env=env(**fault_env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

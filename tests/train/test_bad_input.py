@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from golden import BASE, describe, env, run
-from runner import lmpt_command
+from runner import run_lmpt
 from tokenizers import Tokenizer as FastTokenizer
 from tokenizers import models
 
@@ -108,7 +108,7 @@ def test_bad_input_is_one_line_exit_2_and_damages_nothing(case: str, workspace: 
     args = [*BASE, *overrides]
     if not any(o.startswith("hydra.run.dir=") for o in overrides):
         args.append(f"hydra.run.dir={target}")
-    result = subprocess.run(lmpt_command(*args), cwd=workspace, env=env(), capture_output=True, text=True, timeout=300)
+    result = run_lmpt(*args, cwd=workspace, env=env())
     line = one_error_line(result)
     assert fragment in line, line
     assert snapshot(existing) == before

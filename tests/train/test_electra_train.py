@@ -5,14 +5,13 @@ lmpt-export give, the dry-run plan counts the generator, and a generator wider t
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 from composed import composed
-from golden import BASE, assert_same, describe, env, golden_run, interrupted_run, records, start_golden
-from runner import lmpt_command
+from golden import BASE, assert_same, describe, golden_run, interrupted_run, records, start_golden
+from runner import run_lmpt
 from safetensors.torch import load_file
 
 from lmpt.config.schema import ModelConfig
@@ -122,14 +121,7 @@ def test_dry_run_plan_counts_the_generator() -> None:
 def test_a_generator_wider_than_the_discriminator_is_one_line_and_exit_2(tmp_path: Path) -> None:
     """(0 and negative sizes take the same path; tests/objectives/test_electra_objective.py covers them.)"""
     size = "1.5"
-    result = subprocess.run(
-        lmpt_command(*ELECTRA, f"objective.generator_size={size}", f"hydra.run.dir={tmp_path / 'run'}"),
-        cwd=tmp_path,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_lmpt(*ELECTRA, f"objective.generator_size={size}", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, describe(result)
     assert lines[0].startswith(f"lmpt: error: objective.generator_size={size}"), lines
@@ -152,24 +144,10 @@ def test_a_sweep_over_mlm_and_electra_and_its_comparison(tmp_path: Path) -> None
     """`lmpt -m objective=mlm,electra` runs both jobs; lmpt-compare puts electra's measures beside mlm's and ranks
     neither over the other (their val_loss measure different tasks)."""
     small = [a for a in BASE if not a.startswith(("trainer.max_steps", "trainer.eval_every", "trainer.ckpt_every"))]
-    sweep = subprocess.run(
-        lmpt_command("-m", "objective=mlm,electra", *small, "trainer.max_steps=8", "trainer.eval_every=8"),
-        cwd=tmp_path,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    sweep = run_lmpt("-m", "objective=mlm,electra", *small, "trainer.max_steps=8", "trainer.eval_every=8", cwd=tmp_path)
     assert sweep.returncode == 0, describe(sweep)
     (sweep_dir,) = (tmp_path / "multirun").glob("*/*")
-    compare = subprocess.run(
-        [*lmpt_command()[:2], "lmpt.report.compare", str(sweep_dir), "out=report"],
-        cwd=tmp_path,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    compare = run_lmpt(str(sweep_dir), "out=report", cwd=tmp_path, command="lmpt-compare")
     assert compare.returncode == 0, describe(compare)
     table = (tmp_path / "report" / "compare.md").read_text()
     assert (

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -68,13 +66,7 @@ def test_dry_run_plan_counts_the_multi_token_modules(tmp_path: Path) -> None:
 def test_mtp_run_exports_as_clm_llama_with_the_main_heads_logits(runs: dict[str, Path], tmp_path: Path) -> None:
     transformers = pytest.importorskip("transformers")
     out = tmp_path / "hf"
-    done = subprocess.run(
-        [sys.executable, "-m", "lmpt.hf.export", str(runs["mtp"]), str(out)],
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_lmpt(str(runs["mtp"]), str(out), cwd=tmp_path, env=env(), command="lmpt-export")
     assert done.returncode == 0, describe(done)
     saved = load_file(runs["mtp"] / "model.safetensors")
     assert any(k.startswith("mtp.") for k in saved) and not any(
@@ -102,13 +94,7 @@ def test_init_from_an_mtp_run_carries_the_main_model_its_modules_start_fresh(run
 
 
 def test_fill_writes_the_middle_of_a_fim_run(runs: dict[str, Path]) -> None:
-    fill = lambda *a: subprocess.run(
-        [sys.executable, "-m", "lmpt.inference.fill", str(runs["fim"]), *a],
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    fill = lambda *a: run_lmpt(str(runs["fim"]), *a, cwd=runs["fim"].parent, env=env(), command="lmpt-fill")
     done = fill("prefix=First Citizen:", "suffix= the people.", "max_tokens=8", "json=true")
     assert done.returncode == 0, describe(done)
     result = json.loads(done.stdout)
@@ -117,13 +103,8 @@ def test_fill_writes_the_middle_of_a_fim_run(runs: dict[str, Path]) -> None:
 
 
 def test_preview_shows_fim(tmp_path: Path) -> None:
-    preview = lambda *a: subprocess.run(
-        [sys.executable, "-m", "lmpt.preview.cli", "tokenizer.vocab_size=1024", "data.seq_len=64", *a],
-        cwd=tmp_path,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    preview = lambda *a: run_lmpt(
+        "tokenizer.vocab_size=1024", "data.seq_len=64", *a, cwd=tmp_path, env=env(), command="lmpt-preview"
     )
     fim = preview("objective=fim", "objective.fim_rate=1", "preview.json=true")
     assert fim.returncode == 0, describe(fim)

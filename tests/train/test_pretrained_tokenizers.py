@@ -6,14 +6,13 @@ the same ids; bad tokenizer input is one line and exit code 2."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from golden import describe, env
 from hf_files import gpt2_style, wordpiece
-from runner import lmpt_command
+from runner import run_lmpt
 from test_bad_input import one_error_line
 
 from lmpt.rundir.trained import load_trained
@@ -36,12 +35,11 @@ TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\tCaf\u00
 
 
 def lmpt(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(lmpt_command(*args), cwd=cwd, env=env(), capture_output=True, text=True, timeout=300)
+    return run_lmpt(*args, cwd=cwd, env=env())
 
 
 def export(run: Path, out: Path) -> None:
-    command = [sys.executable, "-m", "lmpt.hf.export", str(run), str(out)]
-    done = subprocess.run(command, env=env(), capture_output=True, text=True, timeout=120)
+    done = run_lmpt(str(run), str(out), cwd=run.parent, env=env(), command="lmpt-export")
     assert done.returncode == 0, describe(done)
 
 
@@ -107,19 +105,7 @@ def test_bad_tokenizer_input_is_one_line_exit_2(files: Path, tmp_path: Path) -> 
         f"tokenizer.path={files / 'gpt2'} tokenizer.vocab_size=1024": "tokenizer.vocab_size=1024 cannot be set",
         f"tokenizer.path={files / 't5ish'} objective=span": "the tokenizer has 2 sentinels",
     }
-    launched = {  # side by side: each is a process start and a refusal
-        overrides: subprocess.Popen(
-            lmpt_command(*base, *overrides.split()),
-            cwd=tmp_path,
-            env=env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for overrides in cases
-    }
-    for overrides, process in launched.items():
-        out, err = process.communicate(timeout=300)
-        line = one_error_line(subprocess.CompletedProcess(process.args, process.returncode, out, err))
-        assert cases[overrides] in line, (overrides, line)
+    for overrides, said in cases.items():
+        line = one_error_line(lmpt(tmp_path, *base, *overrides.split()))
+        assert said in line, (overrides, line)
     assert not (tmp_path / "run").exists()

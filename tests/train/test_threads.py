@@ -16,7 +16,7 @@ import torch
 from lmpt.cores import busy_cores, usable_cores
 from lmpt.errors import LmptError
 from lmpt.train.placement import choose_threads
-from tests.runner import REPO, SMALL, lmpt_command, lmpt_env
+from tests.runner import REPO, SMALL, lmpt_command, lmpt_env, run_lmpt
 
 
 def _choose(env: dict[str, str], cores: int = 4, busy: float | None = 0.0):
@@ -100,14 +100,7 @@ def test_a_forced_count_wins_in_a_real_run(tmp_path: Path) -> None:
 
 
 def test_a_bad_forced_count_stops_the_run_in_one_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        lmpt_command(*SMALL, "trainer.max_steps=2"),
-        cwd=tmp_path,
-        env=_pinned_env(LMPT_THREADS="0"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_lmpt(*SMALL, "trainer.max_steps=2", cwd=tmp_path, env=_pinned_env(LMPT_THREADS="0"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("lmpt: error: LMPT_THREADS='0' is not a thread count")
 
