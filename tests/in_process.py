@@ -24,7 +24,8 @@ interpreter joins them before it exits.
 What stays shared, so what a test of it runs as a real process (runner.run_process): the hash seed (a run and its
 resumption in one process hash strings in the same order), signals sent to the process, `kill -9`, torchrun's ranks
 (WORLD_SIZE > 1 leaves with os._exit), what an interpreter reads as it starts (PYTHONPATH, PYTHONHASHSEED, a thread
-count torch has already taken), and imports (a bare install starts every command in CI)."""
+count torch has already taken, CUDA_VISIBLE_DEVICES once CUDA is up, rich's FORCE_COLOR), and imports (a bare install
+starts every command in CI)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ from importlib.metadata import EntryPoint, entry_points
 import numpy as np
 import torch
 
-STARTUP_ONLY = ("PYTHONPATH", "PYTHONHASHSEED", "PYTHONSTARTUP", "LD_PRELOAD", "CUDA_VISIBLE_DEVICES")
+STARTUP_ONLY = ("PYTHONPATH", "PYTHONHASHSEED", "PYTHONSTARTUP", "LD_PRELOAD")
 """Environment read as an interpreter (or a library it loads) starts: a command that needs its own value of one of
 these runs as a process (runner.run_process)."""
 

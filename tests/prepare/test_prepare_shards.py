@@ -9,12 +9,11 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from runner import SMALL, lmpt_env, run_lmpt, train_losses
+from runner import SMALL, lmpt_command, lmpt_env, run_lmpt, train_losses
 
 from lmpt.prepare.cli import parse_part
 
@@ -26,12 +25,16 @@ def _env(cwd: Path) -> dict[str, str]:
     return env
 
 
+PREPARE = ["tokenizer.vocab_size=1024", *DATA]
+
+
 def _command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "lmpt.prepare", "tokenizer.vocab_size=1024", *DATA, *args]
+    """lmpt-prepare as a process of its own (builds side by side, a build killed)."""
+    return lmpt_command(*PREPARE, *args, command="lmpt-prepare")
 
 
 def _prepare(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(_command(*args), cwd=cwd, env=_env(cwd), capture_output=True, text=True, timeout=300)
+    return run_lmpt(*PREPARE, *args, cwd=cwd, env=_env(cwd), command="lmpt-prepare")
 
 
 def _cache_bytes(cache_dir: Path) -> dict[str, bytes]:
@@ -134,14 +137,7 @@ def test_a_malformed_part_is_refused_in_one_line(tmp_path: Path) -> None:
         "-1/2",
         "1",
     ]
-    done = subprocess.run(
-        [sys.executable, "-m", "lmpt.prepare", "prepare.shard=2/2"],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_lmpt("prepare.shard=2/2", cwd=tmp_path, env=_env(tmp_path), command="lmpt-prepare")
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "lmpt: error: prepare.shard=2/2 must be i/N with 0 <= i < N (for example prepare.shard=2/8)"
     ]

@@ -5,10 +5,9 @@ without reaching the Hub."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from runner import TINY_MODEL, lmpt_env
+from runner import TINY_MODEL, lmpt_env, run_lmpt
 
 from lmpt.cores import usable_cores
 
@@ -24,8 +23,7 @@ TINY = [
 
 
 def run_study(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "lmpt.study", *args]
-    return subprocess.run(command, cwd=cwd, env=lmpt_env(**env), capture_output=True, text=True, timeout=600)
+    return run_lmpt(*args, cwd=cwd, env=lmpt_env(**env), command="lmpt-study")
 
 
 def test_the_dry_run_lists_every_run_with_its_size_and_writes_nothing(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from runner import lmpt_env
+from runner import lmpt_env, run_lmpt
 from test_study import STUDY, run_study
 
 from lmpt.downstream.significance import encode_outcomes
@@ -76,8 +76,7 @@ def test_a_bad_range_is_one_line_naming_the_key(expression: str, message: str) -
 
 
 def test_help_shows_the_values_the_study_runs(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "lmpt.study", "study.seeds=[4]", "--help"]
-    shown = subprocess.run(command, cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True, timeout=120)
+    shown = run_lmpt("study.seeds=[4]", "--help", cwd=tmp_path, command="lmpt-study")
     assert shown.returncode == 0, shown.stderr
     for line in (
         "study.objectives=[clm,mlm,gpt-bert]",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 from omegaconf import OmegaConf
-from runner import lmpt_env
+from runner import importable, lmpt_env, run_lmpt
 from safetensors.torch import load_file
 from test_study import STUDY, run_study
 
@@ -187,14 +187,12 @@ def test_two_cpu_slots_record_the_serial_study_bit_for_bit_and_a_stopped_study_r
     assert got == expected
 
 
-def _hide_submitit(tmp_path: Path) -> dict[str, str]:
-    """An environment where `import submitit` fails, as in an install without the slurm extra."""
+def _hide_submitit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`import submitit` fails for the test, as in an install without the slurm extra."""
     fake = tmp_path / "hidden" / "submitit"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('submitit hidden by the test')\n")
-    env = lmpt_env()
-    env["PYTHONPATH"] = os.pathsep.join([str(fake.parent), env["PYTHONPATH"]])
-    return env
+    importable(monkeypatch, fake.parent)
 
 
 @pytest.mark.parametrize(
@@ -211,13 +209,12 @@ def _hide_submitit(tmp_path: Path) -> dict[str, str]:
     ids=["cores", "zero", "no-gpu", "gpus", "no-submitit", "launcher", "slurm-option"],
 )
 def test_bad_slots_are_one_line_exit_2_and_write_nothing(
-    tmp_path: Path, args: list[str], env: dict[str, str], message: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str], message: str
 ) -> None:
-    environ = _hide_submitit(tmp_path) if env.pop("hide", None) else lmpt_env()
-    environ.update(env)
+    if env.pop("hide", None):
+        _hide_submitit(tmp_path, monkeypatch)
     before = set(tmp_path.iterdir())
-    command = [sys.executable, "-m", "lmpt.study", *STUDY, *args]
-    result = subprocess.run(command, cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=300)
+    result = run_lmpt(*STUDY, *args, cwd=tmp_path, env=lmpt_env(**env), command="lmpt-study")
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("lmpt: error:") and message in lines[0], result.stderr
