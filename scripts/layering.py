@@ -58,7 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 SUBPACKAGE = "downstream"
 """The package whose own floors are measured apart (`package_figures`)."""
 SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("figures", ("figures", "significance", "seed_figures")),  # names, metrics, statistics, a model's figures; no torch
+    ("figures", ("figures", "significance", "seed_figures", "official")),  # names, metrics, statistics; no torch
     ("sources", ("sources", "glue")),  # where examples come from: files, bundled:NAME, GLUE's folders
     ("engines", ("control", "likelihood", "floors", "training", "finetune")),  # the ways of scoring, shared by kinds
     ("task", ("task",)),  # what every task and result answers

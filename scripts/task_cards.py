@@ -163,9 +163,9 @@ def floors(task: CardTask) -> dict:
     """A classification task's bag-of-words floor (lmpt-finetune's, same function and files) and the accuracy of
     always answering the most common training label on dev and test (its majority_accuracy, on each split)."""
     from lmpt.downstream.floors import bag_of_words_floor
-    from lmpt.downstream.sources import FinetuneOptions, TaskData, read_labelled
+    from lmpt.downstream.sources import TaskData, read_labelled
 
-    labelled = read_labelled(FinetuneOptions(data=TaskData(**task.files), task=task.name))
+    labelled = read_labelled(TaskData(**task.files), task.name)
     majority = Counter(e.label for e in labelled.examples["train"]).most_common(1)[0][0]
     shares = {
         f"{split}_majority": sum(e.label == majority for e in examples) / len(examples)

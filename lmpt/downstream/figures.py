@@ -2,10 +2,10 @@
 metrics.jsonl (`downstream/TASK/FIGURE`, lmpt.downstream.run_tasks), and what lmpt-report ranks and shows.
 Plain strings, so a report reads them without loading torch.
 
-Beside the names, the one table of downstream metrics (`METRICS`): each figure's name to how it is
-computed from gold labels and predictions, by scikit-learn and scipy. Classification's figures, regression's and
-GLUE's official ones all read it, so a figure of one name is computed one way everywhere; a fine-tuning's figures
-are summed up over its seeds here too (`mean_and_std`).
+Beside the names, the one table of downstream metrics (`METRICS`): each figure's name to how it is computed from gold
+labels and predictions, by scikit-learn and scipy, and which way is better (`Metric`). Classification's figures,
+regression's and GLUE's official ones all read it, so a figure of one name is computed one way everywhere; a
+fine-tuning's figures are summed up over its seeds here too (`mean_and_std`).
 
 Undefined values are never written as NaN: Matthews correlation with one class among gold and predicted is 0 (as
 scikit-learn returns it), and a correlation where either side is constant is 0 (a head that predicts one number has
@@ -16,6 +16,7 @@ from __future__ import annotations
 import statistics
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -189,16 +190,28 @@ def mse(gold: Labels, predicted: Labels) -> float:
     return float(np.mean((y - x) ** 2))
 
 
-METRICS: dict[str, Callable[[Labels, Labels], float]] = {
-    ACCURACY: accuracy,
-    MACRO_F1: macro_f1,
-    F1: positive_f1,
-    MCC: mcc,
-    PEARSON: _correlation(PEARSON),
-    SPEARMAN: _correlation(SPEARMAN),
-    MSE: mse,
+@dataclass(frozen=True)
+class Metric:
+    """A figure computed from gold labels and predictions, and which way is better (as lm-evaluation-harness
+    registers a metric with `higher_is_better`)."""
+
+    compute: Callable[[Labels, Labels], float]
+    higher_is_better: bool = True
+
+    def __call__(self, gold: Labels, predicted: Labels) -> float:
+        return self.compute(gold, predicted)
+
+
+METRICS: dict[str, Metric] = {
+    ACCURACY: Metric(accuracy),
+    MACRO_F1: Metric(macro_f1),
+    F1: Metric(positive_f1),
+    MCC: Metric(mcc),
+    PEARSON: Metric(_correlation(PEARSON)),
+    SPEARMAN: Metric(_correlation(SPEARMAN)),
+    MSE: Metric(mse, higher_is_better=False),
 }
-"""Figure name -> its value from (gold, predicted)."""
+"""Figure name -> the metric computing it from (gold, predicted), and its direction."""
 
 
 def classification_scores(

@@ -71,10 +71,10 @@ from lmpt.downstream.figures import (
     mean_and_std,
     mean_of,
 )
-from lmpt.downstream.glue import SPLIT_PREFIXES, GlueTask, glue_task, official_figures
+from lmpt.downstream.official import SCORED_SPLITS, TaskMetric, official_figures
 from lmpt.downstream.seed_figures import Candidate, Search
 from lmpt.downstream.significance import Gain, decode_outcomes, encode_outcomes, paired_gain
-from lmpt.downstream.sources import Example, FinetuneOptions, LabelledTask, capped, check_trainable
+from lmpt.downstream.sources import FinetuneOptions, LabelledTask, capped, check_trainable, labelled_name, read_labelled
 from lmpt.downstream.training import (
     CLASSES,
     POOLINGS,
@@ -85,7 +85,6 @@ from lmpt.downstream.training import (
     SequenceClassifier,
     Target,
     encode_task,
-    labelled_task,
     resolve_pooling,
     run_seeds,
     seeds_work,
@@ -142,7 +141,9 @@ def check_task(
         o.max_train_examples is None or o.max_train_examples >= 1,
         f"max_train_examples={o.max_train_examples} must be at least 1 (or null: every example)",
     )
-    labelled = capped(labelled or labelled_task(o, target.numeric_labels), o.max_train_examples, o.seed)
+    labelled = capped(
+        labelled or read_labelled(o.data, labelled_name(o), target.numeric_labels), o.max_train_examples, o.seed
+    )
     check_trainable(labelled, o)
     if parse_lr(o.lr) == SEARCH:
         check_search_size(len(labelled.examples["train"]), o)
@@ -213,25 +214,25 @@ def finetune(
     o: FinetuneOptions,
     target: Target = CLASSES,
     labelled: LabelledTask | None = None,
-    unlabelled: list[Example] | None = None,
 ) -> FineTuning:
     """Fine-tune `trained` (left unchanged) on the task `o.data` names (or `labelled`, read already), predicting
     `target`, `o.seeds` times, and with control=scratch its freshly initialised twin beside it (read back from the
-    shared cache when an earlier run fine-tuned the same control). `unlabelled`: examples to predict too, never
-    scored. Bad input raises LmptError before any training."""
+    shared cache when an earlier run fine-tuned the same control). Each seed's figures are its kind's and the task's
+    own metrics (with the task's score); its unlabelled examples are predicted too, never scored. Bad input raises
+    LmptError before any training."""
     space = recipe_space(trained.arch, o)  # a pooling that does not fit the architecture: refused first
     seq_len, labelled = check_task(o, trained.model.max_seq_len, int(trained.config.data.seq_len), target, labelled)
-    task = encode_task(trained, labelled, seq_len, target, unlabelled)
+    task = encode_task(trained, labelled, seq_len, target)
     device = trained.model.head_weight.device
     precision = pick_precision(TrainerConfig(precision=o.precision, amp=o.amp), device)
     bodies = {"pretrained": trained.model if o.mode == "probe" else copy.deepcopy(trained.model)}  # probe only reads
-    glue = glue_task(o.task or "", "task") if o.data.dir is not None else None  # a GLUE task: its official figures
-    metrics = tuple(glue.metrics) if glue is not None else ()
+    metrics = labelled.metrics
     floor, key, shared = None, None, None
     floor_predictions: dict[str, list] = {}
     if o.control == SCRATCH:
         scratch = scratch_model(trained)
-        key = control_key(scratch, task, o, space, precision.name, trained.tokenizer.special, trained.arch, metrics)
+        names = tuple(m.name for m in metrics)
+        key = control_key(scratch, task, o, space, precision.name, trained.tokenizer.special, trained.arch, names)
         shape = {p: (o.seeds, len(s)) for p, s in (("", task.dev), ("test_", task.test)) if s is not None}
         shared = read_control(key, shape, target, o.json)  # the same control fine-tuned for another run
         if shared is None:
@@ -245,11 +246,11 @@ def finetune(
             name: tune(body, task, o, space, precision, trained.tokenizer.special, trained.arch, bar, labels[name])
             for name, body in bodies.items()
         }
-    if glue is not None:  # before a control is stored: one read back carries them too
-        for t in tuned.values():
-            _add_official(glue, task, t)
-        if floor is not None:
-            floor |= official_figures(glue, task.examples, floor_predictions, task.classes)
+    gold = {split: [e.label for e in task.examples[split]] for split in SCORED_SPLITS if split in task.examples}
+    for t in tuned.values():  # before a control is stored: one read back carries them too
+        _add_official(metrics, gold, task.classes, t)
+    if floor is not None:
+        floor |= official_figures(metrics, gold, floor_predictions, task.classes)
     control = None
     if floor is not None and key is not None:
         if shared is None:  # fine-tuned here: kept for the next run with the same control, where the cache may
@@ -269,17 +270,20 @@ def finetune(
         precision.name,
         baseline,
         tuned["pretrained"],
-        metrics,
+        tuple(m.name for m in metrics),
         control,
     )
 
 
-def _add_official(glue: GlueTask, task: EncodedTask, tuned: Tuned) -> None:
-    """Each seed's official figures of the GLUE task and its score, from the seed's predictions, into its figures."""
+def _add_official(
+    metrics: tuple[TaskMetric, ...], gold: dict[str, list[str]], classes: list[str], tuned: Tuned
+) -> None:
+    """Each seed's figures of the task's own `metrics` and the task's score, from the seed's predictions against the
+    `gold` labels by split, into its figures (none for a task without metrics of its own)."""
     predictions = tuned.runs.predictions or {}
     for i, row in enumerate(tuned.runs.per_seed):
-        predicted = {p: predictions[p][i].tolist() for p in SPLIT_PREFIXES if p in predictions}
-        row |= official_figures(glue, task.examples, predicted, task.classes)
+        predicted = {p: predictions[p][i].tolist() for p in SCORED_SPLITS.values() if p in predictions}
+        row |= official_figures(metrics, gold, predicted, classes)
 
 
 def _gains(pretrained: Tuned, control: Tuned, figure: str = ACCURACY) -> dict[str, Gain]:

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 import torch
 
 from lmpt.downstream.figures import classification_scores
-from lmpt.downstream.sources import Example
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
+
+    from lmpt.downstream.sources import Example
 
 DESCRIPTION = "bag of words (tf-idf 1-2 grams + logistic regression)"
 WORDS = r"(?u)\b\w+\b"

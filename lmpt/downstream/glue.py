@@ -11,27 +11,29 @@ A task is named as GLUE's folder or Hugging Face's config, in any case (STS-B, s
 unknown name, a missing file, a file whose columns are not the task's, a label that is not the task's) is one
 LmptError naming the file and what to do, raised before any training.
 
-GLUE's official figures and score, computed from predictions (what `lmpt-finetune RUN task=glue` keeps beside its
-record, so anyone can compute them again): CoLA Matthews correlation; SST-2, QNLI, RTE, WNLI accuracy; MRPC and QQP
-F1 of the positive class and accuracy; STS-B Pearson and Spearman correlation; MNLI accuracy on the matched and the
-mismatched dev sets (scikit-learn and scipy). A task's score is the mean of its figures; the GLUE score is the mean
-of the task scores, WNLI left out unless asked for (as BERT reported it: every model then scored at most its majority
-class). The test predictions are written as the GLUE server takes them: NAME.tsv, `index<TAB>prediction`.
-`official_figures` gives one fine-tuning seed's figures and score from its predictions, so a GLUE task fine-tuned in a
-run (downstream.classification_tasks=[glue:NAME@DIR]) records and ranks by them as `task=glue` does."""
+GLUE is data: a table of its tasks (`TASKS`: each task's files, columns, labels and official metrics, as
+lm-evaluation-harness's tasks/glue/*/default.yaml describe them), each metric one of lmpt's table, which knows which
+way is better (lmpt.downstream.figures.METRICS). CoLA Matthews correlation; SST-2, QNLI, RTE, WNLI accuracy; MRPC and
+QQP F1 of the positive class and accuracy; STS-B Pearson and Spearman correlation; MNLI accuracy on the matched and the
+mismatched dev sets. A task read (`glue_labelled`, or `GlueSource` for a glue:NAME@DIR entry) carries its metrics and
+its test files, only predicted, so a fine-tuning computes its official figures and score as it computes any task's
+own (lmpt.downstream.official): in a run (downstream.tasks=[glue:NAME@DIR]) and by `lmpt-finetune task=glue` alike.
+The GLUE score is the mean of the task scores, WNLI left out unless asked for (as BERT reported it: every model then
+scored at most its majority class). The test predictions are written as the GLUE server takes them: NAME.tsv,
+`index<TAB>prediction`. A GLUE-like suite whose files are read the same way is rows of such a table."""
 
 from __future__ import annotations
 
 import csv
 import io
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lmpt.downstream.figures import ACCURACY, F1, GLUE_SCORE, MCC, METRICS, PEARSON, SPEARMAN
-from lmpt.downstream.sources import MAX_ROW_CHARS, Example, number_label
+from lmpt.downstream.figures import ACCURACY, F1, MCC, PEARSON, SPEARMAN
+from lmpt.downstream.official import SCORED_SPLITS, TaskMetric, suite_score, task_figures
+from lmpt.downstream.sources import MAX_ROW_CHARS, Example, LabelledTask, Unlabelled, number_label
 from lmpt.errors import LmptError
 from lmpt.safe_files import write_atomically
 
@@ -57,8 +59,8 @@ class GlueTask:
     """The Hugging Face dataset's (text, pair) columns."""
     labels: tuple[str, ...]
     """The labels as GLUE's files write them (class order of the Hugging Face ClassLabel); () for STS-B's scores."""
-    metrics: tuple[str, ...]
-    """The official metrics, the task's GLUE score their mean."""
+    metrics: tuple[TaskMetric, ...]
+    """The official metrics, the task's GLUE score their mean (each one where higher is better)."""
     dev_files: tuple[str, ...] = ("dev",)
     test_files: tuple[str, ...] = ("test",)
     server_files: tuple[str, ...] = ()
@@ -78,12 +80,17 @@ class GlueTask:
 
 MATCHED, MISMATCHED = "matched_accuracy", "mismatched_accuracy"
 _BINARY, _NLI2 = ("0", "1"), ("entailment", "not_entailment")
+_ACCURACY, _F1_ACCURACY = (TaskMetric(ACCURACY),), (TaskMetric(F1), TaskMetric(ACCURACY))
+_MNLI = (TaskMetric(MATCHED, ACCURACY, "dev"), TaskMetric(MISMATCHED, ACCURACY, "test"))
+"""MNLI: accuracy on each dev file, the mismatched one scored as the fine-tuning's second split (`GlueSplits`)."""
 _PAIR_TEST = ("index", "sentence1", "sentence2")
 
 TASKS: dict[str, GlueTask] = {
     t.hf: t
     for t in (
-        GlueTask("CoLA", "cola", 3, None, 1, ("index", "sentence", None), ("sentence", None), _BINARY, (MCC,)),
+        GlueTask(
+            "CoLA", "cola", 3, None, 1, ("index", "sentence", None), ("sentence", None), _BINARY, (TaskMetric(MCC),)
+        ),
         GlueTask(
             "SST-2",
             "sst2",
@@ -93,7 +100,7 @@ TASKS: dict[str, GlueTask] = {
             ("index", "sentence", None),
             ("sentence", None),
             _BINARY,
-            (ACCURACY,),
+            _ACCURACY,
         ),
         GlueTask(
             "MRPC",
@@ -104,7 +111,7 @@ TASKS: dict[str, GlueTask] = {
             ("index", "#1 String", "#2 String"),
             ("sentence1", "sentence2"),
             _BINARY,
-            (F1, ACCURACY),
+            _F1_ACCURACY,
         ),
         GlueTask(
             "QQP",
@@ -115,7 +122,7 @@ TASKS: dict[str, GlueTask] = {
             ("id", "question1", "question2"),
             ("question1", "question2"),
             _BINARY,
-            (F1, ACCURACY),
+            _F1_ACCURACY,
             skip_bad_rows=True,
         ),
         GlueTask(
@@ -127,7 +134,7 @@ TASKS: dict[str, GlueTask] = {
             _PAIR_TEST,
             ("sentence1", "sentence2"),
             (),
-            (PEARSON, SPEARMAN),
+            (TaskMetric(PEARSON), TaskMetric(SPEARMAN)),
         ),
         GlueTask(
             "MNLI",
@@ -138,7 +145,7 @@ TASKS: dict[str, GlueTask] = {
             _PAIR_TEST,
             ("premise", "hypothesis"),
             ("entailment", "neutral", "contradiction"),
-            (MATCHED, MISMATCHED),
+            _MNLI,
             ("dev_matched", "dev_mismatched"),
             ("test_matched", "test_mismatched"),
             ("MNLI-m.tsv", "MNLI-mm.tsv"),
@@ -152,10 +159,10 @@ TASKS: dict[str, GlueTask] = {
             ("index", "question", "sentence"),
             ("question", "sentence"),
             _NLI2,
-            (ACCURACY,),
+            _ACCURACY,
         ),
         GlueTask(
-            "RTE", "rte", "sentence1", "sentence2", "label", _PAIR_TEST, ("sentence1", "sentence2"), _NLI2, (ACCURACY,)
+            "RTE", "rte", "sentence1", "sentence2", "label", _PAIR_TEST, ("sentence1", "sentence2"), _NLI2, _ACCURACY
         ),
         GlueTask(
             "WNLI",
@@ -166,7 +173,7 @@ TASKS: dict[str, GlueTask] = {
             _PAIR_TEST,
             ("sentence1", "sentence2"),
             _BINARY,
-            (ACCURACY,),
+            _ACCURACY,
         ),
     )
 }
@@ -243,11 +250,34 @@ def entry_is_regression(entry: str) -> bool:
         return False
 
 
-def glue_examples(root: str, name: str, key: str = "data.dir") -> tuple[GlueTask, dict[str, list[Example]]]:
-    """The task `name` of the folder `root` as a fine-tuning reads it: train, dev (its first dev file) and, for
-    MNLI, the mismatched dev set as the scored "test" split."""
-    task = glue_task(name, key)
-    return task, read_glue(root, task, key).fine_tuned
+def glue_labelled(root: str, task: GlueTask) -> LabelledTask:
+    """`task` of the folder `root` as a fine-tuning reads it: train, dev (its first dev file) and, for MNLI, the
+    mismatched dev set as the scored "test" split, with its official metrics, and its test files (and MNLI's
+    diagnostic set) only predicted."""
+    splits = read_glue(root, task)
+    named = {"train": f"data.dir={root} ({task.name})"}
+    named |= {split: f"data.dir={root} ({task.name}, {split})" for split in SCORED_SPLITS}
+    unlabelled = tuple(Unlabelled(name, indices, examples) for name, (indices, examples) in splits.tests.items())
+    return LabelledTask(task.name, list(task.labels), splits.fine_tuned, task.metrics, unlabelled, named)
+
+
+@dataclass(frozen=True)
+class GlueSource:
+    """A GLUE task of a folder (glue:NAME@DIR), as a fine-tuned task's source of examples."""
+
+    root: str
+    task: GlueTask
+    key: str = "task"
+    """What named the task: messages about reading its texts say so."""
+
+    def read(self, numbers: bool = False) -> LabelledTask:
+        """The task as a fine-tuning reads it (`glue_labelled`); GLUE's table says whether its labels are numbers."""
+        return glue_labelled(self.root, self.task)
+
+    def texts(self) -> list[str]:
+        """Each dev and test example's texts."""
+        examples = read_glue(self.root, self.task, self.key).fine_tuned
+        return [" ".join(filter(None, (e.text, e.pair))) for s in SCORED_SPLITS for e in examples.get(s, [])]
 
 
 @dataclass(frozen=True)
@@ -464,56 +494,25 @@ def server_file(task: GlueTask, test: str) -> str:
 
 
 WNLI = "wnli"
-SPLIT_PREFIXES = ("", "test_")
+"""Left out of the GLUE score unless asked for, as BERT reported it: every model scored at most its majority class."""
+SPLIT_PREFIXES = tuple(SCORED_SPLITS.values())
 """A fine-tuning's figure prefixes of a task's first and second dev file (MNLI's matched and mismatched)."""
-SCORED_SPLITS = ("dev", "test")
-"""A fine-tuning's split names of a task's first and second dev file (lmpt.downstream.glue.GlueSplits)."""
-
-
-def as_written(values: Sequence[float], classes: Sequence[str]) -> list:
-    """Predictions as GLUE's files write labels: class names (class ids given), or STS-B's scores as numbers (no
-    classes)."""
-    return [float(v) for v in values] if not classes else [classes[int(v)] for v in values]
 
 
 def task_metrics(task: GlueTask, gold: Mapping[str, Sequence], predicted: Mapping[str, Sequence]) -> dict[str, float]:
     """The official figures of `task` from each dev file's gold labels and predictions (labels as GLUE's files write
-    them; STS-B's as numbers), by dev file name (MNLI: dev_matched and dev_mismatched, the others dev)."""
-    dev = task.dev_files[0]
-    figures: dict[str, float] = {}
-    for metric in task.metrics:
-        if metric in METRICS:  # accuracy, f1 (of the label "1"), mcc, pearson, spearman on the first dev file
-            figures[metric] = METRICS[metric](gold[dev], predicted[dev])
-        else:  # MNLI: accuracy on each dev file
-            name = task.dev_files[task.metrics.index(metric)]
-            figures[metric] = METRICS[ACCURACY](gold[name], predicted[name])
-    return figures
-
-
-def official_figures(
-    task: GlueTask, examples: dict[str, list[Example]], predicted: Mapping[str, Sequence[float]], classes: Sequence[str]
-) -> dict[str, float]:
-    """One model's official figures of `task` (`task_metrics`) and the task's score (GLUE_SCORE), from its predictions
-    by figure prefix ("" the first dev file, "test_" MNLI's mismatched one: as a fine-tuning scores them) against the
-    gold labels of `examples` (by split: "dev", "test"); `classes`: the class of each class id (none for STS-B)."""
-    files = dict(zip(SPLIT_PREFIXES, task.dev_files, strict=False))
-    splits = dict(zip(SPLIT_PREFIXES, SCORED_SPLITS, strict=True))
-    gold = {name: [e.label for e in examples[splits[prefix]]] for prefix, name in files.items()}
-    written = {name: as_written(predicted[prefix], classes) for prefix, name in files.items()}
-    figures = task_metrics(task, gold, written)
-    return {**figures, GLUE_SCORE: task_score(figures)}
-
-
-def task_score(figures: dict[str, float]) -> float:
-    """A task's GLUE score: the mean of its official figures."""
-    return statistics.fmean(figures.values())
+    them; STS-B's as numbers), by dev file name (MNLI: dev_matched and dev_mismatched, the others dev): what its dev
+    predictions file (lmpt.downstream.glue_suite) gives back."""
+    splits = dict(zip(SCORED_SPLITS, task.dev_files, strict=False))
+    return task_figures(
+        task.metrics, {s: gold[f] for s, f in splits.items()}, {s: predicted[f] for s, f in splits.items()}
+    )
 
 
 def glue_score(scores: dict[str, float], with_wnli: bool = False) -> float | None:
     """The mean of the task scores (by Hugging Face config), WNLI's counted only `with_wnli`; None when no task
     counts."""
-    counted = [s for name, s in scores.items() if with_wnli or name != WNLI]
-    return statistics.fmean(counted) if counted else None
+    return suite_score(scores, () if with_wnli else (WNLI,))
 
 
 def write_server_file(path: Path, indices: Sequence[str], predictions: Sequence[str]) -> None:

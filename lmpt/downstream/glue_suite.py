@@ -1,15 +1,16 @@
 """`lmpt-finetune RUN task=glue data.dir=DIR` (or `task=glue:rte,mrpc,sts-b`): GLUE's tasks read as they ship
-(lmpt.downstream.glue), every file read and checked before any model is loaded, then each task fine-tuned as
-lmpt-finetune fine-tunes one (recipe searched per task, the scratch control and the bag-of-words floor beside it; STS-B
-with a regression head and a ridge floor). The official figures of every model (lmpt.downstream.glue), which each
-fine-tuning computes per seed from its dev predictions, are kept in the record, and those predictions beside it
-(RUN/downstream/hand/glue-TIME/dev/TASK.json) so that anyone can compute them again; the test predictions of the
-first seed go into the files the GLUE server takes (RUN/downstream/hand/glue-TIME/test/CoLA.tsv ...). MNLI's
-mismatched dev set is scored as its fine-tuning's second split (test_* in its result)."""
+(lmpt.downstream.glue), every file read and checked before any model is loaded, then each task scored as any task is
+(`Task.score`: fine-tuned as lmpt-finetune fine-tunes one, recipe searched per task, the scratch control and the
+bag-of-words floor beside it; STS-B with a regression head and a ridge floor): a task of the suite and the same task in
+a run's downstream.tasks (glue:NAME@DIR) take one route and write one record. The official figures of every model
+(lmpt.downstream.official), which each fine-tuning computes per seed from its dev predictions, are kept in the record
+with the GLUE score over the tasks' results, and those predictions beside it
+(RUN/downstream/hand/glue-TIME/dev/TASK.json) so that anyone can compute them again; the test predictions of the first
+seed go into the files the GLUE server takes (RUN/downstream/hand/glue-TIME/test/CoLA.tsv ...). MNLI's mismatched dev
+set is scored as its fine-tuning's second split (test_* in its result)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,24 +19,14 @@ from rich.table import Table
 
 from lmpt.config.command_options import require
 from lmpt.console import console, print_whole
-from lmpt.downstream.figures import BAG_OF_WORDS, GLUE_SCORE, SCRATCH, UNLABELLED, mean_of
-from lmpt.downstream.finetune import check_settings, check_task, finetune
-from lmpt.downstream.glue import (
-    SPLIT_PREFIXES,
-    GlueSplits,
-    GlueTask,
-    as_written,
-    entries,
-    glue_score,
-    parse_entry,
-    read_glue,
-    server_file,
-    write_server_file,
-)
+from lmpt.downstream.figures import BAG_OF_WORDS, GLUE_SCORE, SCRATCH, UNLABELLED
+from lmpt.downstream.finetune import check_settings, check_task
+from lmpt.downstream.glue import GlueTask, entries, glue_score, parse_entry, server_file, write_server_file
 from lmpt.downstream.kinds.fine_tuned import FineTunedTask
-from lmpt.downstream.kinds.fine_tuned_result import Predictions
+from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult, Predictions
+from lmpt.downstream.official import SCORED_SPLITS, as_written
 from lmpt.downstream.records import hand_record_path, write_record
-from lmpt.downstream.sources import SPLITS, Example, FinetuneOptions, LabelledTask
+from lmpt.downstream.sources import SPLITS, FinetuneOptions, LabelledTask
 from lmpt.downstream.task import RECORD_VERSION, kind_of
 from lmpt.rundir.trained import load_trained, locate_weights
 from lmpt.safe_files import write_atomically
@@ -57,28 +48,22 @@ def is_glue(task: str | None) -> bool:
 
 @dataclass(frozen=True)
 class GlueJob:
-    """One GLUE task read, as its kind reads it (classification, or STS-B's regression), and ready to fine-tune."""
+    """One GLUE task, read by its kind (classification, or STS-B's regression) from GLUE's source with its examples
+    read and checked, ready to score."""
 
-    splits: GlueSplits
+    glue: GlueTask
     task: FineTunedTask
 
     @property
-    def glue(self) -> GlueTask:
-        return self.splits.task
-
-    @property
     def labelled(self) -> LabelledTask:
-        return LabelledTask(self.glue.name, list(self.glue.labels), self.splits.fine_tuned)
-
-    @property
-    def unlabelled(self) -> list[Example]:
-        return [e for _, examples in self.splits.tests.values() for e in examples]
+        return self.task.examples()
 
 
 @dataclass(frozen=True)
 class GlueSuite:
-    """GLUE as a suite: each task GLUE's source yields (lmpt.downstream.glue.entries) read by its kind and fine-tuned
-    as lmpt-finetune fine-tunes one, and the GLUE score of each model over the tasks' results (`scores`)."""
+    """GLUE as a suite: each task GLUE's source yields (lmpt.downstream.glue.entries) read by its kind and scored as
+    any task is (`Task.score`, with lmpt-finetune's options), and the GLUE score of each model over the tasks'
+    results (`scores`)."""
 
     jobs: tuple[GlueJob, ...]
     options: FinetuneOptions
@@ -96,7 +81,7 @@ class GlueSuite:
             kind = kind_of(entry)
             assert issubclass(kind, FineTunedTask), f"{entry} is read by a kind that does not fine-tune"
             glue, _ = parse_entry(entry, "task")
-            jobs.append(GlueJob(read_glue(str(o.data.dir), glue), kind.given(dataclasses.replace(o, task=glue.name))))
+            jobs.append(GlueJob(glue, kind.entry(entry, o).with_examples()))
         return cls(tuple(jobs), o)
 
     def scores(self, models: dict[str, dict[str, dict]]) -> dict[str, float | None]:
@@ -107,8 +92,8 @@ class GlueSuite:
         }
 
     def run(self, run: str | Path) -> dict:
-        """Fine-tune RUN on every task and keep the record, its dev predictions and the test files (module
-        docstring); the record as a dict, with `record` its path."""
+        """Score every task on RUN and keep the record, its dev predictions and the test files (module docstring);
+        the record as a dict, with `record` its path."""
         o = self.options
         run_dir = locate_weights(run).run_dir
         path = hand_record_path(run_dir, GLUE)
@@ -117,20 +102,19 @@ class GlueSuite:
         seq_len, max_seq_len = int(trained.config.data.seq_len), trained.model.max_seq_len
         for job in self.jobs:  # every task's options and sizes checked before the first trains
             check_task(job.task.options, max_seq_len, seq_len, job.task.target(), job.labelled)
-        results, kept = {}, {}
-        for job in self.jobs:
-            tuning = finetune(trained, job.task.options, job.task.target(), job.labelled, job.unlabelled or None)
-            result = job.task.result_type.of(tuning)  # each task's record, of its kind
-            results[job.glue.hf], kept[job.glue.hf] = result.to_json(), result.predictions or {}
+        results = {job.glue.hf: job.task.score(trained) for job in self.jobs}
         folder = path.with_suffix("")
         models: dict[str, dict] = {m: {} for m in MODELS}
         for job in self.jobs:
-            predicted = _predictions(job, kept[job.glue.hf])
-            gold = {name: [e.label for e in job.splits.labelled[name]] for name in job.glue.dev_files}
+            result = results[job.glue.hf]
+            kept = result.predictions or {}
+            dev_files = dict(zip(SCORED_SPLITS, job.glue.dev_files, strict=False))
+            gold = {name: [e.label for e in job.labelled.examples[split]] for split, name in dev_files.items()}
+            predicted = _predictions(job, kept)
             _write_json(folder / "dev" / f"{job.glue.name}.json", {"task": job.glue.name, "gold": gold, **predicted})
-            for model, figures in _official(job.glue, results[job.glue.hf]).items():
+            for model, figures in _official(job.glue, result).items():
                 models[model][job.glue.hf] = figures
-            _write_test_files(folder / "test", job, kept[job.glue.hf])
+            _write_test_files(folder / "test", job, kept)
         record = {
             "kind": SUITE_KIND,
             "record_version": RECORD_VERSION,
@@ -146,28 +130,33 @@ class GlueSuite:
             "dev_predictions": str(folder / "dev"),
             "test_predictions": str(folder / "test"),
             "test_predictions_seed": o.seed,
-            "results": results,
+            "results": {hf: result.to_json() for hf, result in results.items()},  # each task's record, of its kind
             "record": str(path),
         }
         write_record(path, record)
         return record
 
 
-def _official(task: GlueTask, result: dict) -> dict[str, dict]:
-    """Each model's official figures and task score as its fine-tuning recorded them (lmpt.downstream.glue
-    .official_figures, per seed): the means over seeds of the run's model and its control, the floor's one fit."""
-    sections = {PRETRAINED: (result, mean_of), SCRATCH: (result.get(SCRATCH), mean_of)}
-    sections[BAG_OF_WORDS] = (result.get(BAG_OF_WORDS), lambda figure: figure)
+def _official(task: GlueTask, result: FineTunedResult) -> dict[str, dict]:
+    """Each model's official figures and task score as its fine-tuning recorded them (lmpt.downstream.official, per
+    seed): the means over seeds of the run's model and its control, the floor's one fit."""
+    sections: dict[str, dict[str, float | None]] = {}
+    if result.model is not None:
+        sections[PRETRAINED] = {m: result.model.mean(m) for m in (*(t.name for t in task.metrics), GLUE_SCORE)}
+    if result.scratch is not None:
+        scratch = result.scratch.model
+        sections[SCRATCH] = {m: scratch.mean(m) for m in (*(t.name for t in task.metrics), GLUE_SCORE)}
+    if result.floor is not None:
+        sections[BAG_OF_WORDS] = dict(result.floor.figures)
     return {
-        model: {"figures": {m: section[key(m)] for m in task.metrics}, "score": section[key(GLUE_SCORE)]}
-        for model, (section, key) in sections.items()
-        if section
+        model: {"figures": {m.name: section[m.name] for m in task.metrics}, "score": section[GLUE_SCORE]}
+        for model, section in sections.items()
     }
 
 
 def _predictions(job: GlueJob, kept: Predictions) -> dict[str, list[dict[str, list]]]:
     """model -> one {dev file: predictions} a seed (the floor's one fit as one), as GLUE's files write labels."""
-    names = dict(zip(SPLIT_PREFIXES, job.glue.dev_files, strict=False))
+    names = dict(zip(SCORED_SPLITS.values(), job.glue.dev_files, strict=False))
     out = {}
     for model in MODELS:
         found = kept.get(model)
@@ -185,15 +174,15 @@ def _write_json(path: Path, content: dict) -> None:
 
 def _write_test_files(folder: Path, job: GlueJob, kept: Predictions) -> None:
     """The first seed's predictions of each test file, as the GLUE server takes them."""
-    if not job.splits.tests:
+    if not job.labelled.unlabelled:
         return
     predicted = as_written(kept[PRETRAINED][UNLABELLED][0], job.labelled.classes)
     start = 0
-    for test, (indices, examples) in job.splits.tests.items():
-        values = predicted[start : start + len(examples)]
-        start += len(examples)
+    for test in job.labelled.unlabelled:
+        values = predicted[start : start + len(test.examples)]
+        start += len(test.examples)
         shown = [f"{v:.3f}" for v in values] if job.glue.regression else values
-        write_server_file(folder / server_file(job.glue, test), indices, shown)
+        write_server_file(folder / server_file(job.glue, test.name), test.indices, shown)
 
 
 def render_glue(record: dict) -> None:

@@ -38,13 +38,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
 from lmpt.config.command_options import require
 from lmpt.config.schema import FinetuneRecipe, PrecisionName
 from lmpt.data.readers.jsonl import jsonl_records, shown
 from lmpt.data.readers.streams import compression_of, open_bytes
 from lmpt.errors import LmptError
+
+if TYPE_CHECKING:
+    from lmpt.downstream.official import TaskMetric
 
 FORMATS = (".jsonl", ".csv", ".tsv", ".parquet")
 MAX_ROW_CHARS = 1 << 20
@@ -554,9 +557,19 @@ def _check_labels(examples: list[Example], classes: list[str], role: str, path: 
 
 
 @dataclass(frozen=True)
+class Unlabelled:
+    """A file of examples only predicted, never scored (a benchmark's test split, its labels withheld): its name,
+    each row's index as the file gives it, and the examples."""
+
+    name: str
+    indices: list[str]
+    examples: list[Example]
+
+
+@dataclass(frozen=True)
 class LabelledTask:
     """A task's splits read and their labels checked, before any tokenizer is needed (what `lmpt` checks at
-    start-up, lmpt.downstream.run_tasks.check_downstream)."""
+    start-up, lmpt.downstream.run_tasks.check_downstream), with what it is scored by and what it only predicts."""
 
     name: str
     classes: list[str]
@@ -564,13 +577,31 @@ class LabelledTask:
     to predict (regression)."""
     examples: dict[str, list[Example]]
     """The examples by split: "train", "dev" and, when given, "test"."""
+    metrics: tuple[TaskMetric, ...] = ()
+    """The task's own metrics (a benchmark's official ones: lmpt.downstream.official), computed the same way for
+    every task that has them; none: its kind's figures alone (classification's accuracy, macro-F1 and MCC,
+    regression's correlations and MSE)."""
+    unlabelled: tuple[Unlabelled, ...] = ()
+    """Files of examples only predicted (a benchmark's test files)."""
+    named: dict[str, str] = field(default_factory=dict)
+    """How messages name each split's source (`data.train=FILE`, `data.dir=DIR (RTE, dev)`): `where`."""
+    label_field: str | None = None
+    """The field its labels were read from, named by messages (data.label_field); None: the source's own."""
+
+    def where(self, split: str) -> str:
+        """How a message names the source of `split`."""
+        return self.named.get(split, f"data.{split}")
+
+    def unlabelled_examples(self) -> list[Example]:
+        """Every example only predicted, file after file."""
+        return [e for file in self.unlabelled for e in file.examples]
 
 
 def check_trainable(labelled: LabelledTask, o: FinetuneOptions) -> None:
     """Refuse a training split (as drawn, `o.max_train_examples`) with nothing to learn: one class, or one score.
-    GLUE's folders and data.train files alike, so the bag-of-words floor and the fine-tuning never meet one."""
+    Every source alike, so the bag-of-words floor and the fine-tuning never meet one."""
     train = labelled.examples["train"]
-    source = f"data.dir={o.data.dir} ({labelled.name})" if o.data.dir is not None else f"data.train={o.data.train}"
+    source = labelled.where("train")
     drawn = len(train) == o.max_train_examples
     if drawn:
         source = f"max_train_examples={o.max_train_examples} of {source}"
@@ -581,15 +612,14 @@ def check_trainable(labelled: LabelledTask, o: FinetuneOptions) -> None:
         for role in ("dev", "test"):
             scored = labelled.examples.get(role)
             if scored is not None and len({float(e.label) for e in scored}) < 2:
-                split = f"data.dir={o.data.dir} ({labelled.name}, {role})" if o.data.dir else f"data.{role}"
                 raise LmptError(
-                    f"{split} gives its {len(scored)} example(s) one score: a correlation with them is undefined "
-                    "(give a split with at least two different scores)"
+                    f"{labelled.where(role)} gives its {len(scored)} example(s) one score: a correlation with them is "
+                    "undefined (give a split with at least two different scores)"
                 )
         return
     seen = label_order([e.label for e in train])
     if len(seen) < 2:
-        field = "" if o.data.dir is not None else f" in field '{o.data.label_field}'"
+        field = "" if labelled.label_field is None else f" in field '{labelled.label_field}'"
         raise _one_class(source, f"{seen[0]!r}{field}", " (raise max_train_examples)" if drawn else "")
 
 
@@ -608,16 +638,16 @@ def capped(labelled: LabelledTask, most: int | None, seed: int) -> LabelledTask:
     return replace(labelled, examples={**labelled.examples, "train": [train[i] for i in kept]})
 
 
-def read_labelled(o: FinetuneOptions, numbers: bool = False) -> LabelledTask:
-    """Every split of `o.data`'s files read and its labels checked against the training labels: a task of one class, or
-    with a label training never saw, is refused. `numbers`: the labels are numbers to predict, each checked as it
-    is read; training needs two different ones."""
-    data = o.data
+def read_labelled(data: TaskData, name: str, numbers: bool = False) -> LabelledTask:
+    """Every split of `data`'s files read and its labels checked against the training labels: a task of one class,
+    or with a label training never saw, is refused. `numbers`: the labels are numbers to predict, each checked as it
+    is read; training needs two different ones. `name`: the task's name."""
+    named = {"train": f"data.train={data.train}"}
     if numbers:
         splits = {role: read_examples(getattr(data, role), role, data, numbers=True) for role in ("train", "dev")}
         if data.test is not None:
             splits["test"] = read_examples(data.test, "test", data, numbers=True)
-        return LabelledTask(labelled_name(o), [], splits)
+        return LabelledTask(name, [], splits, named=named, label_field=data.label_field)
     assert data.train is not None and data.dev is not None, "check_task asked for both files"
     train = read_examples(data.train, "train", data)
     check_labels_agree(train, data.train)
@@ -629,4 +659,42 @@ def read_labelled(o: FinetuneOptions, numbers: bool = False) -> LabelledTask:
         splits["test"] = read_examples(data.test, "test", data)
     for role, split in splits.items():
         _check_labels(split, classes, role, getattr(data, role))
-    return LabelledTask(labelled_name(o), classes, {"train": train, **splits})
+    return LabelledTask(name, classes, {"train": train, **splits}, named=named, label_field=data.label_field)
+
+
+class ExampleSource(Protocol):
+    """Where a fine-tuned task's examples come from: lmpt-finetune's data.* files (`LabelledFiles`), or a
+    benchmark's folder (lmpt.downstream.glue.GlueSource)."""
+
+    def read(self, numbers: bool = False) -> LabelledTask:
+        """The task read and checked; `numbers`: its labels are numbers to predict (where the source does not say)."""
+        ...
+
+    def texts(self) -> list[str]:
+        """The texts a quality stage decontaminates the training text against: every dev and test example's."""
+        ...
+
+
+@dataclass(frozen=True)
+class LabelledFiles:
+    """A task's files (data.train, data.dev, data.test and the fields they are read by), as a source of examples."""
+
+    data: TaskData
+    name: str
+
+    def read(self, numbers: bool = False) -> LabelledTask:
+        return read_labelled(self.data, self.name, numbers)
+
+    def texts(self) -> list[str]:
+        """Every string field of every dev and test record, one text a record."""
+        files = [Path(file) for file in (self.data.dev, self.data.test) if file]
+        return [text for file in files for text in _record_texts(file)]
+
+
+def _record_texts(path: Path) -> Iterator[str]:
+    """Every string field of every record of a .jsonl file, as one text per record."""
+    for _, record in jsonl_records(path):
+        values = record.values() if isinstance(record, dict) else [record]
+        text = " ".join(v for v in values if isinstance(v, str))
+        if text.strip():
+            yield text

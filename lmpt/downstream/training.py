@@ -26,7 +26,7 @@ Examples as model inputs, laid out per architecture, and batches of them (right-
 Texts longer than `seq_len` are cut at the end, the longer of a pair first, so the markers always fit.
 
 A labelled task read and checked (lmpt.downstream.sources) is tokenised for one model by `encode_task`;
-`read_task` does both.
+`read_task` reads a task's files and does both.
 
 What a fine-tuned task predicts (`Target`): the head's outputs, its loss, its predictions, its figures, the
 per-item outcomes a paired gain resamples, its floor and its trivial baseline. Classification's (`CLASSES`: one logit
@@ -51,8 +51,7 @@ from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import AdamWConfig, Schedule, SchedulerConfig
 from lmpt.downstream.figures import ACCURACY, MAJORITY_ACCURACY, UNLABELLED, classification_scores
 from lmpt.downstream.floors import bag_of_words_floor
-from lmpt.downstream.glue import glue_examples
-from lmpt.downstream.sources import Example, FinetuneOptions, LabelledTask, read_labelled
+from lmpt.downstream.sources import Example, FinetuneOptions, LabelledTask, labelled_name, read_labelled
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.model import LanguageModel
@@ -221,10 +220,10 @@ def encode_task(
     labelled: LabelledTask,
     seq_len: int,
     target: Target = CLASSES,
-    unlabelled: list[Example] | None = None,
 ) -> EncodedTask:
-    """`labelled` tokenised for the model, at most `seq_len` tokens an example, its labels as `target` reads them;
-    `unlabelled`: examples to predict only (their labels are never read)."""
+    """`labelled` tokenised for the model, at most `seq_len` tokens an example, its labels as `target` reads them,
+    and its unlabelled examples, to predict only (their labels are never read)."""
+    unlabelled = labelled.unlabelled_examples()
     segments = trained.model.body.embed.segments is not None
 
     def encode(examples: list[Example], labels: torch.Tensor) -> EncodedSplit:
@@ -248,19 +247,10 @@ def encode_task(
     )
 
 
-def labelled_task(o: FinetuneOptions, numbers: bool = False) -> LabelledTask:
-    """The task `o` names, read from where its examples come from: a GLUE folder (`o.data.dir`, as GLUE ships it:
-    downstream.classification_tasks=[glue:NAME@DIR]) or its files (`read_labelled`, labels checked against the
-    training labels; `numbers`: labels are numbers to predict)."""
-    if o.data.dir is not None:
-        task, examples = glue_examples(o.data.dir, o.task or "", "data.dir")
-        return LabelledTask(task.name, list(task.labels), examples)
-    return read_labelled(o, numbers)
-
-
 def read_task(trained: Trained, o: FinetuneOptions, seq_len: int) -> EncodedTask:
-    """Every split read (`labelled_task`) and tokenised for the model (`encode_task`)."""
-    return encode_task(trained, labelled_task(o), seq_len)
+    """Every split of `o.data`'s files read (lmpt.downstream.sources.read_labelled) and tokenised for the model
+    (`encode_task`)."""
+    return encode_task(trained, read_labelled(o.data, labelled_name(o)), seq_len)
 
 
 MAX_GRAD_NORM = 1.0

@@ -7,6 +7,7 @@ input refused in one line, exit 2, before any training, with nothing written."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,15 @@ from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
 from lmpt.config.schema import DownstreamConfig
+from lmpt.downstream.figures import METRICS, SCRATCH
 from lmpt.downstream.finetune_cli import finetune_command
-from lmpt.downstream.glue import TASKS, glue_score, glue_task, glue_tasks, read_glue, task_metrics, task_score
-from lmpt.downstream.kinds.classification import Classification
+from lmpt.downstream.glue import TASKS, glue_score, glue_task, glue_tasks, read_glue, task_metrics
+from lmpt.downstream.kinds.classification import Classification, ClassificationResult
 from lmpt.downstream.kinds.regression import Regression, RegressionResult
+from lmpt.downstream.official import task_score
 from lmpt.downstream.records import task_record
 from lmpt.downstream.run_tasks import check_downstream, score_downstream
+from lmpt.downstream.sources import TaskData
 from lmpt.downstream.task import kind_of, read_task
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import objective_class
@@ -295,3 +299,58 @@ def test_a_save_to_disk_folder_without_datasets_says_which_extra_to_install(tmp_
     with pytest.raises(LmptError) as caught:
         read_glue(str(root), TASKS["rte"])
     assert "pip install 'lmpt[hf]'" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_glue_task_scores_the_same_by_lmpt_finetune_and_in_a_run(run, tmp_path, capsys, monkeypatch) -> None:
+    """Issue 64: `lmpt-finetune RUN task=glue:rte data.dir=DIR` and a run's downstream.tasks=[glue:rte@DIR] take one
+    route (the task's `score`) and write one record: the same figures, seed by seed, and the same control (the run's
+    reads back the one the suite fine-tuned)."""
+    monkeypatch.setenv("LMPT_CACHE_DIR", str(tmp_path / "cache"))
+    root = write_glue(tmp_path / "glue", ("RTE",))
+    recipe = ["mode=probe", "seeds=2", "epochs=1", "batch_size=16", "lr=null", "max_train_examples=30"]
+    finetune_command([str(run), "task=glue:rte", f"data.dir={root}", *recipe, "json=true"])
+    suite = json.loads(capsys.readouterr().out)["results"]["rte"]
+    downstream = DownstreamConfig(
+        tasks=[f"glue:rte@{root}"],
+        mode="probe",
+        seeds=2,
+        epochs=1,
+        batch_size=16,
+        lr="fixed",
+        control="scratch",
+        max_train_examples=30,
+    )
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("downstream"))
+    score_downstream(downstream, copy, 2)
+    record = task_record(copy, "RTE")
+    assert isinstance(record, ClassificationResult) and list(record.raw) == list(suite)  # one record shape
+    assert record.raw["weights"] == "last" and suite["weights"] != "last"  # the weights each scored
+    assert (suite["scratch"]["shared"], record.raw["scratch"]["shared"]) == (False, True)  # the suite's control
+    volatile = {"weights", "examples_per_s"}
+    same = lambda r: {k: v for k, v in r.items() if k not in volatile} | {SCRATCH: _control(r)}
+    assert same(record.raw) == same(suite)
+    assert suite["glue_metrics"] == ["accuracy"] and all("glue_score" in s for s in suite["per_seed"])
+
+
+def _control(record: dict) -> dict:
+    return {k: v for k, v in record[SCRATCH].items() if k not in ("shared", "entry_digest")}
+
+
+def test_a_task_carries_its_metrics_each_knowing_which_way_is_better(tmp_path: Path) -> None:
+    """GLUE is a table: each task lists its official metrics (as lm-evaluation-harness's tasks/glue/*/default.yaml),
+    each one of lmpt's metrics, which knows which way is better; a task read from GLUE carries them and its test
+    files, a task of data.* files none (its kind's figures alone)."""
+    assert METRICS["mse"].higher_is_better is False and METRICS["mcc"].higher_is_better
+    assert all(m.higher_is_better for t in TASKS.values() for m in t.metrics)  # a task's score is their mean
+    assert [(m.name, m.metric or m.name, m.split) for m in TASKS["mnli"].metrics] == [
+        ("matched_accuracy", "accuracy", "dev"),
+        ("mismatched_accuracy", "accuracy", "test"),
+    ]
+    root = write_glue(tmp_path / "glue", ("MNLI",))
+    mnli = read_task(f"glue:mnli@{root}", "downstream.tasks[0]")
+    assert isinstance(mnli, Classification) and mnli.options.data == TaskData()  # data.dir means nothing to it
+    labelled = mnli.examples()
+    assert labelled.metrics == TASKS["mnli"].metrics and set(labelled.examples) == {"train", "dev", "test"}
+    assert [u.name for u in labelled.unlabelled] == ["test_matched", "test_mismatched", "ax"]
+    assert read_task("bundled:clinc-domains").examples().metrics == ()  # type: ignore[attr-defined]

@@ -18,7 +18,8 @@ from runner import TINY_RUN, run_lmpt
 from sklearn.metrics import accuracy_score, f1_score
 
 from lmpt.config.schema import DownstreamConfig
-from lmpt.downstream.glue import TASKS, glue_examples, official_figures
+from lmpt.downstream.glue import TASKS, glue_labelled
+from lmpt.downstream.official import official_figures
 from lmpt.downstream.records import task_record
 from lmpt.downstream.run_tasks import score_downstream
 from lmpt.downstream.significance import welch_t
@@ -53,17 +54,18 @@ def _logged(run: Path) -> dict:
 def test_official_figures_are_sklearns_from_a_seeds_predictions(tmp_path: Path) -> None:
     glue = write_glue(tmp_path / "glue", ("MRPC", "MNLI"))
     rng = np.random.default_rng(0)
-    _, mrpc = glue_examples(str(glue), "mrpc")
+    mrpc = glue_labelled(str(glue), TASKS["mrpc"]).examples
     predicted = rng.integers(0, 2, len(mrpc["dev"])).tolist()
-    figures = official_figures(TASKS["mrpc"], mrpc, {"": predicted}, ["0", "1"])
     gold, written = [e.label for e in mrpc["dev"]], [str(p) for p in predicted]
+    figures = official_figures(TASKS["mrpc"].metrics, {"dev": gold}, {"": predicted}, ["0", "1"])
     assert figures["f1"] == pytest.approx(f1_score(gold, written, pos_label="1"))
     assert figures["accuracy"] == pytest.approx(accuracy_score(gold, written))
     assert figures["glue_score"] == pytest.approx((figures["f1"] + figures["accuracy"]) / 2)
-    _, mnli = glue_examples(str(glue), "mnli")  # dev matched scored as "dev", mismatched as "test"
+    mnli = glue_labelled(str(glue), TASKS["mnli"]).examples  # dev matched scored as "dev", mismatched as "test"
     classes = list(TASKS["mnli"].labels)
     guesses = {p: rng.integers(0, 3, len(mnli[s])).tolist() for p, s in (("", "dev"), ("test_", "test"))}
-    figures = official_figures(TASKS["mnli"], mnli, guesses, classes)
+    labels = {s: [e.label for e in mnli[s]] for s in ("dev", "test")}
+    figures = official_figures(TASKS["mnli"].metrics, labels, guesses, classes)
     for figure, prefix, split in (("matched_accuracy", "", "dev"), ("mismatched_accuracy", "test_", "test")):
         expected = accuracy_score([e.label for e in mnli[split]], [classes[i] for i in guesses[prefix]])
         assert figures[figure] == pytest.approx(expected)

@@ -17,7 +17,7 @@ from lmpt.downstream.figures import MSE, PEARSON, PEARSON_MEAN, SPEARMAN
 from lmpt.downstream.finetune_cli import finetune_command
 from lmpt.downstream.kinds.regression import Regression, RegressionResult, regression_scores, ridge_floor
 from lmpt.downstream.records import read_record
-from lmpt.downstream.sources import Example, FinetuneOptions, TaskData, read_labelled
+from lmpt.downstream.sources import Example, TaskData, read_labelled
 from lmpt.downstream.task import kind_of, kinds, read_result
 from lmpt.errors import LmptError
 
@@ -83,7 +83,7 @@ def test_the_floor_is_a_ridge_regression_on_tf_idf(folder: Path) -> None:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import Ridge
 
-    labelled = read_labelled(FinetuneOptions(TaskData(*(str(folder / f"{s}.jsonl") for s in ("train", "dev")))), True)
+    labelled = read_labelled(TaskData(*(str(folder / f"{s}.jsonl") for s in ("train", "dev"))), "folder", True)
     floor = ridge_floor(labelled.examples)
     vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, token_pattern=r"(?u)\b\w+\b")
     train, dev = labelled.examples["train"], labelled.examples["dev"]
@@ -108,7 +108,7 @@ def test_a_label_that_is_not_a_number_is_refused_naming_file_and_line(folder: Pa
     lines[2] = json.dumps({"text": "a b", "label": "high"}) + "\n"
     dev.write_text("".join(lines), encoding="utf-8")
     with pytest.raises(LmptError) as caught:
-        read_labelled(FinetuneOptions(TaskData(str(folder / "train.jsonl"), str(dev))), True)
+        read_labelled(TaskData(str(folder / "train.jsonl"), str(dev)), "folder", True)
     assert f'{dev}:3: label "high"' in str(caught.value) and "not a number" in str(caught.value)
 
 
@@ -119,7 +119,7 @@ def test_a_label_too_large_for_a_squared_error_is_refused_not_blamed_on_the_lr(f
     lines[1] = json.dumps({"text": "a b", "label": label}) + "\n"
     dev.write_text("".join(lines), encoding="utf-8")
     with pytest.raises(LmptError) as caught:
-        read_labelled(FinetuneOptions(TaskData(str(folder / "train.jsonl"), str(dev))), True)
+        read_labelled(TaskData(str(folder / "train.jsonl"), str(dev)), "folder", True)
     assert str(caught.value).startswith(f"{dev}:2: label") and "rescale the task's labels" in str(caught.value)
 
 

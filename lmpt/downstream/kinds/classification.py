@@ -55,7 +55,7 @@ class Classification(FineTunedTask):
     def find_files(cls, spec: str, key: str) -> Found:
         """A folder holding train.jsonl and dev.jsonl (test.jsonl optional), or bundled:NAME (lmpt/tasks/NAME/),
         found as lmpt-finetune's task= finds it (sources.task_folder)."""
-        return Found(*task_folder(spec, key))
+        return Found.files(*task_folder(spec, key))
 
     @classmethod
     def target(cls) -> Target:

@@ -1,22 +1,21 @@
 """What the fine-tuned kinds share (`FineTunedTask`; their result, `FineTunedResult`, is
 lmpt.downstream.kinds.fine_tuned_result): a task named by a folder, a prefix or a GLUE entry (glue:NAME@DIR) is found,
-read and checked before any training, fine-tuned once per seed by the fine-tuning engine (lmpt.downstream.finetune)
-beside its scratch control and its floor; each kind says what its head predicts (its `target`), which specs it claims
-and which figures it logs."""
+its examples read by its source (lmpt-finetune's data.* files, or a GLUE folder: lmpt.downstream.sources
+.ExampleSource) with its own metrics and the files it only predicts, checked before any training, and fine-tuned once
+per seed by the fine-tuning engine (lmpt.downstream.finetune) beside its scratch control and its floor; each kind says
+what its head predicts (its `target`), which specs it claims and which figures it logs. Whoever names the task (a
+run's downstream.tasks, `lmpt-finetune`, GLUE's suite) scores it the one way, `score`."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from lmpt.config.schema import FinetuneRecipe
-from lmpt.data.readers.jsonl import jsonl_records
-from lmpt.downstream.glue import glue_examples, is_entry, parse_entry
+from lmpt.downstream.glue import GlueSource, is_entry, parse_entry
 from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult
-from lmpt.downstream.sources import FinetuneOptions, TaskData, labelled_name
+from lmpt.downstream.sources import ExampleSource, FinetuneOptions, LabelledFiles, LabelledTask, TaskData, labelled_name
 from lmpt.downstream.task import DEFAULT_SCORING, RunShape, Scoring, ScoringRun, Task
 from lmpt.errors import LmptError
 
@@ -29,22 +28,32 @@ if TYPE_CHECKING:
 
 
 class Found(NamedTuple):
-    """A fine-tuned task as its spec names it: its record's name and its files."""
+    """A fine-tuned task as its spec names it: its record's name, where its examples come from, and its files when
+    they are lmpt-finetune's data.* (a GLUE entry's are none: its folder is its source's)."""
 
     name: str
-    data: TaskData
+    source: ExampleSource
+    data: TaskData | None = None
+
+    @classmethod
+    def files(cls, name: str, data: TaskData) -> Found:
+        """A task whose examples are the files `data` names."""
+        return cls(name, LabelledFiles(data, name), data)
 
 
 @dataclass(frozen=True, kw_only=True)
 class FineTunedTask(Task):
-    """A task fine-tuned after training (or by lmpt-finetune): its files and the options it is fine-tuned with."""
+    """A task fine-tuned after training (or by lmpt-finetune): where its examples come from and the options it is
+    fine-tuned with."""
 
     result_type: ClassVar[type[FineTunedResult]]
     numbers: ClassVar[bool] = False
     """The labels are numbers to predict (lmpt-finetune's regression=true), not classes."""
 
-    data: TaskData
+    source: ExampleSource
     options: FinetuneOptions
+    read_already: LabelledTask | None = field(default=None, compare=False, repr=False)
+    """The task's examples when read already (`with_examples`): a suite reads each of its tasks once."""
 
     @classmethod
     def target(cls) -> Target:
@@ -53,11 +62,11 @@ class FineTunedTask(Task):
 
     @classmethod
     def find(cls, spec: str, key: str) -> Found:
-        """The task `key=spec` names: its name and files; a problem is one LmptError naming `key`. Any kind reads a
+        """The task `key=spec` names: its name and source; a problem is one LmptError naming `key`. Any kind reads a
         GLUE entry (glue:NAME@DIR: the task named as GLUE's folder, its files in DIR); `find_files` the rest."""
         if is_entry(spec):
             glue, root = parse_entry(spec, key)
-            return Found(glue.name, TaskData(dir=root))
+            return Found(glue.name, GlueSource(root, glue, key))
         return cls.find_files(spec, key)
 
     @classmethod
@@ -73,29 +82,42 @@ class FineTunedTask(Task):
     def read(cls, spec: str, key: str = "task", how: Scoring = DEFAULT_SCORING) -> Self:
         """The task found (`find`), with the options a run fine-tunes it with after training on `how.device`:
         downstream.lr fixed is the mode's fixed rate (lr=None), search or a number as lmpt-finetune takes them."""
-        name, data = cls.find(spec, key)
+        name, source, files = cls.find(spec, key)
+        data = files or TaskData()
         if how.recipe is None:
-            return cls(name=name, key=key, how=how, data=data, options=FinetuneOptions(data, task=name))
+            return cls(name=name, key=key, how=how, source=source, options=FinetuneOptions(data, task=name))
         recipe = {f.name: getattr(how.recipe, f.name) for f in dataclasses.fields(FinetuneRecipe)}
         lr = None if how.recipe.lr == "fixed" else how.recipe.lr
         options = FinetuneOptions(data=data, task=name, device=how.device, lr=lr, **recipe)
-        return cls(name=name, key=key, how=how, data=data, options=options)
+        return cls(name=name, key=key, how=how, source=source, options=options)
 
     @classmethod
     def given(cls, options: FinetuneOptions) -> Self:
         """The task lmpt-finetune's `options` name (their data.* files, or a bundled task's), fine-tuned with them."""
-        return cls(name=labelled_name(options), data=options.data, options=options)
+        found = Found.files(labelled_name(options), options.data)
+        return cls(name=found.name, source=found.source, options=options)
+
+    @classmethod
+    def entry(cls, spec: str, options: FinetuneOptions, key: str = "task") -> Self:
+        """The task `key=spec` names (a GLUE entry of `lmpt-finetune task=glue`), fine-tuned with lmpt-finetune's
+        `options`, its files its source's."""
+        name, source, files = cls.find(spec, key)
+        replaced = dataclasses.replace(options, task=name, data=files or TaskData())
+        return cls(name=name, key=key, source=source, options=replaced)
+
+    def examples(self) -> LabelledTask:
+        """The task read and checked by its source (its examples, classes, metrics and unlabelled files)."""
+        return self.read_already or self.source.read(self.numbers)
+
+    def with_examples(self) -> Self:
+        """The same task, its examples read now and kept."""
+        return dataclasses.replace(self, read_already=self.examples())
 
     def texts(self) -> TaskItems:
-        """Every string field of every dev and test record, one text a record (a GLUE task's: each example's texts)."""
+        """The dev and test texts its source gives (a file's: every string field of a record, one text a record)."""
         from lmpt.quality.decontamination import TaskItems
 
-        if self.data.dir is not None:
-            _, examples = glue_examples(self.data.dir, self.name, self.key)
-            texts = [" ".join(filter(None, (e.text, e.pair))) for s in ("dev", "test") for e in examples.get(s, [])]
-            return TaskItems(self.name, texts)
-        files = [Path(file) for file in (self.data.dev, self.data.test) if file]
-        return TaskItems(self.name, [text for file in files for text in _record_texts(file)])
+        return TaskItems(self.name, self.source.texts())
 
     def scoring_tokens(self, run: ScoringRun) -> float:
         """The fine-tuning's examples through the body (as its progress bar counts them: a training pass three, the
@@ -103,8 +125,8 @@ class FineTunedTask(Task):
         from lmpt.downstream.finetune import check_task, examples_work, recipe_space
 
         o = self.options
-        _, labelled = check_task(o, run.seq_len, run.seq_len, self.target())
-        splits = labelled.examples
+        _, labelled = check_task(o, run.seq_len, run.seq_len, self.target(), self.examples())
+        splits = {**labelled.examples, "unlabelled": labelled.unlabelled_examples()}
         n_scored = sum(len(examples) for role, examples in splits.items() if role != "train")
         work = examples_work(len(splits["train"]), n_scored, o, recipe_space(run.arch, o))
         texts = [" ".join(filter(None, (e.text, e.pair))) for examples in splits.values() for e in examples]
@@ -118,21 +140,13 @@ class FineTunedTask(Task):
         from lmpt.downstream.finetune import check_task  # torch-heavy: only when a task is named
 
         try:
-            check_task(self.options, run.max_seq_len, run.seq_len, self.target())
+            check_task(self.options, run.max_seq_len, run.seq_len, self.target(), self.examples())
         except LmptError as exc:
             raise LmptError(f"{self.key} ({self.options.task}): {exc}") from None
 
     def score(self, trained: Trained) -> FineTunedResult:
-        """The task fine-tuned on `trained` (lmpt.downstream.finetune.finetune)."""
+        """The task fine-tuned on `trained` (lmpt.downstream.finetune.finetune); the result carries its predictions
+        by model and split."""
         from lmpt.downstream.finetune import finetune  # torch-heavy: only when a task is scored
 
-        return self.result_type.of(finetune(trained, self.options, self.target()))
-
-
-def _record_texts(path: Path) -> Iterator[str]:
-    """Every string field of every record of a .jsonl file, as one text per record."""
-    for _, record in jsonl_records(path):
-        values = record.values() if isinstance(record, dict) else [record]
-        text = " ".join(v for v in values if isinstance(v, str))
-        if text.strip():
-            yield text
+        return self.result_type.of(finetune(trained, self.options, self.target(), self.examples()))

@@ -152,4 +152,4 @@ class Regression(FineTunedTask):
     def find_files(cls, spec: str, key: str) -> Found:
         """regression:FOLDER, a folder holding train.jsonl and dev.jsonl (test.jsonl optional), named as the
         folder; its labels are numbers."""
-        return Found(*task_folder(spec.removeprefix(PREFIX), key))
+        return Found.files(*task_folder(spec.removeprefix(PREFIX), key))
