@@ -308,6 +308,28 @@ def search_space(study: StudyConfig, optimizer: str) -> dict[str, str]:
     return space
 
 
+def _check_range_ends(run_overrides: list[str], space: dict[str, str]) -> None:
+    """Each searched key at each end of its range (every choice of a choice) composed into the runs' config and
+    checked as lmpt checks a run, so a range reaching values lmpt refuses (a learning rate at or below 0) is refused
+    before any trial starts instead of failing trials. A check the runs' keys already fail is left to the checks that
+    name them."""
+    from lmpt.config.validate import validate_config
+
+    try:
+        validate_config(compose(config_name="config", overrides=run_overrides))
+    except LmptError:
+        return
+    for key, r in read_space(space).items():
+        for value in r.choices or (r.low, r.high):
+            try:
+                validate_config(compose(config_name="config", overrides=[*run_overrides, f"{key}={value}"]))
+            except LmptError as exc:
+                raise LmptError(
+                    f"study.space: {key}={space[key]} reaches values lmpt refuses ({exc}): give a range inside "
+                    "what the key takes"
+                ) from None
+
+
 def task_names(downstream: DownstreamConfig) -> list[str]:
     """The record names (RUN/downstream/TASK.json) of the tasks a run with this `downstream` section scores."""
     from lmpt.downstream.run_tasks import task_entries
@@ -408,6 +430,7 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
     run = compose(config_name="config", overrides=run_overrides)  # what every run composes, but its objective
     space = search_space(study, str(run.optimizer.name))
     _check_overrides(run_overrides, space)
+    _check_range_ends(run_overrides, space)
     budgets = final_budgets(study, run, overrides)
     search_budget = fraction_of(budgets[-1][1], study.search_fraction)
     objectives = [str(o) for o in study.objectives]

@@ -76,6 +76,10 @@ def write_pairs(path: Path, n: int = 20) -> Path:
         (["trainer.budget=1e12flops", 'study.space={trainer.seed:"choice(5,6)"}'], "searches trainer.seed, which"),
         (["trainer.budget=1e12flops", 'study.space={objective:"choice(mlm,span)"}'], "searches objective, which"),
         (["trainer.budget=1e12flops", 'study.space={optimizer.lr:"interval(0.01, inf)"}'], "not a finite number"),
+        (
+            ["trainer.budget=1e12flops", "study.space={optimizer.lr:'interval(-0.1, 0.1)'}"],
+            "study.space: optimizer.lr=interval(-0.1, 0.1) reaches values lmpt refuses (optimizer.lr=-0.1 is invalid",
+        ),
         (["trainer.budget=1e12flops", "study.sampler=tpe"], "study.sampler=tpe draws each trial from the trials"),
         (["study.budgets=[5min,10min]"], "a budget in minutes (5min, 10min) buys each objective what its speed"),
         (["trainer.budget=1e12flops", "hydra.run.dir=elsewhere"], "hydra.run.dir=elsewhere: lmpt-study launches"),
