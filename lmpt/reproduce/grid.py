@@ -235,6 +235,7 @@ def run_grid(reproduction: Reproduction, plan: GridPlan) -> None:
         prepare_text(reproduction)
     total = len(plan.runs)
     finished = total - len(queue)
+    number = {r.name: i for i, r in enumerate(plan.runs, 1)}  # a run's place in the grid, the same on every launch
     try:
         while queue or pool.running:
             while queue and pool.free:
@@ -243,12 +244,12 @@ def run_grid(reproduction: Reproduction, plan: GridPlan) -> None:
                 slot = pool.start(
                     Launch(run.name, path, launch_command(plan.folder, run), str(run.labels.get("objective")))
                 )
-                console.print(f"[{finished + pool.running}/{total}] {run.name} started on {slot}")
+                console.print(f"[{number[run.name]}/{total}] {run.name} started on {slot}")
             for launch, code in pool.wait():
                 if code != 0:
                     raise LmptError(f"run {launch.name} ended with exit code {code}: see {launch.path / 'lmpt.log'}")
                 finished += 1
-                console.print(f"[{finished}/{total}] {launch.name} completed")
+                console.print(f"[{number[launch.name]}/{total}] {launch.name} completed ({finished} of {total} done)")
     except BaseException:
         pool.stop()
         raise

@@ -195,7 +195,10 @@ def test_a_killed_grid_resumes_completed_runs_kept_and_a_stopped_one_continued(t
 
     plan = grid.plan_grid(toy, folder, "1", 60)
     assert plan.done == [first.name]
+    capsys.readouterr()
     grid.run_grid(toy, plan)
+    shown = capsys.readouterr().out  # each line numbers the run by its place in the grid, and says how many are done
+    assert "[2/2] seed1 started on" in shown and "[2/2] seed1 completed (2 of 2 done)" in shown, shown
     assert (folder / first.name / "status.json").stat().st_mtime_ns == kept  # not trained again
     log = records(folder / second.name)
     assert max(r["step"] for r in log) == STEPS and "resuming" in (folder / second.name / "lmpt.log").read_text()
