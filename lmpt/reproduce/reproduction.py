@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from matplotlib.figure import Figure
+from omegaconf import OmegaConf
 
 import lmpt.reproduce
 from lmpt.config.schema import Choice
@@ -165,18 +166,34 @@ class Reproduction(ABC):
         return " ".join([f"lmpt-reproduce {self.name}", *keys])
 
 
+def corpus_groups() -> list[str]:
+    """lmpt's data groups that name their own text (shakespeare, wikitext, tinystories, mixture): `data=text` and
+    `data=hf` are forms that need a path or a dataset besides, so no corpus on their own."""
+    named = []
+    for group in sorted(CONF_DATA.glob("*.yaml")):
+        node = OmegaConf.load(group)
+        if node.get("paths") or node.get("sources") or node.get("name"):
+            named.append(group.stem)
+    return named
+
+
 def corpus_keys(corpus: str) -> tuple[str, ...]:
     """The lmpt keys that choose `corpus`: a paper's corpus streamed from the Hub (HUB_CORPORA), a data group of
-    lmpt's (shakespeare, wikitext, tinystories, ...) or a path to text (a file, folder or glob, as `data=text
+    lmpt's that names its text (`corpus_groups`) or a path to text (a file, folder or glob, as `data=text
     data.paths=` takes); one LmptError line for neither."""
     if corpus in HUB_CORPORA:
         return HUB_CORPORA[corpus]
-    if (CONF_DATA / f"{corpus}.yaml").is_file():
+    groups = corpus_groups()
+    if corpus in groups:
         return (f"data={corpus}",)
+    if (CONF_DATA / f"{corpus}.yaml").is_file():
+        raise LmptError(
+            f"corpus={corpus} is a form of data group that names no text of its own: give a path (corpus=PATH, "
+            f"a file, folder or glob) or one of {', '.join(groups)}"
+        )
     if any(ch in corpus for ch in "*?[") or Path(corpus).exists():
         path = corpus if any(ch in corpus for ch in "*?[") else str(Path(corpus).resolve())
         return ("data=text", f"data.paths=[{path}]")
-    groups = sorted(p.stem for p in CONF_DATA.glob("*.yaml"))
     raise LmptError(f"corpus={corpus} is neither a data group ({', '.join(groups)}) nor a path that exists")
 
 

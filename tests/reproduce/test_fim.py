@@ -226,6 +226,10 @@ def test_bad_grids_are_one_line_before_anything_is_written(tmp_path, capsys, mon
     )
     assert "budgets=inf must be a finite number" in refused(["fim", "budgets=[inf]"], capsys, monkeypatch)
     assert "corpus=nowhere is neither a data group" in refused(["fim", "corpus=[nowhere]"], capsys, monkeypatch)
+    # data=text and data=hf need a path or a dataset besides: no corpus on their own (a dry run planned them)
+    for form in ("text", "hf"):
+        said = refused(["fim", f"corpus=[{form}]", "dry_run=true"], capsys, monkeypatch)
+        assert f"corpus={form} is a form of data group that names no text" in said and "wikitext" in said, said
     assert "names wikitext twice" in refused(["fim", "corpus=[wikitext,wikitext]"], capsys, monkeypatch)
     small = tmp_path / "small.txt"
     small.write_text((repo_root / "lmpt" / "corpora" / "tinyshakespeare.txt").read_text()[:200_000])
