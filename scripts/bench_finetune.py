@@ -28,7 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 from lmpt.downstream.finetune import finetune  # noqa: E402
 from lmpt.downstream.kinds.classification import ClassificationResult  # noqa: E402
-from lmpt.downstream.sources import FinetuneOptions, TaskData  # noqa: E402
+from lmpt.downstream.labelled_files import TaskData  # noqa: E402
+from lmpt.downstream.options import FinetuneOptions  # noqa: E402
 from lmpt.rundir.trained import load_trained  # noqa: E402
 
 

@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))  # run from a checkout without installing
 from lmpt.config.schema import DataConfig, ModelConfig, TokenizerConfig  # noqa: E402
 from lmpt.data.cache import prepare_corpora  # noqa: E402
 from lmpt.downstream.likelihood import evaluate_choices, evaluate_pairs  # noqa: E402
-from lmpt.downstream.sources import read_choice_task, read_pairs  # noqa: E402
+from lmpt.downstream.zero_shot_files import read_choice_task, read_pairs  # noqa: E402
 from lmpt.model import build_model  # noqa: E402
 from lmpt.rundir.trained import Trained  # noqa: E402
 

@@ -59,8 +59,23 @@ SUBPACKAGE = "downstream"
 """The package whose own floors are measured apart (`package_figures`)."""
 SUB_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("figures", ("figures", "significance", "seed_figures", "official")),  # names, metrics, statistics; no torch
-    ("sources", ("sources", "glue")),  # where examples come from: files, bundled:NAME, GLUE's folders
-    ("engines", ("control", "likelihood", "floors", "training", "finetune")),  # the ways of scoring, shared by kinds
+    # where examples come from: files, bundled:NAME, lmpt-finetune's options, labelled tasks, GLUE's table and folders
+    ("sources", ("labelled_files", "bundled", "options", "zero_shot_files", "labelled", "glue", "glue_files")),
+    (  # the ways of scoring, shared by kinds: likelihood; fine-tuning and its parts; the floors; the untrained control
+        "engines",
+        (
+            "control",
+            "likelihood",
+            "floors",
+            "target",
+            "encoding",
+            "classifier",
+            "seeds",
+            "recipe",
+            "control_cache",
+            "finetune",
+        ),
+    ),
     ("task", ("task",)),  # what every task and result answers
     ("kinds", ("kinds",)),  # one module a kind, and their registry
     ("commands", ("records", "curves", "run_tasks", "eval_cli", "finetune_cli", "glue_suite")),

@@ -6,7 +6,7 @@ github.com/phueb/Zorro; MIT licence), reproducibly: the same bytes on every run 
 Zorro keeps each paradigm in sentences/babyberta/PHENOMENON-PARADIGM.txt, one sentence a line, the pairs in turn:
 line 1 ungrammatical, line 2 its grammatical twin, line 3 the next pair's ungrammatical one, and so on (its
 README; zorro/data.py pairs them the same way). Each pair becomes one record in the layout of lmpt's minimal-pair
-tasks (lmpt.downstream.sources): sentence_good, sentence_bad, field (the phenomenon, e.g.
+tasks (lmpt.downstream.zero_shot_files): sentence_good, sentence_bad, field (the phenomenon, e.g.
 agreement_subject_verb), UID (the paradigm, the file's name, e.g. agreement_subject_verb-across_relative_clause) and
 pairID (the pair's index in its file), the sentences unchanged.
 

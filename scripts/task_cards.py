@@ -74,7 +74,7 @@ def refuse(message: str) -> NoReturn:
 
 def shipped_tasks() -> list[str]:
     """Every task lmpt ships: the zero-shot files of lmpt/tasks, then its classification folders, each sorted."""
-    from lmpt.downstream.sources import bundled_classification_tasks, tasks_dir
+    from lmpt.downstream.bundled import bundled_classification_tasks, tasks_dir
 
     zero_shot = sorted({p.name.split(".")[0] for p in tasks_dir().glob("*.jsonl*")})
     return zero_shot + bundled_classification_tasks()
@@ -83,7 +83,7 @@ def shipped_tasks() -> list[str]:
 def card_task(given: str) -> CardTask:
     """A --tasks entry: a shipped task's name, a folder holding train.jsonl and dev.jsonl (classification) or a
     .jsonl file (zero-shot)."""
-    from lmpt.downstream.sources import (
+    from lmpt.downstream.bundled import (
         BUNDLED_PREFIX,
         SPLITS,
         bundled_classification_tasks,
@@ -163,7 +163,8 @@ def floors(task: CardTask) -> dict:
     """A classification task's bag-of-words floor (lmpt-finetune's, same function and files) and the accuracy of
     always answering the most common training label on dev and test (its majority_accuracy, on each split)."""
     from lmpt.downstream.floors import bag_of_words_floor
-    from lmpt.downstream.sources import TaskData, read_labelled
+    from lmpt.downstream.labelled import read_labelled
+    from lmpt.downstream.labelled_files import TaskData
 
     labelled = read_labelled(TaskData(**task.files), task.name)
     majority = Counter(e.label for e in labelled.examples["train"]).most_common(1)[0][0]

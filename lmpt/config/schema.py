@@ -383,7 +383,7 @@ class TrainerConfig:
 @dataclass(kw_only=True)
 class FinetuneRecipe:
     """How a task is fine-tuned, one schema for a run's `downstream` section and `lmpt-finetune` (its options,
-    lmpt.downstream.sources.FinetuneOptions): each key means the same and defaults the same in both."""
+    lmpt.downstream.options.FinetuneOptions): each key means the same and defaults the same in both."""
 
     mode: FinetuneMode = FinetuneMode.probe
     """How the fine-tuned tasks train: probe (the pre-trained body frozen, a linear head trained on its features:

@@ -16,8 +16,8 @@ from lmpt.downstream.finetune import check_settings
 from lmpt.downstream.glue_suite import GlueSuite, is_glue, render_glue
 from lmpt.downstream.kinds.fine_tuned import FineTunedTask
 from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult
+from lmpt.downstream.options import FinetuneOptions, labelled_name, with_task_files
 from lmpt.downstream.records import hand_record_path, write_record
-from lmpt.downstream.sources import FinetuneOptions, labelled_name, with_task_files
 from lmpt.downstream.task import kinds
 from lmpt.rundir.trained import RUN_ARGUMENT, load_trained, locate_weights
 from lmpt.train.placement import take_threads

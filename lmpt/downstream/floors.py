@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
 
-    from lmpt.downstream.sources import Example
+    from lmpt.downstream.labelled_files import Example
 
 DESCRIPTION = "bag of words (tf-idf 1-2 grams + logistic regression)"
 WORDS = r"(?u)\b\w+\b"

@@ -19,14 +19,17 @@ from rich.table import Table
 
 from lmpt.config.command_options import require
 from lmpt.console import console, print_whole
+from lmpt.downstream.bundled import SPLITS
 from lmpt.downstream.figures import BAG_OF_WORDS, GLUE_SCORE, SCRATCH, UNLABELLED
 from lmpt.downstream.finetune import check_settings, check_task
-from lmpt.downstream.glue import GlueTask, entries, glue_score, parse_entry, server_file, write_server_file
+from lmpt.downstream.glue import GlueTask, entries, glue_score, parse_entry, server_file
+from lmpt.downstream.glue_files import write_server_file
 from lmpt.downstream.kinds.fine_tuned import FineTunedTask
 from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult, Predictions
+from lmpt.downstream.labelled import LabelledTask
 from lmpt.downstream.official import SCORED_SPLITS, as_written
+from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.records import hand_record_path, write_record
-from lmpt.downstream.sources import SPLITS, FinetuneOptions, LabelledTask
 from lmpt.downstream.task import RECORD_VERSION, kind_of
 from lmpt.rundir.trained import load_trained, locate_weights
 from lmpt.safe_files import write_atomically

@@ -85,7 +85,7 @@ from lmpt.downstream.significance import (
     figure_outcomes,
     items_digest,
 )
-from lmpt.downstream.sources import ChoiceQuestion, MinimalPair
+from lmpt.downstream.zero_shot_files import ChoiceQuestion, MinimalPair
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.inference.sentence_pll import copy_tokens, framed_continuation, framed_ids, text_plls

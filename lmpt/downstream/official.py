@@ -2,7 +2,7 @@
 accuracy, MNLI's accuracy on its matched and its mismatched dev set ...), each computed by a metric of the one table
 (lmpt.downstream.figures.METRICS, where each metric says which way is better), and the task's score, their mean.
 
-A labelled task carries its own metrics (lmpt.downstream.sources.LabelledTask.metrics: none for a task scored by its
+A labelled task carries its own metrics (lmpt.downstream.labelled.LabelledTask.metrics: none for a task scored by its
 kind's figures alone, classification's accuracy, macro-F1 and MCC or regression's correlations), and every fine-tuning
 computes them the same way, from each seed's predictions written as the task's files write labels
 (`official_figures`): a GLUE task fine-tuned in a run and by `lmpt-finetune task=glue` records the same figures. A

@@ -37,11 +37,11 @@ from lmpt.config.quality_schema import QualityConfig, check_quality
 from lmpt.config.schema import OLD_TASK_KEYS, DownstreamConfig
 from lmpt.config.schema import settings as schema_settings
 from lmpt.console import console, print_whole, warn
+from lmpt.downstream.bundled import BUNDLED_PREFIX, resolve_task
 from lmpt.downstream.figures import ACCURACY, METRIC_PREFIX, curve_key, metric_key, task_figure
 from lmpt.downstream.kinds.zero_shot import ZeroShotTask
 from lmpt.downstream.records import ScoringProgress, record_path
 from lmpt.downstream.significance import high_key, low_key
-from lmpt.downstream.sources import BUNDLED_PREFIX, resolve_task
 from lmpt.downstream.task import RunShape, Scoring, ScoringRun, Task, kind_of, read_task
 from lmpt.errors import LmptError
 from lmpt.objectives.base import Objective, Reading

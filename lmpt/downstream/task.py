@@ -2,12 +2,12 @@
 kinds (`kinds`, `read_task`, `read_result`).
 
 A kind is one module of lmpt.downstream.kinds holding its `Task` and its `Result`: how its examples are read (from
-lmpt.downstream.sources or lmpt.downstream.glue), which texts decontamination needs, how it is checked against a run,
-scored (by an engine: lmpt.downstream.likelihood or lmpt.downstream.finetune, beside lmpt.downstream.control) and what
-scoring costs; and how its result is logged, rendered, written and read back. The registry imports every module of
-lmpt.downstream.kinds and lists each Task subclass that names its `kind`, as the objective registry finds objectives,
-so no other module lists the kinds or asks a task or a record which kind it is by name. A kind added is its module and
-its tests. Nothing here imports torch: reports and `lmpt --help` read it."""
+lmpt.downstream.zero_shot_files, lmpt.downstream.labelled or lmpt.downstream.glue_files), which texts decontamination
+needs, how it is checked against a run, scored (by an engine: lmpt.downstream.likelihood or lmpt.downstream.finetune,
+beside lmpt.downstream.control) and what scoring costs; and how its result is logged, rendered, written and read back.
+The registry imports every module of lmpt.downstream.kinds and lists each Task subclass that names its `kind`, as the
+objective registry finds objectives, so no other module lists the kinds or asks a task or a record which kind it is by
+name. A kind added is its module and its tests. Nothing here imports torch: reports and `lmpt --help` read it."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from lmpt.data.readers.jsonl import jsonl_records, shown
+from lmpt.downstream.bundled import resolve_task
 from lmpt.downstream.figures import EQUAL_LENGTH_PAIRS, GAIN, SCRATCH
 from lmpt.downstream.significance import ITEMS_DIGEST, Gain, decode_outcomes, high_key, items_key
-from lmpt.downstream.sources import resolve_task
 from lmpt.errors import LmptError
 
 if TYPE_CHECKING:

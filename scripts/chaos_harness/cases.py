@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmpt.downstream.sources import tasks_dir
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.objectives.registry import OBJECTIVES as registered_objectives
 from lmpt.objectives.registry import objective_class
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from lmpt.config.command_options import run_command
+from lmpt.downstream.bundled import task_name
 from lmpt.downstream.eval_cli import evaluate
-from lmpt.downstream.sources import read_choice_task, task_name
+from lmpt.downstream.zero_shot_files import read_choice_task
 
 
 def _refused(argv: list[str], capsys, monkeypatch) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from runner import TINY_RUN, run_lmpt
 
-from lmpt.downstream.sources import tasks_dir
+from lmpt.downstream.bundled import tasks_dir
 
 TINY = [
     *TINY_RUN,

@@ -14,9 +14,10 @@ import pytest
 import torch
 from runner import TINY_RUN, lmpt_env
 
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.likelihood import choice_scores, pair_scores
-from lmpt.downstream.sources import read_choice_task, read_pairs, tasks_dir
+from lmpt.downstream.zero_shot_files import read_choice_task, read_pairs
 from lmpt.hf.export import export
 from lmpt.inference.progress import WorkBar
 from lmpt.rundir.trained import load_trained

@@ -16,9 +16,11 @@ from runner import TINY_RUN, run_lmpt
 from lmpt.config.schema import DownstreamConfig, ModelConfig
 from lmpt.downstream.finetune import finetune
 from lmpt.downstream.kinds.pairs import MinimalPairs
+from lmpt.downstream.labelled_files import TaskData
+from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.run_tasks import check_downstream_fits
-from lmpt.downstream.sources import FinetuneOptions, MinimalPair, TaskData
 from lmpt.downstream.task import Scoring, read_task
+from lmpt.downstream.zero_shot_files import MinimalPair
 from lmpt.errors import LmptError
 from lmpt.model import build_model
 from lmpt.objectives.registry import build_objective, objective_class

@@ -15,7 +15,8 @@ from runner import lmpt_env
 
 from lmpt.downstream.finetune import finetune
 from lmpt.downstream.finetune_cli import finetune_command
-from lmpt.downstream.sources import FinetuneOptions, TaskData
+from lmpt.downstream.labelled_files import TaskData
+from lmpt.downstream.options import FinetuneOptions
 from lmpt.rundir.trained import load_trained
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,9 +13,11 @@ from composed import composed
 from finetune_commands import pretrained, refused
 
 from lmpt.config.schema import DownstreamConfig
-from lmpt.downstream import sources
+from lmpt.downstream import bundled
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.finetune_cli import finetune_command
-from lmpt.downstream.sources import MODE_MEANINGS, FinetuneOptions, TaskData, tasks_dir
+from lmpt.downstream.labelled_files import TaskData
+from lmpt.downstream.options import MODE_MEANINGS, FinetuneOptions
 
 TINY = [
     "tokenizer.vocab_size=1024",
@@ -46,7 +48,7 @@ def shipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for split, n in (("train", 64), ("dev", 24), ("test", 16)):
         lines = (ORDER / f"{split}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
         (folder / f"{split}.jsonl").write_text("".join(lines[:n]), encoding="utf-8")
-    monkeypatch.setattr(sources, "tasks_dir", lambda: tmp_path / "tasks")
+    monkeypatch.setattr(bundled, "tasks_dir", lambda: tmp_path / "tasks")
     return folder
 
 

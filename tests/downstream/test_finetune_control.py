@@ -14,15 +14,17 @@ import torch
 from finetune_commands import pretrained, refused
 from runner import TINY_RUN
 
+from lmpt.downstream import control_cache, recipe, seeds
 from lmpt.downstream import finetune as finetune_module
-from lmpt.downstream import training
 from lmpt.downstream.control import scratch_model
-from lmpt.downstream.finetune import search_slice
+from lmpt.downstream.encoding import encode_task
 from lmpt.downstream.finetune_cli import finetune_command
 from lmpt.downstream.kinds.classification import ClassificationResult
+from lmpt.downstream.labelled import read_labelled
+from lmpt.downstream.labelled_files import TaskData
+from lmpt.downstream.recipe import search_slice
 from lmpt.downstream.significance import paired_gain
-from lmpt.downstream.sources import FinetuneOptions, TaskData
-from lmpt.downstream.training import read_task
+from lmpt.downstream.target import CLASSES
 from lmpt.objectives.registry import build_objective
 from lmpt.rng import derive_seed
 from lmpt.rundir.trained import load_trained
@@ -134,18 +136,18 @@ def test_scratch_model_weights_differ_from_the_run_and_equal_a_fresh_seeded_buil
 
 def test_lr_search_reads_only_the_training_split_and_records_its_choice(run, task, capsys, monkeypatch) -> None:
     seen: list = []
-    original = finetune_module.run_seeds
+    original = recipe.run_seeds
 
     def spied(plan, splits, probe, seeds, bar, **named):
         if "recipe search" in named.get("phase", ""):  # a candidate of the search (not the final runs, on dev)
             seen.append(splits)
         return original(plan, splits, probe, seeds, bar, **named)
 
-    monkeypatch.setattr(finetune_module, "run_seeds", spied)
+    monkeypatch.setattr(recipe, "run_seeds", spied)
     base = [str(run), *FAST, "seeds=1", "control=none"]
     out = _json([*base, *_data(task), "task=searched"], capsys)
     trained = load_trained(run)
-    task_rows = read_task(trained, FinetuneOptions(TaskData(task["train"], task["dev"]), seq_len=24), 24)
+    task_rows = encode_task(trained, read_labelled(TaskData(task["train"], task["dev"]), "searched"), 24, CLASSES)
     assert len(seen) == 4  # 2 learning rates x 2 poolings, one seed each
     fit, held = search_slice(130, 0.15, 0)
     for splits in seen:
@@ -207,7 +209,7 @@ def test_bad_control_and_search_settings_are_one_line_before_any_training(run, t
     def no_training(*args, **kwargs):
         raise AssertionError("trained before refusing")
 
-    monkeypatch.setattr(training, "train_seed", no_training)
+    monkeypatch.setattr(seeds, "train_seed", no_training)
     record = run / "downstream" / "kept.json"
     record.parent.mkdir(exist_ok=True)
     record.write_text(KEPT)
@@ -233,7 +235,7 @@ def test_one_control_is_fine_tuned_once_and_shared_by_every_run_that_has_it(run,
     assert (first["scratch"]["shared"], second["scratch"]["shared"]) == (False, True)
     assert first["scratch"]["key"] == second["scratch"]["key"]
     assert {**first["scratch"], "shared": True} == second["scratch"] and first["gain"] == second["gain"]
-    entry = finetune_module.controls_dir() / f"{first['scratch']['key']}.json"
+    entry = control_cache.controls_dir() / f"{first['scratch']['key']}.json"
     entry.write_text("{not json")
     third = _json(argv, capsys)
     assert not third["scratch"]["shared"] and third["gain"] == first["gain"] and len(trained_bodies) == 3
@@ -245,12 +247,12 @@ def _stored(run: Path, argv: list[str], capsys: pytest.CaptureFixture) -> tuple[
     """A fine-tuning whose control is stored in a cache of its own; (its JSON, the entry's file)."""
 
     first = _json(argv, capsys)
-    return first, finetune_module.controls_dir() / f"{first['scratch']['key']}.json"
+    return first, control_cache.controls_dir() / f"{first['scratch']['key']}.json"
 
 
 def _rewrite(entry: Path, change, digest: bool) -> None:
     """The entry with `change` applied to its control; `digest`: its digest recomputed (a forger who knows how)."""
-    from lmpt.downstream.finetune import content_digest
+    from lmpt.downstream.control_cache import content_digest
 
     data = json.loads(entry.read_text())
     change(data["control"])

@@ -1,4 +1,4 @@
-"""How examples become model inputs (lmpt.downstream.training) and how dotted keys parse (data.train=...),
+"""How examples become model inputs (lmpt.downstream.encoding) and how dotted keys parse (data.train=...),
 with the tokenizer trained on the bundled corpus; no model needed."""
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ import torch
 
 from lmpt.config.command_options import parse_command, usage
 from lmpt.data.cache import PreparedData
-from lmpt.downstream.sources import Example, FinetuneOptions, TaskData, label_order, labelled_name
-from lmpt.downstream.training import collate, encode_split, fit_pair
+from lmpt.downstream.encoding import collate, encode_split, fit_pair
+from lmpt.downstream.labelled import label_order
+from lmpt.downstream.labelled_files import Example, TaskData
+from lmpt.downstream.options import FinetuneOptions, labelled_name
 from lmpt.errors import LmptError
 
 

@@ -19,13 +19,14 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from lmpt.config.schema import DownstreamConfig
 from lmpt.downstream.figures import METRICS, SCRATCH
 from lmpt.downstream.finetune_cli import finetune_command
-from lmpt.downstream.glue import TASKS, glue_score, glue_task, glue_tasks, read_glue, task_metrics
+from lmpt.downstream.glue import TASKS, glue_score, glue_task, glue_tasks, task_metrics
+from lmpt.downstream.glue_files import read_glue
 from lmpt.downstream.kinds.classification import Classification, ClassificationResult
 from lmpt.downstream.kinds.regression import Regression, RegressionResult
+from lmpt.downstream.labelled_files import TaskData
 from lmpt.downstream.official import task_score
 from lmpt.downstream.records import task_record
 from lmpt.downstream.run_tasks import check_downstream, score_downstream
-from lmpt.downstream.sources import TaskData
 from lmpt.downstream.task import kind_of, read_task
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import objective_class

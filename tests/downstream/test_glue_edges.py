@@ -10,7 +10,8 @@ import pytest
 from glue_files import write_glue
 
 from lmpt.config.schema import DownstreamConfig
-from lmpt.downstream.glue import TASKS, glue_tasks, read_glue
+from lmpt.downstream.glue import TASKS, glue_tasks
+from lmpt.downstream.glue_files import read_glue
 from lmpt.downstream.run_tasks import check_downstream
 from lmpt.downstream.significance import describe_gain, paired_gain
 from lmpt.errors import LmptError

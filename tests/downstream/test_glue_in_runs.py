@@ -18,7 +18,8 @@ from runner import TINY_RUN, run_lmpt
 from sklearn.metrics import accuracy_score, f1_score
 
 from lmpt.config.schema import DownstreamConfig
-from lmpt.downstream.glue import TASKS, glue_labelled
+from lmpt.downstream.glue import TASKS
+from lmpt.downstream.glue_files import glue_labelled
 from lmpt.downstream.official import official_figures
 from lmpt.downstream.records import task_record
 from lmpt.downstream.run_tasks import score_downstream

@@ -12,10 +12,10 @@ import pytest
 from finetune_commands import pretrained
 from runner import TINY_MODEL
 
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.finetune_cli import finetune_command
 from lmpt.downstream.records import HAND_DIR, hand_record_path, record_path
-from lmpt.downstream.sources import tasks_dir
 from lmpt.errors import LmptError
 
 TINY = [

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import zstandard
 
-from lmpt.downstream.sources import read_pairs, tasks_dir
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.task import read_task
+from lmpt.downstream.zero_shot_files import read_pairs
 
 REPO = Path(__file__).resolve().parents[2]
 KEPT = ["sentence_good", "sentence_bad", "field", "linguistics_term", "UID", "pairID"]

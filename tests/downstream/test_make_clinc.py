@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lmpt.downstream.sources import tasks_dir
+from lmpt.downstream.bundled import tasks_dir
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from lmpt.data.readers.text import text_documents
 from lmpt.data.sources import bundled_dir
 from lmpt.data.split import is_held_out
-from lmpt.downstream.sources import tasks_dir
+from lmpt.downstream.bundled import tasks_dir
 
 REPO = Path(__file__).resolve().parents[2]
 

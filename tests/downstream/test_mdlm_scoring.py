@@ -17,9 +17,10 @@ from runner import SMALL, TINY_RUN, lmpt_command, lmpt_env
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.likelihood import choice_scores, own_scorer, split_tokens, whole_rows
-from lmpt.downstream.sources import ChoiceQuestion, tasks_dir
+from lmpt.downstream.zero_shot_files import ChoiceQuestion
 from lmpt.errors import LmptError
 from lmpt.inference.progress import WorkBar
 from lmpt.objectives.mdlm import BoundScorer, MaskedDiffusion, MdlmConfig

@@ -16,8 +16,8 @@ from lmpt.config.schema import ModelConfig
 from lmpt.downstream.kinds.pairs import PairsResult
 from lmpt.downstream.likelihood import evaluate_pairs, pair_figures, pair_scores, sentence_tokens, split_tokens
 from lmpt.downstream.significance import accuracy_with_interval, bootstrap_interval
-from lmpt.downstream.sources import MinimalPair, read_pairs
 from lmpt.downstream.task import kind_of, read_task
+from lmpt.downstream.zero_shot_files import MinimalPair, read_pairs
 from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from runner import TINY_RUN, lmpt_env
 
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.eval_cli import evaluate
-from lmpt.downstream.sources import tasks_dir
 
 TINY = [
     "objective=mlm",

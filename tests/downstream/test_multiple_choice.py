@@ -12,7 +12,7 @@ from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.downstream.likelihood import choice_batch, choice_figures, choice_scores, frame, split_tokens
-from lmpt.downstream.sources import ChoiceQuestion, read_choice_task
+from lmpt.downstream.zero_shot_files import ChoiceQuestion, read_choice_task
 from lmpt.errors import LmptError
 from lmpt.inference.pll import score_pll
 from lmpt.inference.progress import WorkBar

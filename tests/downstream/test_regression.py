@@ -16,8 +16,9 @@ from scipy.stats import pearsonr, spearmanr
 from lmpt.downstream.figures import MSE, PEARSON, PEARSON_MEAN, SPEARMAN
 from lmpt.downstream.finetune_cli import finetune_command
 from lmpt.downstream.kinds.regression import Regression, RegressionResult, regression_scores, ridge_floor
+from lmpt.downstream.labelled import read_labelled
+from lmpt.downstream.labelled_files import Example, TaskData
 from lmpt.downstream.records import read_record
-from lmpt.downstream.sources import Example, TaskData, read_labelled
 from lmpt.downstream.task import kind_of, kinds, read_result
 from lmpt.errors import LmptError
 
@@ -198,8 +199,9 @@ def test_a_regressions_control_is_fine_tuned_once_and_shared(run, folder, capsys
     """As a classification's: the second fine-tuning with the same control reads it back (its per-item squared errors
     kept as numbers), the same figures and gain bit for bit; an entry whose outcomes were cut short is named in one
     line and fine-tuned again."""
+    from lmpt.downstream import control_cache
     from lmpt.downstream import finetune as finetune_module
-    from lmpt.downstream.finetune import content_digest
+    from lmpt.downstream.control_cache import content_digest
 
     monkeypatch.setenv("LMPT_CACHE_DIR", str(folder / "cache"))
     argv = [str(run), "regression=true", *(f"data.{s}={folder / f'{s}.jsonl'}" for s in ("train", "dev", "test"))]
@@ -216,7 +218,7 @@ def test_a_regressions_control_is_fine_tuned_once_and_shared(run, folder, capsys
     second = fine_tuned()
     assert len(bodies) == 1 and (first["scratch"]["shared"], second["scratch"]["shared"]) == (False, True)
     assert {**first["scratch"], "shared": True} == second["scratch"] and first["gain"] == second["gain"]
-    entry = finetune_module.controls_dir() / f"{first['scratch']['key']}.json"
+    entry = control_cache.controls_dir() / f"{first['scratch']['key']}.json"
     stored = json.loads(entry.read_text())
     assert all(isinstance(v, float) for row in stored["control"]["runs"]["correct"][""] for v in row)
     stored["control"]["runs"]["correct"][""] = [row[:-1] for row in stored["control"]["runs"]["correct"][""]]

@@ -16,8 +16,8 @@ from runner import SMALL, TINY_MODEL, lmpt_command, lmpt_env, records, run_lmpt
 
 from lmpt.config.schema import DownstreamConfig
 from lmpt.downstream import run_tasks
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.records import LEDGER, SCORING, ScoringProgress, recorded_before, stoppable_scoring
-from lmpt.downstream.sources import tasks_dir
 from lmpt.report.runs import find_runs
 from lmpt.train.preemption import EXIT_PREEMPTED
 from lmpt.train.run import TrainResult

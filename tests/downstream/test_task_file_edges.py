@@ -12,7 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lmpt.downstream.sources import Example, TaskData, label_order, read_choice_task, read_examples, resolve_task
+from lmpt.downstream.bundled import resolve_task
+from lmpt.downstream.labelled import label_order
+from lmpt.downstream.labelled_files import Example, TaskData, read_examples
+from lmpt.downstream.zero_shot_files import read_choice_task
 from lmpt.errors import LmptError
 
 DEEP = "[" * 200_000 + "]" * 200_000
@@ -102,7 +105,7 @@ def test_column_numbers_on_a_headed_file_are_refused(tmp_path: Path) -> None:
 
 
 def test_true_false_mixed_with_integers_is_refused() -> None:
-    from lmpt.downstream.sources import check_labels_agree
+    from lmpt.downstream.labelled import check_labels_agree
 
     examples = [Example("a", None, label) for label in ("true", "false", "1", "0")]
     with pytest.raises(LmptError, match="mixes true/false labels with integer labels") as info:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lmpt.downstream.sources import Example, TaskData, read_examples
+from lmpt.downstream.labelled_files import Example, TaskData, read_examples
 from lmpt.errors import LmptError
 
 SST2 = "sentence\tlabel\nhide new secretions from the parental units \t0\nthe greatest musicians \t1\n"

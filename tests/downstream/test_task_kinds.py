@@ -13,8 +13,8 @@ from lmpt.downstream.kinds.choice import ChoiceResult, MultipleChoice
 from lmpt.downstream.kinds.classification import Classification, ClassificationResult
 from lmpt.downstream.kinds.pairs import MinimalPairs, PairsResult
 from lmpt.downstream.run_tasks import quality_stage_for, read_task_items
-from lmpt.downstream.sources import read_pairs
 from lmpt.downstream.task import Result, Task, kind_of, kinds, read_result, read_task, zero_shot_kind
+from lmpt.downstream.zero_shot_files import read_pairs
 from lmpt.errors import LmptError
 from tests.composed import composed
 

@@ -17,8 +17,10 @@ import lmpt.inference.progress as progress
 from lmpt.config.schema import ModelConfig
 from lmpt.downstream.finetune import finetune
 from lmpt.downstream.kinds.pairs import MinimalPairs
-from lmpt.downstream.sources import FinetuneOptions, MinimalPair, TaskData
+from lmpt.downstream.labelled_files import TaskData
+from lmpt.downstream.options import FinetuneOptions
 from lmpt.downstream.task import Scoring, read_task
+from lmpt.downstream.zero_shot_files import MinimalPair
 from lmpt.model import build_model
 from lmpt.rundir.trained import Trained
 

@@ -16,12 +16,13 @@ import zstandard
 from omegaconf import OmegaConf
 
 from lmpt.config.schema import ModelConfig
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.kinds.pairs import MinimalPairs, PairsResult
 from lmpt.downstream.likelihood import pair_figures
 from lmpt.downstream.run_tasks import fast_twin
 from lmpt.downstream.significance import decode_outcomes
-from lmpt.downstream.sources import MinimalPair, read_pairs, tasks_dir
 from lmpt.downstream.task import Scoring, kind_of, read_task
+from lmpt.downstream.zero_shot_files import MinimalPair, read_pairs
 from lmpt.model import build_model
 from lmpt.rundir.trained import Trained
 

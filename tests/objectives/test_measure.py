@@ -117,7 +117,7 @@ def test_the_objective_says_how_a_run_reads_choices_and_how_it_samples() -> None
 
 def test_a_tied_choice_counts_wrong_whichever_comes_first() -> None:
     from lmpt.downstream.likelihood import choice_outcomes
-    from lmpt.downstream.sources import ChoiceQuestion
+    from lmpt.downstream.zero_shot_files import ChoiceQuestion
 
     questions = [
         ChoiceQuestion("c", ("a", "b"), 0),

@@ -14,12 +14,13 @@ from omegaconf import OmegaConf
 from report_fakes import SHARED, eval_record, make_run, train_record
 
 from lmpt.config.schema import ModelConfig
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.figures import metric_key
 from lmpt.downstream.likelihood import pair_figures
 from lmpt.downstream.records import record_path, write_record
 from lmpt.downstream.significance import decode_outcomes, mcnemar_exact
-from lmpt.downstream.sources import MinimalPair, tasks_dir
 from lmpt.downstream.task import Scoring, read_task
+from lmpt.downstream.zero_shot_files import MinimalPair
 from lmpt.model import build_model
 from lmpt.report.compare import main
 from lmpt.rundir.trained import Trained

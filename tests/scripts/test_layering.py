@@ -154,10 +154,10 @@ DOWNSTREAM = {
     "__init__.py": "",
     "downstream/__init__.py": "",
     "downstream/figures.py": "ACCURACY = 'accuracy'\n",
-    "downstream/sources.py": "from lmpt.downstream.figures import ACCURACY\n",
+    "downstream/labelled.py": "from lmpt.downstream.figures import ACCURACY\n",
     "downstream/kinds/__init__.py": "",
     "downstream/kinds/pairs.py": """
-        from lmpt.downstream import sources
+        from lmpt.downstream import labelled
 
         class Pairs:
             kind = "pairs"
@@ -166,7 +166,7 @@ DOWNSTREAM = {
             return kind == "pairs"  # inside kinds/: not counted
     """,
     "downstream/likelihood.py": """
-        from lmpt.downstream.sources import ACCURACY
+        from lmpt.downstream.labelled import ACCURACY
 
         def is_pairs(kind):
             from lmpt.downstream.kinds import pairs  # lazy, up: engines -> kinds

@@ -1,5 +1,5 @@
-"""Multiple choice, a zero-shot kind: `{"context", "choices", "label"}` records (lmpt.downstream.sources), each choice
-scored by the model after its context (lmpt.downstream.likelihood); right when the gold choice scores highest."""
+"""Multiple choice, a zero-shot kind: `{"context", "choices", "label"}` records (lmpt.downstream.zero_shot_files), each
+choice scored by the model after its context (lmpt.downstream.likelihood); right when the gold choice scores highest."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from lmpt.console import print_whole
 from lmpt.downstream.figures import ACCURACY, ACCURACY_NORM, CHANCE, CHOICE_FIGURES
 from lmpt.downstream.kinds.zero_shot import ZeroShotResult, ZeroShotTask
 from lmpt.downstream.significance import high_key, low_key
-from lmpt.downstream.sources import ChoiceQuestion, read_choice_task
+from lmpt.downstream.zero_shot_files import ChoiceQuestion, read_choice_task
 
 if TYPE_CHECKING:
     from lmpt.quality.decontamination import TaskItems

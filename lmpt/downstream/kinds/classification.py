@@ -1,5 +1,5 @@
 """Classification, a fine-tuned kind: a folder of labelled SPLIT.jsonl files, a task lmpt ships (bundled:NAME) or a
-GLUE task that is not scored by a correlation (glue:NAME@DIR), read and checked by lmpt.downstream.sources (its labels
+GLUE task that is not scored by a correlation (glue:NAME@DIR), read and checked by lmpt.downstream.labelled (its labels
 against training's), fine-tuned once per seed beside its scratch control and bag-of-words floor
 (lmpt.downstream.finetune); scored by accuracy, macro-F1 and (two classes) Matthews correlation."""
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from lmpt.downstream.bundled import BUNDLED_PREFIX, bundled_classification_tasks, task_folder
 from lmpt.downstream.figures import (
     ACCURACY,
     ACCURACY_MEAN,
@@ -18,10 +19,9 @@ from lmpt.downstream.figures import (
 from lmpt.downstream.glue import entry_is_regression, is_entry
 from lmpt.downstream.kinds.fine_tuned import FineTunedTask, Found
 from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult
-from lmpt.downstream.sources import BUNDLED_PREFIX, bundled_classification_tasks, task_folder
 
 if TYPE_CHECKING:
-    from lmpt.downstream.training import Target
+    from lmpt.downstream.target import Target
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Classification(FineTunedTask):
 
     @classmethod
     def target(cls) -> Target:
-        """One logit a class, cross-entropy, accuracy (lmpt.downstream.training.CLASSES)."""
-        from lmpt.downstream.training import CLASSES  # torch-heavy: only when a task is used
+        """One logit a class, cross-entropy, accuracy (lmpt.downstream.target.CLASSES)."""
+        from lmpt.downstream.target import CLASSES  # torch-heavy: only when a task is used
 
         return CLASSES

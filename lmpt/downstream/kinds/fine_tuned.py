@@ -1,10 +1,10 @@
 """What the fine-tuned kinds share (`FineTunedTask`; their result, `FineTunedResult`, is
 lmpt.downstream.kinds.fine_tuned_result): a task named by a folder, a prefix or a GLUE entry (glue:NAME@DIR) is found,
-its examples read by its source (lmpt-finetune's data.* files, or a GLUE folder: lmpt.downstream.sources
+its examples read by its source (lmpt-finetune's data.* files, or a GLUE folder: lmpt.downstream.labelled
 .ExampleSource) with its own metrics and the files it only predicts, checked before any training, and fine-tuned once
 per seed by the fine-tuning engine (lmpt.downstream.finetune) beside its scratch control and its floor; each kind says
-what its head predicts (its `target`), which specs it claims and which figures it logs. Whoever names the task (a
-run's downstream.tasks, `lmpt-finetune`, GLUE's suite) scores it the one way, `score`."""
+what its head predicts (its `target`), which specs it claims and which figures it logs. Whoever names the task (a run's
+downstream.tasks, `lmpt-finetune`, GLUE's suite) scores it the one way, `score`."""
 
 from __future__ import annotations
 
@@ -13,16 +13,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from lmpt.config.schema import FinetuneRecipe
-from lmpt.downstream.glue import GlueSource, is_entry, parse_entry
+from lmpt.downstream.glue import is_entry, parse_entry
+from lmpt.downstream.glue_files import GlueSource
 from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult
-from lmpt.downstream.sources import ExampleSource, FinetuneOptions, LabelledFiles, LabelledTask, TaskData, labelled_name
+from lmpt.downstream.labelled import ExampleSource, LabelledFiles, LabelledTask
+from lmpt.downstream.labelled_files import TaskData
+from lmpt.downstream.options import FinetuneOptions, labelled_name
 from lmpt.downstream.task import DEFAULT_SCORING, RunShape, Scoring, ScoringRun, Task
 from lmpt.errors import LmptError
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from lmpt.downstream.training import Target
+    from lmpt.downstream.target import Target
     from lmpt.quality.decontamination import TaskItems
     from lmpt.rundir.trained import Trained
 
@@ -57,7 +60,7 @@ class FineTunedTask(Task):
 
     @classmethod
     def target(cls) -> Target:
-        """What the kind's head predicts (lmpt.downstream.training): imported when a task is used."""
+        """What the kind's head predicts (lmpt.downstream.target): imported when a task is used."""
         raise NotImplementedError
 
     @classmethod
@@ -122,7 +125,8 @@ class FineTunedTask(Task):
     def scoring_tokens(self, run: ScoringRun) -> float:
         """The fine-tuning's examples through the body (as its progress bar counts them: a training pass three, the
         recipe search included), each of its mean length in tokens, at most the run's windows."""
-        from lmpt.downstream.finetune import check_task, examples_work, recipe_space
+        from lmpt.downstream.finetune import check_task, examples_work
+        from lmpt.downstream.recipe import recipe_space
 
         o = self.options
         _, labelled = check_task(o, run.seq_len, run.seq_len, self.target(), self.examples())

@@ -36,6 +36,7 @@ from lmpt.downstream.figures import (
     mean_of,
     std_of,
 )
+from lmpt.downstream.options import MODE_MEANINGS
 from lmpt.downstream.seed_figures import (
     Floor,
     Recipe,
@@ -48,13 +49,13 @@ from lmpt.downstream.seed_figures import (
     summary_of,
 )
 from lmpt.downstream.significance import Gain, describe_gain
-from lmpt.downstream.sources import MODE_MEANINGS
 from lmpt.downstream.task import RECORD_VERSION, Result
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from lmpt.downstream.finetune import FineTuning, Tuned
+    from lmpt.downstream.finetune import FineTuning
+    from lmpt.downstream.seeds import Tuned
 
 BASELINES = {MAJORITY_ACCURACY: "majority class", MEAN_BASELINE_MSE: "mean prediction"}
 """The trivial baseline's figure of a record, and its row's name: a classification's, or a regression's."""

@@ -1,5 +1,5 @@
-"""Minimal pairs, a zero-shot kind (BLiMP's format): `{"sentence_good", "sentence_bad"}` records, optional "field"
-and "UID" (lmpt.downstream.sources), right when the acceptable sentence scores higher (lmpt.downstream.likelihood);
+"""Minimal pairs, a zero-shot kind (BLiMP's format): `{"sentence_good", "sentence_bad"}` records, optional "field" and
+"UID" (lmpt.downstream.zero_shot_files), right when the acceptable sentence scores higher (lmpt.downstream.likelihood);
 reported overall, on the pairs of equal token length, per field and per paradigm, beside chance and the length
 baseline."""
 
@@ -13,7 +13,7 @@ from rich.table import Table
 from lmpt.console import print_whole
 from lmpt.downstream.figures import ACCURACY, CHANCE, EQUAL_LENGTH, LENGTH_BASELINE, PAIR_FIGURES, TIES
 from lmpt.downstream.kinds.zero_shot import ZeroShotResult, ZeroShotTask
-from lmpt.downstream.sources import PAIR_FIELDS, ChoiceQuestion, MinimalPair, read_pairs
+from lmpt.downstream.zero_shot_files import PAIR_FIELDS, ChoiceQuestion, MinimalPair, read_pairs
 
 if TYPE_CHECKING:
     from lmpt.quality.decontamination import TaskItems

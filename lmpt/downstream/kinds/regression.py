@@ -4,7 +4,7 @@ or a GLUE task scored by a correlation. Its head has one output trained by mean 
 Pearson and Spearman correlation (scipy.stats) and the MSE; its floor is a ridge regression on the same TF-IDF
 features as classification's bag of words; the gain over the untrained control is the drop in squared error, paired
 over (seed, item) as classification's gain in accuracy is. A label that does not read as a number is refused naming
-its file and line (lmpt.downstream.sources)."""
+its file and line (lmpt.downstream.labelled_files)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from lmpt.downstream.bundled import task_folder
 from lmpt.downstream.figures import (
     MEAN_BASELINE_MSE,
     METRICS,
@@ -27,13 +28,12 @@ from lmpt.downstream.figures import (
 from lmpt.downstream.glue import entry_is_regression
 from lmpt.downstream.kinds.fine_tuned import FineTunedTask, Found
 from lmpt.downstream.kinds.fine_tuned_result import FineTunedResult
-from lmpt.downstream.sources import task_folder
 
 if TYPE_CHECKING:
     import torch
 
-    from lmpt.downstream.sources import Example
-    from lmpt.downstream.training import Target
+    from lmpt.downstream.labelled_files import Example
+    from lmpt.downstream.target import Target
 
 PREFIX = "regression:"
 """downstream.classification_tasks=[regression:FOLDER]: a folder of SPLIT.jsonl whose labels are numbers."""
@@ -74,7 +74,7 @@ def _number_target() -> Target:
     """The regression target, built on first use (it subclasses the torch-importing Target)."""
     import torch.nn.functional as F
 
-    from lmpt.downstream.training import Target
+    from lmpt.downstream.target import Target
 
     class Numbers(Target):
         """One output, mean squared error, correlations."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from lmpt.downstream.bundled import task_name
 from lmpt.downstream.figures import (
     ACCURACY,
     ACCURACY_GAIN,
@@ -27,14 +28,13 @@ from lmpt.downstream.figures import (
     SCRATCH_ACCURACY,
 )
 from lmpt.downstream.significance import decode_outcomes, describe_gain, items_key, paired_gain
-from lmpt.downstream.sources import task_name
 from lmpt.downstream.task import DEFAULT_SCORING, RecordResult, RunShape, Scoring, ScoringRun, Task
 from lmpt.objectives.base import Reading
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from lmpt.downstream.sources import ChoiceQuestion
+    from lmpt.downstream.zero_shot_files import ChoiceQuestion
     from lmpt.rundir.trained import Trained
 
 SUBSET_SEED = 0
@@ -68,7 +68,7 @@ class ZeroShotTask(Task):
 
     @classmethod
     def read_items(cls, spec: str) -> list[Any]:
-        """Every record of the file `spec` names (lmpt.downstream.sources); bad input is one LmptError."""
+        """Every record of the file `spec` names (lmpt.downstream.zero_shot_files); bad input is one LmptError."""
         raise NotImplementedError
 
     def with_items(self, items: Sequence[Any]) -> Self:
