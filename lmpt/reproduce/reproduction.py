@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from matplotlib.figure import Figure
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 import lmpt.reproduce
 from lmpt.config.schema import Choice
@@ -172,7 +172,7 @@ def corpus_groups() -> list[str]:
     named = []
     for group in sorted(CONF_DATA.glob("*.yaml")):
         node = OmegaConf.load(group)
-        if node.get("paths") or node.get("sources") or node.get("name"):
+        if isinstance(node, DictConfig) and (node.get("paths") or node.get("sources") or node.get("name")):
             named.append(group.stem)
     return named
 
