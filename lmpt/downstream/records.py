@@ -56,10 +56,6 @@ if TYPE_CHECKING:
     from lmpt.train.run import TrainResult
 
 
-TaskRecord = Result
-"""A record read back: its kind's Result (lmpt.downstream.task.Result), whose figures every reader reads by name."""
-
-
 def decode(raw: dict[str, Any]) -> Result:
     """A record's JSON object as its kind's Result (`read_result`), or an `UnknownRecord` when no kind recognises it:
     each field read for its type, nothing refused (a field of the wrong type is said by `malformed`,

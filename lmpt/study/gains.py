@@ -34,8 +34,9 @@ from lmpt.downstream.figures import (
     mean_of,
     metric_key,
 )
-from lmpt.downstream.records import TaskRecord, task_record
+from lmpt.downstream.records import task_record
 from lmpt.downstream.significance import LEVEL, items_key, paired_gain, seed_interval
+from lmpt.downstream.task import Result
 from lmpt.study.runs import FinalRun
 
 FIGURES = (ACCURACY, EQUAL_LENGTH_ACCURACY)
@@ -132,7 +133,7 @@ class GainTable:
         return nested
 
 
-def _record(run: FinalRun, task: str, flagged: list[str] | None = None) -> TaskRecord | None:
+def _record(run: FinalRun, task: str, flagged: list[str] | None = None) -> Result | None:
     """The run's record of `task` (read by the downstream codec) when it holds gains over a control and agrees with
     the figures the run logged (metrics.jsonl); a record that does not is left out, with a sentence naming it in
     `flagged`."""
@@ -154,17 +155,17 @@ def _mean(outcomes: np.ndarray | None) -> float | None:
     return float(outcomes.mean()) if outcomes is not None and outcomes.size else None
 
 
-def _zero_shot_record(record: TaskRecord) -> bool:
+def _zero_shot_record(record: Result) -> bool:
     """Whether the record keeps per-item outcomes (zero-shot) rather than per-seed figures (fine-tuned)."""
     return items_key(ACCURACY) in record.given
 
 
-def gain_figure(record: TaskRecord) -> str:
+def gain_figure(record: Result) -> str:
     """The figure whose gain over the control a record keeps: a regression's squared error, else accuracy."""
     return MSE if record.gain(ACCURACY) is None and record.gain(MSE) is not None else ACCURACY
 
 
-def _mismatch(run: FinalRun, task: str, record: TaskRecord) -> str:
+def _mismatch(run: FinalRun, task: str, record: Result) -> str:
     """What in `record` differs from the figures `run` logged for `task` (each compared where both hold it), or "".
     The figures pooled are the record's per-item outcomes (zero-shot) or gains (fine-tuned): they must be the ones
     the run's own scoring logged."""
@@ -184,7 +185,7 @@ def _mismatch(run: FinalRun, task: str, record: TaskRecord) -> str:
     return ""
 
 
-def _zero_shot(records: list[TaskRecord], figure: str) -> PooledGain | None:
+def _zero_shot(records: list[Result], figure: str) -> PooledGain | None:
     """The two-way bootstrap over the runs' and their controls' per-item outcomes (None: a record lacks them)."""
     rows, controls, masks = [], [], []
     for record in records:
@@ -209,7 +210,7 @@ def _zero_shot(records: list[TaskRecord], figure: str) -> PooledGain | None:
     return PooledGain(result["gain"], low, high, len(rows), "two-way bootstrap over (seed, item)")
 
 
-def _fine_tuned(records: list[TaskRecord], figure: str = ACCURACY) -> PooledGain | None:
+def _fine_tuned(records: list[Result], figure: str = ACCURACY) -> PooledGain | None:
     """The runs' fine-tuned gains of `figure`: their mean, t interval over the pre-training seeds (one seed: its
     own)."""
     entries = [r.gain(figure) for r in records]
