@@ -6,7 +6,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import forkserver
 import pytest
 
 from lmpt.config.schema import DataConfig, TokenizerConfig
@@ -32,19 +31,6 @@ def lmpt_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ.pop("LMPT_CACHE_DIR", None)
     else:
         os.environ["LMPT_CACHE_DIR"] = previous
-
-
-@pytest.fixture(scope="session", autouse=True)
-def warm_python(lmpt_cache_dir: Path) -> Iterator[None]:
-    """The tests' lmpt commands fork from a Python that has imported torch and lmpt (forkserver.py says what that
-    keeps and what it does not; LMPT_TEST_FORK=0: every command a fresh interpreter)."""
-    if not forkserver.forking():
-        yield
-        return
-    from runner import lmpt_env
-
-    with forkserver.installed(lmpt_env()):
-        yield
 
 
 def _prepare(corpus: str, repo_root: Path) -> PreparedData:

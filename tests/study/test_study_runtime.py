@@ -232,8 +232,6 @@ def test_lmpt_prepare_stopped_by_sigterm_says_so_in_one_line(tmp_path: Path) -> 
         "tokenizer.vocab_size=2000",
         f"data.cache_dir={tmp_path / 'cache'}",
     ]
-    # a fresh interpreter (a preexec_fn is never forked from tests/forkserver.py): a forked child can show its
-    # server's SIGTERM disposition in SigCgt before lmpt-prepare installs its own; this test then signalled too early
     process = subprocess.Popen(
         command,
         cwd=tmp_path,

@@ -44,14 +44,16 @@ def env(**extra: str) -> dict[str, str]:
     return lmpt_env(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", **extra)
 
 
-def run(run_dir: Path, args: list[str], timeout: float = 300, **fault_env: str) -> subprocess.CompletedProcess:
-    """The command in `run_dir`: called in this process, or the fault runner's process when faults are asked for
-    (it kills itself at the fault; a restart in this process resumes what a killed process left)."""
+def run(
+    run_dir: Path, args: list[str], timeout: float = 300, own_process: bool = False, **fault_env: str
+) -> subprocess.CompletedProcess:
+    """The command in `run_dir`: called in this process, or a process of its own (`own_process`; the fault runner's
+    when faults are asked for: it kills itself at the fault, and a restart here resumes what it left)."""
     argv = [*args, f"hydra.run.dir={run_dir}"]
-    if not fault_env:
+    if not fault_env and not own_process:
         return run_lmpt(*argv, cwd=run_dir.parent, env=env(), timeout=timeout)
     return subprocess.run(
-        [sys.executable, str(FAULT_RUNNER), *argv],
+        [sys.executable, str(FAULT_RUNNER), *argv] if fault_env else lmpt_command(*argv),
         cwd=run_dir.parent,
         env=env(**fault_env),
         capture_output=True,
@@ -69,12 +71,12 @@ def _golden_key(args: list[str], fault_env: dict[str, str]) -> tuple:
 
 
 def start_golden(tmp: Path, args: list[str], **fault_env: str) -> None:
-    """Start the golden run of `args` in the background (one CPU thread), to overlap with a killed run."""
+    """Start the golden run of `args` with faults in the background (one CPU thread), to overlap with a killed run;
+    one without faults is made in this process when it is first asked for."""
     key = _golden_key(args, fault_env)
-    if key not in _golden and key not in _pending:
+    if fault_env and key not in _golden and key not in _pending:
         run_dir = tmp / f"golden-{len(_golden) + len(_pending)}"
-        argv = [*args, f"hydra.run.dir={run_dir}"]
-        command = [sys.executable, str(FAULT_RUNNER), *argv] if fault_env else lmpt_command(*argv)
+        command = [sys.executable, str(FAULT_RUNNER), *args, f"hydra.run.dir={run_dir}"]
         process = subprocess.Popen(
             command, cwd=tmp, env=env(**fault_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -84,6 +86,11 @@ def start_golden(tmp: Path, args: list[str], **fault_env: str) -> None:
 def golden_run(tmp: Path, args: list[str], **fault_env: str) -> Path:
     """The run directory of `args` never stopped (made once per configuration and test session)."""
     key = _golden_key(args, fault_env)
+    if key not in _golden and not fault_env:
+        run_dir = tmp / f"golden-{len(_golden) + len(_pending)}"
+        result = run(run_dir, args)
+        assert result.returncode == 0, describe(result)
+        _golden[key] = run_dir
     if key not in _golden:
         start_golden(tmp, args, **fault_env)
         run_dir, process = _pending.pop(key)
