@@ -5,13 +5,13 @@ leave it (tests/runner.py's `run_lmpt` is the way in).
 
 What a process would give the command, and how it gets it here:
 - argv, the working directory and the environment: `sys.argv`, `os.chdir` and `os.environ` for the call.
-- standard streams: file descriptors 0, 1 and 2 point at /dev/null (or the input) and two temporary files for the
-  call, and `sys.stdin`, `sys.stdout` and `sys.stderr` write through them, so whatever writes there is captured, as
-  `capture_output=True` captures it: print, lmpt's rich console (it writes to `sys.stdout` or `sys.stderr` as it
-  prints), C++ warnings, the child processes a command starts. None of them is a terminal, so a console is 80
-  columns wide or COLUMNS, as in a process whose streams are pipes.
+- standard streams: file descriptors 0, 1 and 2 point at a file of the input (empty by default) and two temporary
+  files for the call, and `sys.stdin`, `sys.stdout` and `sys.stderr` go through them, so whatever writes there is
+  captured, as `capture_output=True` captures it: print, lmpt's rich console (it writes to `sys.stdout` or
+  `sys.stderr` as it prints), C++ warnings, the child processes a command starts. None of them is a terminal, so a
+  console is 80 columns wide or COLUMNS, as in a process whose streams are pipes.
 - its exit status: SystemExit's code (None: 0; a string: printed on stderr, 1), an uncaught exception's traceback
-  on stderr and 1.
+  on stderr and 1; past its timeout, SIGALRM stops it and the call raises TimeoutExpired, as subprocess.run does.
 
 What a process's end would drop, put back after the call: Hydra's global state (its GlobalHydra and HydraConfig),
 the logging handlers and levels, warning filters, signal handlers and mask, CPU affinity, torch's thread count,
