@@ -12,50 +12,16 @@ import re
 import subprocess
 from datetime import date
 from pathlib import Path
-from string import Template
 from typing import Any
 
 import lmpt
 from lmpt.errors import LmptError
-from lmpt.report.markdown import markdown_table
+from lmpt.report.markdown import markdown_table, render
 from lmpt.reproduce.reproduction import Findings, Reproduction
 from lmpt.reproduce.verdict import claims_list, conditions_table
 from lmpt.safe_files import write_atomically
 from lmpt.train.display import format_duration
 
-DOCUMENT = Template("""# Reproduction: $title
-
-## Verdicts
-
-$claims
-
-- **Paper**: $paper
-- **Claim checked**: $claim
-- **Command**: `$command` (the same command resumes it after a kill; `dry_run=true` shows the plan and writes nothing)
-- **Produced by**: $produced
-- **Time**: $time
-
-## Conditions
-
-What each claim depends on, the paper's value beside this grid's. A claim the figures contradict where the grid
-misses a condition it depends on is "inconclusive at this scale", not "not reproduced".
-
-$conditions
-
-## The paper's figures
-
-$papers
-
-## lmpt's figures
-
-$plot$sections
-
-## Scale and cost
-
-$cost
-
-_Written by `$command` on $day._
-""")
 START, END = "<!-- reproductions -->", "<!-- /reproductions -->"
 HEADER = ["paper", "claim", "lmpt's figure", "verdict", "command", "CPU time"]
 
@@ -118,7 +84,9 @@ def write_document(
     )
     if missing:
         time += f"; {missing} planned run(s) not completed (their claims say so)"
-    text = DOCUMENT.substitute(
+    text = render(
+        "lmpt.reproduce",
+        "reproduction.md.j2",
         title=reproduction.title,
         claims=claims_list(findings.claims),
         paper=reproduction.paper,

@@ -15,14 +15,11 @@ figure a final run logged."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import jinja2
 
 from lmpt.console import console
 from lmpt.downstream.figures import (
@@ -37,7 +34,7 @@ from lmpt.downstream.figures import (
 from lmpt.errors import LmptError
 from lmpt.report.control_gain import within_noise_sentence
 from lmpt.report.crossover import CROSSOVER_PLOT, report_crossover
-from lmpt.report.markdown import markdown_table
+from lmpt.report.markdown import markdown_table, render
 from lmpt.report.ranking import Ranking, is_bound, rank_runs
 from lmpt.report.runs import RunSummary, read_run
 from lmpt.report.significance import Significance, neighbour_significance, with_interval
@@ -207,7 +204,7 @@ def gains_section(gains: GainTable, rule: RankRule, budgets: list[str], caveat: 
 def gains_markdown(gains: GainTable, rule: RankRule, budgets: list[str], caveat: str = "") -> str:
     """The gains section alone, as study.md has it (the console prints it at the end of a study)."""
     section = gains_section(gains, rule, budgets, caveat)
-    return _render("gains.md.j2", gains=section) if section is not None else ""
+    return render("lmpt.study", "gains.md.j2", gains=section) if section is not None else ""
 
 
 def weights_rule(weights: str) -> str:
@@ -262,7 +259,8 @@ def study_markdown(
     else:
         order = "Not ordered: the runs share no comparable figure."
     rows = [row for budget_rows in summaries.values() for row in budget_rows]
-    return _render(
+    return render(
+        "lmpt.study",
         "study.md.j2",
         name=plan.directory.name,
         objectives=", ".join(plan.objectives),
@@ -310,23 +308,6 @@ def search_table(search: Search) -> list[str]:
     return markdown_table(["trial", "recipe", "status", "steps", "val_loss"], table, [False, False, False, True, True])
 
 
-@functools.cache
-def _templates() -> jinja2.Environment:
-    """The study's documents' templates (lmpt/study/templates), each output line a line of its template."""
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("lmpt.study", "templates"),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-    )
-
-
-def _render(template: str, **context: Any) -> str:
-    return _templates().get_template(template).render(**context)
-
-
 def _bound_note(objectives: list[str]) -> str:
     """What a bound objective's search ranks by, when the study has one."""
     bounds = [name for name in objectives if is_bound(name)]
@@ -338,7 +319,8 @@ def study_full_markdown(plan: StudyPlan, summaries: dict[str, list[dict]]) -> st
     the ranked final runs (lmpt.report's ranking.md)."""
     rows = [row for budget_rows in summaries.values() for row in budget_rows]
     ranked = plan.directory / f"{RANKING}.md"
-    return _render(
+    return render(
+        "lmpt.study",
         "study_full.md.j2",
         name=plan.directory.name,
         objectives=", ".join(plan.objectives),
