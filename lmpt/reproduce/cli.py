@@ -5,13 +5,14 @@ command resumes a killed grid; `dry_run=true` shows the plan, its FLOPs and its 
 
 from __future__ import annotations
 
-import os
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lmpt.config.command_options import parse_command, require, run_command
 from lmpt.console import console
+from lmpt.errors import LmptError
 from lmpt.reproduce.document import readme_text, update_readme, write_document
 from lmpt.reproduce.grid import grid_time, plan_grid, print_plan, run_grid
 from lmpt.reproduce.reproduction import Scale, read_finished, reproduction_class
@@ -142,7 +143,13 @@ def _check_writable(out: Path) -> None:
     """Refuse, before any run trains, an `out` that cannot take the document."""
     probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
     require(probe.is_dir(), f"out={out} is not a folder: give a folder for the document")
-    require(os.access(probe, os.W_OK), f"out={out} cannot be written: give a folder you may write in")
+    try:  # a file made and removed: as root, os.access says yes to /proc and read-only mounts alike
+        with tempfile.NamedTemporaryFile(dir=probe, prefix=".lmpt-out-probe-"):
+            pass
+    except OSError as exc:
+        raise LmptError(
+            f"out={out} cannot be written ({exc.strerror or exc}): give a folder you may write in"
+        ) from None
 
 
 def main() -> None:

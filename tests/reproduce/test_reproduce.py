@@ -131,6 +131,8 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch)
     assert "device=tpu must be cpu or gpu" in refused([Toy.name, "device=tpu"], capsys, monkeypatch)
     (tmp_path / "file").write_text("x")
     assert "out=file is not a folder" in refused([Toy.name, "out=file"], capsys, monkeypatch)
+    # /proc takes no new file, even from root (for whom os.access says it may write there)
+    assert "out=/proc/lmpt-docs cannot be written" in refused([Toy.name, "out=/proc/lmpt-docs"], capsys, monkeypatch)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
