@@ -76,6 +76,7 @@ def main() -> None:
     """Take prepare.shard=i/N off the command line (it is no setting of the run), then run Hydra; SIGTERM ends it in
     one line (what it finished is kept: the same command resumes)."""
     global _part
+    _part = (0, 1)  # this command's part alone, even where main runs twice in one process (the tests call it so)
     for arg in [a for a in sys.argv[1:] if a.startswith(f"{SHARD_KEY}=")]:
         sys.argv.remove(arg)
         _part = parse_part(arg.split("=", 1)[1])
