@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from runner import TINY_RUN, lmpt_env
+from runner import TINY_RUN, lmpt_env, run_lmpt
 
 from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.eval_cli import evaluate
@@ -50,9 +50,6 @@ def sweep(tasks: Path) -> tuple[Path, str]:
     """(sweep directory, its console output) of clm and mlm jobs that score both tasks when they end."""
     sweep_dir = tasks.parent / "sweep"
     command = [
-        sys.executable,
-        "-m",
-        "lmpt",
         "-m",
         "objective=clm,mlm",
         *TINY,
@@ -62,7 +59,7 @@ def sweep(tasks: Path) -> tuple[Path, str]:
         "downstream.seeds=2",
         "downstream.epochs=1",
     ]
-    done = subprocess.run(command, cwd=tasks.parent, env=lmpt_env(), capture_output=True, text=True, timeout=600)
+    done = run_lmpt(*command, cwd=tasks.parent)
     assert done.returncode == 0, done.stderr[-3000:]
     return sweep_dir, done.stdout
 
@@ -98,8 +95,7 @@ def test_a_bad_downstream_task_is_refused_before_training(tasks: Path) -> None:
     bad = tasks / "one-choice.jsonl"
     bad.write_text(json.dumps({"context": "a", "choices": ["b"], "label": 0}) + "\n")
     run_dir = tasks.parent / "refused"
-    command = [sys.executable, "-m", "lmpt", *TINY, f"downstream.choice_tasks=[{bad}]", f"hydra.run.dir={run_dir}"]
-    done = subprocess.run(command, cwd=tasks.parent, env=lmpt_env(), capture_output=True, text=True, timeout=300)
+    done = run_lmpt(*TINY, f"downstream.choice_tasks=[{bad}]", f"hydra.run.dir={run_dir}", cwd=tasks.parent)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert lines[0].startswith("lmpt: error: downstream.choice_tasks[0]:") and "choices has 1 entry" in lines[0]

@@ -4,14 +4,12 @@ the record, full vs probe, bit-for-bit seeds, and one-line refusals of bad input
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from finetune_commands import refused
-from runner import lmpt_env
+from runner import run_lmpt
 
 from lmpt.downstream.finetune import finetune
 from lmpt.downstream.finetune_cli import finetune_command
@@ -38,26 +36,12 @@ FAST = ["seeds=2", "max_steps=3", "batch_size=8", "seq_len=32", *FIXED]
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A tiny pre-trained run per architecture (clm decoder, mlm encoder, span encoder-decoder)."""
-    env = lmpt_env()  # LMPT_CACHE_DIR from tests/conftest.py: one tokenizer for the whole session
-    root = tmp_path_factory.mktemp("pretrained")
-    # the tokenizer first (cached for the others), then two runs side by side on the two cores
+    root = tmp_path_factory.mktemp("pretrained")  # LMPT_CACHE_DIR from tests/conftest.py: one tokenizer for all
     done = {}
-    for group in (["decoder"], ["encoder", "encoder-decoder"]):
-        jobs = {
-            arch: subprocess.Popen(
-                [sys.executable, "-m", "lmpt", *TINY, f"objective={OBJECTIVES[arch]}", f"hydra.run.dir={root / arch}"],
-                cwd=root,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for arch in group
-        }
-        for arch, job in jobs.items():
-            _, err = job.communicate(timeout=300)
-            assert job.returncode == 0, err[-2000:]
-            done[arch] = root / arch
+    for arch, objective in OBJECTIVES.items():
+        job = run_lmpt(*TINY, f"objective={objective}", f"hydra.run.dir={root / arch}", cwd=root)
+        assert job.returncode == 0, job.stderr[-2000:]
+        done[arch] = root / arch
     return done
 
 
@@ -182,16 +166,9 @@ def test_unseen_dev_label_empty_dev_missing_file_and_bad_keys(runs, task, tmp_pa
 
 
 def test_the_console_script_refuses_in_one_line_and_writes_nothing(runs, task, tmp_path) -> None:
-    env = lmpt_env()
     (tmp_path / "one.tsv").write_text("text\tlabel\na b c\tyes\nd e f\tyes\n")
     argv = [str(runs["encoder"]), f"data.train={tmp_path / 'one.tsv'}", f"data.dev={task['dev']}", "task=cli"]
-    done = subprocess.run(
-        [sys.executable, "-m", "lmpt.downstream.finetune_cli", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_lmpt(*argv, cwd=tmp_path, command="lmpt-finetune")
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
     assert "has only one class ('yes' in field 'label')" in done.stderr
     assert not (runs["encoder"] / "downstream" / "cli.json").exists()

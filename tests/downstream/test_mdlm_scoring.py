@@ -7,13 +7,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 from omegaconf import OmegaConf
-from runner import SMALL, TINY_RUN, lmpt_command, lmpt_env
+from runner import SMALL, TINY_RUN, run_lmpt
 
 from lmpt.batch import IGNORE, Batch
 from lmpt.config.schema import ModelConfig
@@ -122,9 +121,7 @@ def test_only_mdlm_scores_by_its_own_way_and_bad_draws_are_refused() -> None:
 
 def test_a_launch_with_score_draws_below_one_is_one_line_exit_2_nothing_written(tmp_path: Path) -> None:
     args = [*SMALL, "objective=mdlm", "objective.score_draws=0", f"hydra.run.dir={tmp_path / 'run'}"]
-    done = subprocess.run(
-        lmpt_command(*args), cwd=tmp_path, env=lmpt_env(), capture_output=True, text=True, timeout=300
-    )
+    done = run_lmpt(*args, cwd=tmp_path)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("lmpt: error:"), done.stderr
     assert "objective.score_draws=0 must be at least 1" in lines[0] and list(tmp_path.iterdir()) == []
@@ -168,9 +165,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     questions = (tasks_dir() / "shakespeare-cloze.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     cloze.write_text("".join(questions[:3]), encoding="utf-8")
     task, run_dir = f"downstream.choice_tasks=[{pairs},{cloze}]", f"hydra.run.dir={root / 'run'}"
-    done = subprocess.run(
-        lmpt_command(*TINY, task, run_dir), cwd=root, env=lmpt_env(), capture_output=True, text=True, timeout=600
-    )
+    done = run_lmpt(*TINY, task, run_dir, cwd=root)
     assert done.returncode == 0, done.stderr[-3000:]
     return root / "run", pairs, cloze
 

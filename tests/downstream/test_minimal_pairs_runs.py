@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from runner import TINY_RUN, lmpt_env
+from runner import TINY_RUN, run_lmpt
 
 from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.eval_cli import evaluate
@@ -28,10 +26,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     lines = (tasks_dir() / "blimp-fast.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     pairs = root / "pairs.jsonl"
     pairs.write_text("".join(lines[:6] + lines[30:36]), encoding="utf-8")
-    env = lmpt_env()  # LMPT_CACHE_DIR from tests/conftest.py
     task, run_dir = f"downstream.choice_tasks=[{pairs}]", f"hydra.run.dir={root / 'run'}"
-    command = [sys.executable, "-m", "lmpt", *TINY, task, run_dir]
-    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    done = run_lmpt(*TINY, task, run_dir, cwd=root)  # LMPT_CACHE_DIR from tests/conftest.py
     assert done.returncode == 0, done.stderr[-3000:]
     return root / "run", pairs
 
