@@ -10,6 +10,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -216,7 +217,16 @@ def prepare_text(reproduction: Reproduction) -> int:
         for k in reproduction.runs()[0].keys
         if k.split("=")[0].split(".")[0] in ("data", "tokenizer") and not k.startswith("data.unique_tokens=")
     ]
-    prepare(keys)
+    return prepare_corpus(keys, ",".join(reproduction.grid.get("corpus", [])) or "[]")
+
+
+def prepare_corpus(keys: Sequence[str], corpus: str) -> int:
+    """Tokenise `corpus` (its data and tokenizer `keys`) as lmpt-prepare does; the training tokens it holds. A text
+    lmpt-prepare refuses is refused naming `corpus=`, the key of this command that chose it."""
+    try:
+        prepare(keys)
+    except LmptError as exc:
+        raise LmptError(f"corpus={corpus} cannot be prepared for this grid: give a longer text ({exc})") from None
     return training_tokens(keys)
 
 

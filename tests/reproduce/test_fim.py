@@ -239,4 +239,8 @@ def test_bad_grids_are_one_line_before_anything_is_written(tmp_path, capsys, mon
         monkeypatch,
     )
     assert "corpus small holds" in err and "give a text of at least 250,000 tokens" in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.txt"]
+    # a text lmpt-prepare refuses (one word: nothing to hold out) is refused naming this command's key
+    (tmp_path / "one.txt").write_text("word\n")
+    err = refused(["fim", f"corpus=[{tmp_path / 'one.txt'}]", "ladder=[micro]", "dir=g"], capsys, monkeypatch)
+    assert "corpus=one cannot be prepared for this grid: give a longer text" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.txt", "small.txt"]

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 from lmpt.config.schema import TokenizerConfig
 from lmpt.errors import LmptError
 from lmpt.objectives.fim import FimConfig
-from lmpt.prepare.step import prepare, training_tokens
 from lmpt.reproduce.figures import count_text
+from lmpt.reproduce.grid import prepare_corpus
 from lmpt.reproduce.ladder import Shape, check_ladder
 from lmpt.reproduce.reproduction import AR, CONF_DATA, PlannedRun, Reproduction, Scale, corpus_keys, numbers
 
@@ -176,8 +176,7 @@ class FimGrid(Reproduction):
         needed = max(self.budgets) / MAX_EPOCHS
         for corpus, data_keys in self.corpora.items():
             keys = (*data_keys, f"data.seq_len={self.seq_len}")
-            prepare(keys)
-            held = training_tokens(keys)
+            held = prepare_corpus(keys, corpus)
             if held < needed:
                 raise LmptError(
                     f"corpus {corpus} holds {held:,} training tokens and budgets={max(self.budgets):g} would read it "
