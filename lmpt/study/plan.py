@@ -308,15 +308,15 @@ def search_space(study: StudyConfig, optimizer: str) -> dict[str, str]:
     return space
 
 
-def _check_range_ends(run_overrides: list[str], space: dict[str, str]) -> None:
+def _check_range_ends(run: DictConfig, run_overrides: list[str], space: dict[str, str]) -> None:
     """Each searched key at each end of its range (every choice of a choice) composed into the runs' config and
     checked as lmpt checks a run, so a range reaching values lmpt refuses (a learning rate at or below 0) is refused
-    before any trial starts instead of failing trials. A check the runs' keys already fail is left to the checks that
-    name them."""
+    before any trial starts instead of failing trials. A check the runs' keys already fail (`run`, composed from
+    `run_overrides`) is left to the checks that name them."""
     from lmpt.config.validate import validate_config
 
     try:
-        validate_config(compose(config_name="config", overrides=run_overrides))
+        validate_config(run)
     except LmptError:
         return
     for key, r in read_space(space).items():
@@ -430,7 +430,7 @@ def plan_study(cfg: DictConfig, overrides: list[str]) -> StudyPlan:
     run = compose(config_name="config", overrides=run_overrides)  # what every run composes, but its objective
     space = search_space(study, str(run.optimizer.name))
     _check_overrides(run_overrides, space)
-    _check_range_ends(run_overrides, space)
+    _check_range_ends(run, run_overrides, space)
     budgets = final_budgets(study, run, overrides)
     search_budget = fraction_of(budgets[-1][1], study.search_fraction)
     objectives = [str(o) for o in study.objectives]
