@@ -68,15 +68,22 @@ class Stopped(BaseException):
     """SIGTERM ended the preparation (a BaseException: no `except Exception` on the way swallows it)."""
 
 
+_stopping = False
+"""SIGTERM has arrived: whatever exception its Stopped becomes on the way out (a library's cleanup may replace it,
+as OmegaConf's does when the signal lands while it builds a config), the command ends as stopped."""
+
+
 def _stop(signum: int, frame: FrameType | None) -> None:
+    global _stopping
+    _stopping = True
     raise Stopped
 
 
 def main() -> None:
     """Take prepare.shard=i/N off the command line (it is no setting of the run), then run Hydra; SIGTERM ends it in
     one line (what it finished is kept: the same command resumes)."""
-    global _part
-    _part = (0, 1)  # this command's part alone, even where main runs twice in one process (the tests call it so)
+    global _part, _stopping
+    _part, _stopping = (0, 1), False  # this command's own, even where main runs twice in one process (as tests do)
     for arg in [a for a in sys.argv[1:] if a.startswith(f"{SHARD_KEY}=")]:
         sys.argv.remove(arg)
         _part = parse_part(arg.split("=", 1)[1])
@@ -85,7 +92,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _stop)
     try:
         run_hydra_app(prepare)
-    except Stopped:
+    except BaseException:
+        if not _stopping:
+            raise
         print(
             "lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)",
             file=sys.stderr,
