@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from runner import TINY_RUN, lmpt_env
+from runner import TINY_RUN, run_lmpt
 
 TINY = [
     *TINY_RUN,
@@ -33,8 +32,7 @@ CURVES = ["trainer.eval_every=10", "downstream.score_every=10"]  # the finals ta
 
 
 def run_study(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "lmpt.study", *args]
-    return subprocess.run(command, cwd=cwd, env=lmpt_env(), capture_output=True, text=True, timeout=timeout)
+    return run_lmpt(*args, cwd=cwd, command="lmpt-study", timeout=timeout)
 
 
 def write_pairs(path: Path, n: int = 20) -> Path:

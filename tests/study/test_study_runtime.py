@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from runner import lmpt_env, run_lmpt
+from runner import lmpt_env, run_lmpt, run_process
 from test_study import STUDY, run_study
 
 from lmpt.downstream.significance import encode_outcomes
@@ -154,7 +154,7 @@ def test_a_study_directory_held_by_another_study_is_refused_in_one_line(tmp_path
     (tmp_path / "study").mkdir()
     lock_run_dir(tmp_path / "study")  # this process stands for a study running there
     try:
-        result = run_study(*STUDY, cwd=tmp_path)
+        result = run_process(*STUDY, cwd=tmp_path, command="lmpt-study")  # another process, as another study is
     finally:
         release_run_dirs()
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
