@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "lmpt.safe_files",
             "lmpt.cores",
             "lmpt.locks",
+            "lmpt.stopping",
             "lmpt.private_api",
             "lmpt",
         ),

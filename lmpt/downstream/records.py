@@ -50,7 +50,7 @@ from lmpt.downstream.task import Result, UnknownRecord, read_result
 from lmpt.errors import LmptError
 from lmpt.rundir.directory import read_status, write_status
 from lmpt.safe_files import write_atomically
-from lmpt.train.preemption import PreemptionFlag, StopRequested, stop_for_requeue
+from lmpt.train.preemption import PreemptionFlag, stop_for_requeue
 
 if TYPE_CHECKING:
     from lmpt.train.run import TrainResult
@@ -263,7 +263,9 @@ def stoppable_scoring(result: TrainResult, world_size: int) -> Iterator[ScoringP
         with flag:
             yield progress
         (run_dir / LEDGER).unlink(missing_ok=True)  # the run completed: nothing of this scoring is left to resume
-    except StopRequested:
+    except BaseException:
+        if not flag.requested:  # whatever exception the stop became on the way out (lmpt.stopping)
+            raise
         write_ledger(run_dir, step, progress.recorded, progress.seconds())
         done = f"{len(progress.recorded)} task(s) recorded" if progress.recorded else "no task recorded"
         said = f"stopped scoring the downstream tasks ({done}); the run is trained to step {result.step}"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 from omegaconf import DictConfig
 
@@ -19,6 +18,7 @@ from lmpt.app import run_hydra_app
 from lmpt.config.schema import DataConfig, TokenizerConfig, settings
 from lmpt.console import console
 from lmpt.errors import LmptError, SmallTextError
+from lmpt.stopping import stop_on, stopped_by
 
 SHARD_KEY = "prepare.shard"
 _part: tuple[int, int] | str = (0, 1)  # prepare.shard=i/N from the command line (the text when malformed)
@@ -64,36 +64,21 @@ def parse_part(text: str) -> tuple[int, int] | str:
     return int(index), int(count)
 
 
-class Stopped(BaseException):
-    """SIGTERM ended the preparation (a BaseException: no `except Exception` on the way swallows it)."""
-
-
-_stopping = False
-"""SIGTERM has arrived: whatever exception its Stopped becomes on the way out (a library's cleanup may replace it,
-as OmegaConf's does when the signal lands while it builds a config), the command ends as stopped."""
-
-
-def _stop(signum: int, frame: FrameType | None) -> None:
-    global _stopping
-    _stopping = True
-    raise Stopped
-
-
 def main() -> None:
     """Take prepare.shard=i/N off the command line (it is no setting of the run), then run Hydra; SIGTERM ends it in
     one line (what it finished is kept: the same command resumes)."""
-    global _part, _stopping
-    _part, _stopping = (0, 1), False  # this command's own, even where main runs twice in one process (as tests do)
+    global _part
+    _part = (0, 1)  # this command's own, even where main runs twice in one process (as tests do)
     for arg in [a for a in sys.argv[1:] if a.startswith(f"{SHARD_KEY}=")]:
         sys.argv.remove(arg)
         _part = parse_part(arg.split("=", 1)[1])
     multirun = [a for a in sys.argv[1:] if a in MULTIRUN_FLAGS]  # before the overrides: argparse wants them together
     sys.argv[1:] = [*multirun, *NO_RUN_DIRECTORY, *[a for a in sys.argv[1:] if a not in MULTIRUN_FLAGS]]
-    signal.signal(signal.SIGTERM, _stop)
+    stop_on([signal.SIGTERM])
     try:
         run_hydra_app(prepare)
     except BaseException:
-        if not _stopping:
+        if stopped_by() is None:  # whatever exception the stop became on the way out (lmpt.stopping)
             raise
         print(
             "lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)",

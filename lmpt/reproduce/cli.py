@@ -5,6 +5,7 @@ command resumes a killed grid; `dry_run=true` shows the plan, its FLOPs and its 
 
 from __future__ import annotations
 
+import signal
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from lmpt.errors import LmptError
 from lmpt.reproduce.document import readme_text, update_readme, write_document
 from lmpt.reproduce.grid import grid_time, plan_grid, print_plan, run_grid
 from lmpt.reproduce.reproduction import Scale, read_finished, reproduction_class
-from lmpt.study.pool import StudyStopped, stop_on_signals
+from lmpt.stopping import stop_on, stopped_by
 from lmpt.train.preemption import EXIT_PREEMPTED
 
 PROG = "lmpt-reproduce"
@@ -111,20 +112,22 @@ def reproduce(argv: list[str]) -> None:
         print_plan(reproduction, plan)
         return
     if not o.reuse:
-        stop_on_signals()
+        stop_on()
         try:
             console.print(
                 f"{PROG} {name}: {len(plan.runs) - len(plan.done)} of {len(plan.runs)} runs to train, "
                 f"{len(plan.slots)} slot(s), into {folder}"
             )
             run_grid(reproduction, plan)
-        except StudyStopped as exc:
+        except BaseException:
+            if (stop := stopped_by()) is None:  # whatever exception the stop became on the way out (lmpt.stopping)
+                raise
             print(
-                f"{PROG}: stopped by {exc.signal.name}; run the same command to resume (completed runs are kept, the "
+                f"{PROG}: stopped by {stop.name}; run the same command to resume (completed runs are kept, the "
                 "stopped ones continue from their checkpoints)",
                 file=sys.stderr,
             )
-            sys.exit(EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else 130)
+            sys.exit(EXIT_PREEMPTED if stop == signal.SIGTERM else 130)
     finished = read_finished(folder, plan.runs)
     findings = reproduction.analyse(finished)
     # each run's training and its downstream scoring, one core each (wall_s leaves the scoring out)

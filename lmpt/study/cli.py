@@ -10,6 +10,7 @@ in flight with a checkpoint, then the study, in one line."""
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from hydra.core.hydra_config import HydraConfig
@@ -18,6 +19,7 @@ from omegaconf import DictConfig
 from lmpt.app import exit_process, run_hydra_app
 from lmpt.console import console
 from lmpt.errors import LmptError
+from lmpt.stopping import stop_on, stopped_by
 from lmpt.train.preemption import EXIT_PREEMPTED
 
 # as lmpt-prepare: the study app itself claims no run directory (its runs get their own, under study.dir)
@@ -47,16 +49,14 @@ def study(cfg: DictConfig) -> int:
     from lmpt.study.pool import (
         LocalPool,
         SlurmPool,
-        StudyStopped,
         lock_study,
         plan_slots,
         stop_left_run,
-        stop_on_signals,
     )
     from lmpt.study.record import refuse_another_study, write_study
     from lmpt.study.runs import StudyRuns, refuse_sweep_layout
 
-    stop_on_signals()
+    stop_on()
     try:  # LmptError here: bad input, exit 2
         slots = plan_slots(cfg.study)  # the slots first: a bad one is refused before the plan sizes any run
         jobs = None
@@ -65,9 +65,11 @@ def study(cfg: DictConfig) -> int:
 
             jobs = job_parameters(cfg.study.slurm, str(cfg.study.slot_device) == "gpu")
         plan = plan_study(cfg, list(HydraConfig.get().overrides.task))
-    except StudyStopped as exc:
-        print(f"lmpt-study: stopped by {exc.signal.name} while planning; nothing was written", file=sys.stderr)
-        return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
+    except BaseException:
+        if (stop := stopped_by()) is None:  # whatever exception the stop became on the way out (lmpt.stopping)
+            raise
+        print(f"lmpt-study: stopped by {stop.name} while planning; nothing was written", file=sys.stderr)
+        return EXIT_PREEMPTED if stop == signal.SIGTERM else EXIT_INTERRUPTED
     if cfg.trainer.dry_run:  # the plan alone: nothing run, nothing written
         from lmpt.study.dry_run import print_study_plan
 
@@ -93,14 +95,16 @@ def study(cfg: DictConfig) -> int:
         runs.write()
         print(f"lmpt-study: error: {exc}", file=sys.stderr)
         return 1
-    except StudyStopped as exc:  # the runs in flight saved a checkpoint and ended first (lmpt.study.pool)
-        runs.write()
+    except BaseException:
+        if (stop := stopped_by()) is None:  # whatever exception the stop became on the way out (lmpt.stopping)
+            raise
+        runs.write()  # the runs in flight saved a checkpoint and ended first (lmpt.study.pool)
         print(
-            f"lmpt-study: stopped by {exc.signal.name}; run the same command to resume the study (finished runs "
+            f"lmpt-study: stopped by {stop.name}; run the same command to resume the study (finished runs "
             "are kept, the stopped ones continue from their checkpoints)",
             file=sys.stderr,
         )
-        return EXIT_PREEMPTED if exc.signal.name == "SIGTERM" else EXIT_INTERRUPTED
+        return EXIT_PREEMPTED if stop == signal.SIGTERM else EXIT_INTERRUPTED
     finals = runs.finals()
     path = write_study(plan, runs.searches, finals)
     unfinished = [

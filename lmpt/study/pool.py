@@ -18,7 +18,7 @@ study's life.
 
 - A run directory launched with other run keys (another study's) is refused before anything trains.
 - A stop signal to the study (SIGTERM, Ctrl-C) is passed on to its run as SIGTERM: the run saves a checkpoint and
-  exits, then the study stops (StudyStopped), and the same command resumes both.
+  exits, then the study stops (lmpt.stopping.Stopped), and the same command resumes both.
 - A study killed outright (kill -9) leaves no run behind: on Linux each run is told to stop (SIGTERM) when the study
   dies. Where that is not possible, or the run is still saving its checkpoint, the next launch of the study finds the
   run it left (STUDY/.running names it, and the run's own lock confirms it), stops it and waits for it to end, so
@@ -50,7 +50,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -60,6 +59,7 @@ from lmpt.cores import core_groups, describe_cores, usable_cores
 from lmpt.errors import LmptError
 from lmpt.locks import holder
 from lmpt.rundir.directory import LOCK_FILE, lock_run_dir
+from lmpt.stopping import Stopped
 from lmpt.study.schema import StudyConfig
 from lmpt.train.placement import FORCE_VAR
 
@@ -162,7 +162,7 @@ class LocalPool:
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(signal.SIGTERM)  # a Ctrl-C reached it already: a SIGTERM beside it does not abort it
         for i, (_, child) in list(self._busy.items()):
-            with contextlib.suppress(StudyStopped):  # a second signal: the run still ends on its own
+            with contextlib.suppress(Stopped):  # a second signal: the run still ends on its own
                 child.wait()
             if child.poll() is not None:  # a run still saving its checkpoint stays named for the next launch
                 del self._busy[i]
@@ -323,25 +323,6 @@ RUNNING = ".running"
 as they start and end, removed when none is left."""
 STOP_WAIT_S = 300.0
 """How long a run left by a killed study may take to save its checkpoint and end before it is killed."""
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-class StudyStopped(BaseException):
-    """A stop signal ended the study (a BaseException, as KeyboardInterrupt is: no `except Exception` swallows it)."""
-
-    def __init__(self, signum: int) -> None:
-        self.signal = signal.Signals(signum)
-        super().__init__(self.signal.name)
-
-
-def _raise_stopped(signum: int, frame: FrameType | None) -> None:
-    raise StudyStopped(signum)
-
-
-def stop_on_signals() -> None:
-    """SIGTERM and SIGINT raise StudyStopped in the study's process, wherever it is."""
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, _raise_stopped)
 
 
 def lock_holder(directory: Path) -> int | None:

@@ -46,8 +46,9 @@ from lmpt.downstream.records import task_record
 from lmpt.errors import LmptError
 from lmpt.report.ranking import BITS_PER_TOKEN, is_bound
 from lmpt.report.runs import RunSummary, read_run, read_status
+from lmpt.stopping import stopped_by
 from lmpt.study.plan import StudyPlan, at_budget, no_scoring, search_overrides
-from lmpt.study.pool import Launch, LocalPool, SlurmPool, StudyStopped, refuse_another_run
+from lmpt.study.pool import Launch, LocalPool, SlurmPool, refuse_another_run
 
 FINISHED = ("completed", "failed")
 """Trial endings that count: a failed trial (a non-finite loss at a learning rate too high) is a result too."""
@@ -353,8 +354,9 @@ class StudyRuns:
                     break
                 for launch, code in self.pool.wait():
                     self._ended(launch, code)
-        except StudyStopped:
-            self.pool.stop()
+        except BaseException:
+            if stopped_by() is not None:  # whatever exception the stop became on the way out (lmpt.stopping)
+                self.pool.stop()
             raise
         if self._failure is not None:
             raise self._failure

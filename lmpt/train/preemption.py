@@ -1,7 +1,7 @@
 """Graceful preemption: SIGTERM, SIGINT, SIGUSR1 and SIGUSR2 only raise a flag; the loop finishes the optimizer
 step, commits a checkpoint and exits with EXIT_PREEMPTED so a scheduler can requeue the job. A second Ctrl-C
 aborts at once. Work after training that keeps nothing worth a checkpoint (downstream scoring) is stopped at once
-instead (`PreemptionFlag(stops=...)` raises StopRequested) and leaves the same way.
+instead (`PreemptionFlag(stops=...)` raises lmpt.stopping.Stopped) and leaves the same way.
 
 Under submitit (`hydra/launcher=slurm`) the job's own handler for SIGUSR2, the signal SLURM sends ahead of the time
 limit or on preemption, requeues the job. lmpt's flag sits in front of it while training; once the checkpoint is
@@ -21,6 +21,7 @@ from lmpt.config.resume import resume_command
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.rundir.directory import write_status
+from lmpt.stopping import Stopped
 
 Handler = Callable[[int, FrameType | None], Any] | int | None
 """A signal's handler as `signal.signal` takes and returns it (a function, SIG_DFL or SIG_IGN, or None)."""
@@ -36,14 +37,10 @@ class NotRequeued(LmptError):
     committed checkpoint, and the same command resumes it."""
 
 
-class StopRequested(BaseException):
-    """A stop signal ended the work a `PreemptionFlag(stops=...)` guards. A BaseException, as KeyboardInterrupt is:
-    no `except Exception` on the way swallows it."""
-
-
 class PreemptionFlag:
     """Installed for the duration of training; `requested` is checked after every optimizer step. `stops`: the work
-    the flag stops at once instead (e.g. "the downstream scoring"), by raising StopRequested from the handler."""
+    the flag stops at once instead (e.g. "the downstream scoring"), by raising lmpt.stopping.Stopped from the
+    handler; the work's catch site asks `requested`, whatever exception the stop became on the way out."""
 
     def __init__(self, stops: str | None = None) -> None:
         self.signal: signal.Signals | None = None
@@ -61,7 +58,7 @@ class PreemptionFlag:
         self.signal = signal.Signals(signum)
         if self.stops is not None:
             console.print(f"[bold yellow]{self.signal.name}: stopping {self.stops}, then exiting[/]")
-            raise StopRequested(self.signal.name)
+            raise Stopped(self.signal)
         console.print(f"[bold yellow]{self.signal.name}: finishing this step, saving a checkpoint, then exiting[/]")
 
     def __enter__(self) -> PreemptionFlag:

@@ -122,6 +122,20 @@ def test_a_stop_signal_ends_scoring_at_once_with_the_tasks_recorded(
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are given back
 
 
+def test_a_stop_a_library_turns_into_another_error_still_ends_scoring_for_requeue(tmp_path: Path) -> None:
+    """The signal can land inside a library whose cleanup raises an error of its own in place of the handler's
+    exception (OmegaConf's does): the scoring still ends as stopped, preempted and 75, not with a traceback."""
+    run = tmp_path / "run"
+    run.mkdir()
+    with pytest.raises(SystemExit) as stopped, stoppable_scoring(_result(run), world_size=1):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        finally:
+            raise AttributeError("'NoneType' object has no attribute '_invalidate_flags_cache'")
+    assert stopped.value.code == EXIT_PREEMPTED
+    assert json.loads((run / "status.json").read_text())["status"] == "preempted"
+
+
 def test_a_resumed_scoring_keeps_the_recorded_tasks_and_logs_each_figure_once(tmp_path: Path) -> None:
     run = tmp_path / "run"
     (run / "downstream").mkdir(parents=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -96,6 +97,27 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, args: l
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("lmpt: error:") and message in lines[0], result.stderr
+    assert set(tmp_path.iterdir()) == before
+
+
+def test_a_stop_while_planning_that_a_library_turns_into_another_error_ends_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM can land while the plan composes its runs' OmegaConf configs, whose cleanup then raises an error of its
+    own in place of the handler's exception: the study still ends in its one line and 75, and writes nothing."""
+    from lmpt.study import plan as planning
+
+    def interrupted_in_a_library(*args: object) -> None:
+        try:
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)  # the handler lmpt-study installed, as it runs
+        finally:
+            raise AttributeError("'NoneType' object has no attribute '_invalidate_flags_cache'")
+
+    monkeypatch.setattr(planning, "plan_study", interrupted_in_a_library)
+    before = set(tmp_path.iterdir())
+    result = run_study(*STUDY, "study.dir=s", cwd=tmp_path)
+    assert result.returncode == 75, result.stderr
+    assert result.stderr.strip().splitlines() == ["lmpt-study: stopped by SIGTERM while planning; nothing was written"]
     assert set(tmp_path.iterdir()) == before
 
 
