@@ -1,6 +1,7 @@
-"""lmpt-eval (a text, and bundled:blimp-fast zero-shot) and lmpt-generate on a tiny run of every one of the twelve
-objectives, trained together by one real `lmpt -m` sweep: each command exits 0 or refuses in one line that names why
-(exit 2), and a likelihood is reported as the run's measure says (exact, or mdlm's bound with its standard error)."""
+"""lmpt-eval (a text, and the first 200 minimal pairs of blimp-fast zero-shot) and lmpt-generate on a tiny run of every
+one of the twelve objectives, trained together by one real `lmpt -m` sweep: each command exits 0 or refuses in one
+line that names why (exit 2), and a likelihood is reported as the run's measure says (exact, or mdlm's bound with its
+standard error)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from runner import TINY_RUN, records, run_lmpt
 
 from lmpt.config.command_options import run_command
+from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.eval_cli import evaluate
 from lmpt.inference.generate import generate
 from lmpt.objectives.registry import OBJECTIVES
@@ -51,6 +53,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
+def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """200 of blimp-fast's 2,010 pairs: an encoder scores each sentence token by token (pseudo-log-likelihood), and
+    every kind of scoring shows on a slice as on the whole (the bundled name is read in tests/downstream/)."""
+    path = tmp_path_factory.mktemp("pairs") / "blimp-200.jsonl"
+    path.write_text("".join((tasks_dir() / "blimp-fast.jsonl").read_text().splitlines(keepends=True)[:200]))
+    return path
+
+
+@pytest.fixture(scope="module")
 def text_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("text") / "eval.txt"
     path.write_text(TEXT, encoding="utf-8")
@@ -74,11 +85,13 @@ def answer(command: Callable[[list[str]], None], argv: list[str], capsys, monkey
 
 
 @pytest.mark.parametrize("objective", list(OBJECTIVES))
-def test_every_objective_answers_lmpt_eval_and_lmpt_generate(objective, runs, text_file, capsys, monkeypatch) -> None:
+def test_every_objective_answers_lmpt_eval_and_lmpt_generate(
+    objective, runs, text_file, pairs_file, capsys, monkeypatch
+) -> None:
     run, refused = str(runs[objective]), REFUSED.get(objective, {})
     calls = {
         "data": (evaluate, [run, f"data={text_file}"]),
-        "task": (evaluate, [run, "task=bundled:blimp-fast"]),
+        "task": (evaluate, [run, f"task={pairs_file}"]),
         "generate": (generate, [run, "max_tokens=6"]),
         "held_out": (evaluate, [run, "held_out=true"]),
     }
