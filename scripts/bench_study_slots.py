@@ -1,10 +1,12 @@
 """Wall time of a study run serially against the same study over 2 slots of 1 thread each, on 2 cores.
 
 Both studies run as a user would start them (`python -m lmpt.study KEY=VALUE ...`), one after the other, each into a
-fresh directory, with this process (and so every run) kept to the same 2 cores. The serial study's runs take their
-threads as lmpt alone does (both cores, less any other work); the slotted study's runs each take one core and one
-thread (`study.slots=2 study.slot_device=cpu`). The token caches are built once, before either is timed
-(`lmpt-prepare`), so both pay training, scoring and start-up only.
+fresh directory, with this process (and so every run) kept to the same 2 cores. The serial study runs one run at a
+time (`study.slots=1`: the default, `auto`, is a slot per core), each taking its threads as lmpt alone does (both
+cores, less any other work); the slotted study's runs each take one core and one thread (`study.slots=2
+study.slot_device=cpu`). Each study has a cache directory of its own (LMPT_CACHE_DIR beside its study directory),
+its tokenizer and token cache built before it is timed (`lmpt-prepare`): both pay training, scoring and start-up
+only, and neither reads the untrained controls the other scored (lmpt keeps them in the cache directory).
 
 With no keys it times the default study (conf/study.yaml: about 70 minutes serially on 2 cores); keys after `--`
 scale it down, e.g. a quick comparison:
@@ -28,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+SERIAL = ["study.slots=1"]
 SLOTS = ["study.slots=2", "study.slot_device=cpu"]
 DATA_KEYS = ("data", "data.", "tokenizer", "tokenizer.", "quality", "quality.")
 """The run keys the token cache is keyed by: handed to lmpt-prepare so it builds the cache the studies read."""
@@ -35,7 +38,7 @@ DATA_KEYS = ("data", "data.", "tokenizer", "tokenizer.", "quality", "quality.")
 
 def study_command(directory: Path, keys: list[str], slotted: bool) -> list[str]:
     """The `lmpt-study` command of one timed study."""
-    return [sys.executable, "-m", "lmpt.study", *keys, *(SLOTS if slotted else []), f"study.dir={directory}"]
+    return [sys.executable, "-m", "lmpt.study", *keys, *(SLOTS if slotted else SERIAL), f"study.dir={directory}"]
 
 
 def prepare_command(keys: list[str]) -> list[str]:
@@ -88,10 +91,14 @@ def main(argv: list[str] | None = None) -> None:
         return
     os.sched_setaffinity(0, cores)  # every study and run below inherits the 2 cores
     env = {k: v for k, v in os.environ.items() if k not in ("LMPT_THREADS", "OMP_NUM_THREADS")}
-    for directory in (args.dir / "serial", args.dir / "slots"):
-        shutil.rmtree(directory, ignore_errors=True)
-    subprocess.run(prepare_command(args.keys), env=env, check=True, stdout=subprocess.DEVNULL)
-    wall = {"serial": time_study(serial, env), "2 slots": time_study(slotted, env)}
+    wall = {}
+    for name, command, directory in (("serial", serial, args.dir / "serial"), ("2 slots", slotted, args.dir / "slots")):
+        cache = directory.with_name(f"{directory.name}-cache")
+        for folder in (directory, cache):
+            shutil.rmtree(folder, ignore_errors=True)
+        own = {**env, "LMPT_CACHE_DIR": str(cache.resolve())}
+        subprocess.run(prepare_command(args.keys), env=own, check=True, stdout=subprocess.DEVNULL)
+        wall[name] = time_study(command, own)
     for name, seconds in wall.items():
         print(f"{name:>8}: {seconds / 60:6.1f} min")
     print(f"2 slots take {wall['2 slots'] / wall['serial']:.2f}x the serial study's wall time")
