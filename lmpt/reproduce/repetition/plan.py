@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from lmpt.errors import LmptError
-from lmpt.reproduce.ladder import TOKENS_PER_PARAMETER, Shape, check_ladder, optimal_parameters
+from lmpt.reproduce.ladder import TOKENS_PER_PARAMETER, Shape, check_ladder, optimal_parameters, training_flops
 from lmpt.reproduce.reproduction import AR, DIFFUSION, PlannedRun, Reproduction, Scale, corpus_keys, numbers
 
 OBJECTIVES = (AR, DIFFUSION)
@@ -241,7 +241,7 @@ class RepetitionGrid(Reproduction):
                 "tokens": cell.tokens,
                 "seed": seed,
             },
-            shape.flops_per_token * cell.tokens,
+            training_flops(shape, objective) * cell.tokens,
             6.0 * shape.parameters * cell.tokens,
         )
 
