@@ -10,13 +10,12 @@ tiny-Shakespeare text with no downstream scoring: the step's cost does not depen
 and writes nothing of the user's (its tokenizer and token cache live in the cache directory's `probe/`). Its rate is
 training FLOPs (lmpt's count, the plan's) per second of its steps after the first SKIP_STEPS (allocation, first
 kernels); its overhead the rest of its wall time (the process's start, loading, the final evaluation). Both are
-cached per machine (CPU or GPU model, threads, torch) and shape in RATES_FILE; a later probe of the same shape
+cached per machine (CPU or GPU model, threads, torch) and shape in `run_rates.json`; a later probe of the same shape
 keeps the faster rate (one taken on a busy machine reads low)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -34,9 +33,21 @@ from lmpt.errors import LmptError
 from lmpt.report.runs import read_records
 from lmpt.rundir.directory import METRICS_FILE
 from lmpt.train.matmul_peak import device_name
+from lmpt.train.measurement_cache import MeasurementCache
 from lmpt.train.placement import BUSY_ROUNDING
 
-RATES_FILE = "run_rates.json"
+RATES = MeasurementCache(
+    "run_rates.json",
+    "rates",
+    valid=lambda entry: (
+        isinstance(entry, dict)
+        and isinstance(entry.get("flops_per_s"), (int, float))
+        and entry["flops_per_s"] > 0
+        and isinstance(entry.get("overhead_s"), (int, float))
+        and entry["overhead_s"] >= 0
+    ),
+    score=lambda entry: entry["flops_per_s"],
+)
 """The cached rates, in the cache directory: {"rates": {key: {"flops_per_s": F, "overhead_s": S, "shape": ...}}}."""
 
 PROBE_STEPS, SKIP_STEPS, LOG_EVERY = 60, 10, 2
@@ -96,53 +107,6 @@ def rate_key(shape: list[str], env: dict[str, str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def rates_file() -> Path | None:
-    """Where rates are cached: the cache directory lmpt keeps tokenizers and token caches in."""
-    from lmpt.data.cache import default_cache_root
-
-    try:
-        return default_cache_root(None) / RATES_FILE
-    except LmptError:  # the cache directory is blocked by a file: no cache (the data stage says so)
-        return None
-
-
-def read_rates(path: Path | None) -> dict[str, dict]:
-    """The cached rates; a missing, unreadable or malformed file is no cache (rewritten, never fatal)."""
-    try:
-        rates = json.loads(path.read_text())["rates"] if path is not None else {}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    if not isinstance(rates, dict):
-        return {}
-    return {
-        k: v
-        for k, v in rates.items()
-        if isinstance(v, dict)
-        and isinstance(v.get("flops_per_s"), (int, float))
-        and v["flops_per_s"] > 0
-        and isinstance(v.get("overhead_s"), (int, float))
-        and v["overhead_s"] >= 0
-    }
-
-
-def _remember(path: Path | None, key: str, rate: Rate, shape: list[str], where: str) -> None:
-    """Record `rate` under `key` unless a faster one is there by now; best effort (a full or read-only cache
-    directory costs only the cache)."""
-    from lmpt.safe_files import write_atomically
-
-    if path is None:
-        return
-    rates = read_rates(path)
-    if rates.get(key, {}).get("flops_per_s", 0.0) >= rate.flops_per_s:
-        return
-    rates[key] = {"flops_per_s": rate.flops_per_s, "overhead_s": rate.overhead_s, "shape": shape, "machine": where}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, lambda tmp: tmp.write_text(json.dumps({"rates": rates}, indent=1) + "\n"))
-    except (OSError, LmptError):
-        pass
-
-
 def rate_from_records(records: list[dict], wall_s: float, finished: bool = True, skip: int = SKIP_STEPS) -> Rate:
     """The rate and overhead a probe's metrics.jsonl `records` and its `wall_s` show (module docstring). A probe
     stopped at PROBE_LIMIT_S (`finished` False) is measured over the steps it logged after the first (`skip` is
@@ -178,7 +142,7 @@ def probe_command(shape: list[str], run_dir: Path) -> list[str]:
 def probe(shape: list[str], env: dict[str, str], cores: frozenset[int] | None = None) -> Rate:
     """Run the probe of `shape` in a slot of `env` (pinned to `cores`) and read its rate; LmptError naming the
     probe's last error line when it fails."""
-    path = rates_file()
+    path = RATES.path()
     probe_cache = (path.parent if path is not None else Path(tempfile.gettempdir())) / "probe"
     child_env = {**os.environ, **env, "LMPT_CACHE_DIR": str(probe_cache)}
 
@@ -222,8 +186,8 @@ def measured_rate(keys: list[str], env: dict[str, str], cores: frozenset[int] | 
     """The rate of the model `keys` train, in a slot of `env` on this machine: cached, or probed now (said on the
     console) and cached; None, said in one line, when the probe cannot measure it."""
     shape = shape_of(keys)
-    key, path = rate_key(shape, env), rates_file()
-    cached = read_rates(path).get(key)
+    key, path = rate_key(shape, env), RATES.path()
+    cached = RATES.read(path).get(key)
     if cached is not None:
         return Rate(float(cached["flops_per_s"]), float(cached["overhead_s"]))
     named = " ".join(shape) or "the defaults"
@@ -237,7 +201,11 @@ def measured_rate(keys: list[str], env: dict[str, str], cores: frozenset[int] | 
     if busy is not None:
         warn(f"{busy}: the rate of {named} reads low and is not cached (a dry run on a quiet machine measures it)")
         return rate
-    _remember(path, key, rate, shape, machine(env))
+    RATES.keep(
+        path,
+        key,
+        {"flops_per_s": rate.flops_per_s, "overhead_s": rate.overhead_s, "shape": shape, "machine": machine(env)},
+    )
     return rate
 
 

@@ -6,7 +6,6 @@ said on the console: the machine is busy and the run's throughput and MFU are lo
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
@@ -17,9 +16,11 @@ from pathlib import Path
 import torch
 
 from lmpt.cores import usable_cores
-from lmpt.errors import LmptError
+from lmpt.train.measurement_cache import MeasurementCache
 
-PEAKS_FILE = "matmul_peaks.json"
+PEAKS = MeasurementCache(
+    "matmul_peaks.json", "peaks", valid=lambda flops: isinstance(flops, (int, float)) and flops > 0, score=float
+)
 """The cached peaks, in the cache directory: {"peaks": {machine key: FLOP/s}}."""
 
 BUSY_SHARE = 0.7
@@ -80,42 +81,6 @@ def measure_matmul(device_type: str, dtype: torch.dtype) -> float:
     return best
 
 
-def read_peaks(path: Path) -> dict[str, float]:
-    """The cached peaks; a missing, unreadable or malformed file is no cache (it is rewritten, never fatal)."""
-    try:
-        peaks = json.loads(path.read_text())["peaks"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    if not isinstance(peaks, dict):
-        return {}
-    return {k: float(v) for k, v in peaks.items() if isinstance(v, (int, float)) and v > 0}
-
-
-def _write_peak(path: Path, key: str, flops: float) -> None:
-    """Record `flops` as `key`'s peak unless a higher one is there by now (a sweep's jobs may race); best effort."""
-    from lmpt.safe_files import write_atomically
-
-    peaks = read_peaks(path)
-    if peaks.get(key, 0.0) >= flops:
-        return
-    peaks[key] = flops
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, lambda tmp: tmp.write_text(json.dumps({"peaks": peaks}, indent=1) + "\n"))
-    except (OSError, LmptError):
-        pass  # a read-only or full cache directory costs only the cache
-
-
-def peaks_file() -> Path | None:
-    """Where the peaks are cached: the cache directory lmpt keeps tokenizers and token caches in."""
-    from lmpt.data.cache import default_cache_root
-
-    try:
-        return default_cache_root(None) / PEAKS_FILE
-    except LmptError:  # the cache directory is blocked by a file: no cache, and the data stage will say so
-        return None
-
-
 @dataclass(frozen=True)
 class MatmulPeak:
     flops: float
@@ -157,8 +122,8 @@ def matmul_peak(
     higher; the CPU's load counts only on a CPU."""
     measured = measure(device_type, dtype)
     key = machine_key(device_type, dtype)
-    best = max(measured, read_peaks(cache).get(key, 0.0) if cache is not None else 0.0)
-    if cache is not None and measured >= best:
-        _write_peak(cache, key, measured)
+    best = max(measured, PEAKS.read(cache).get(key, 0.0))
+    if measured >= best:
+        PEAKS.keep(cache, key, measured)
     busy = busy_reason(measured, best, load() if device_type == "cpu" else None, cores())
     return MatmulPeak(best, measured, busy)

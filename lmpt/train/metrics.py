@@ -29,7 +29,7 @@ from lmpt.objectives.base import Stats
 from lmpt.objectives.measure import Measure
 from lmpt.objectives.yardstick import perplexity as perplexity  # the one definition, re-exported to train/
 from lmpt.train.distributed import Distributed
-from lmpt.train.matmul_peak import matmul_peak, peaks_file
+from lmpt.train.matmul_peak import PEAKS, matmul_peak
 
 
 class RunningStats:
@@ -330,7 +330,7 @@ def measured_matmul_peak(device_type: str, dtype: torch.dtype) -> float:
     """FLOP/s of a large square matmul in the run's dtype, the best this machine has shown (lmpt.train.matmul_peak:
     the best of several timings, cached per machine): the CPU has no datasheet figure to trust. Notes in BUSY when
     the machine is busy, as the run's throughput and MFU then read low."""
-    peak = matmul_peak(device_type, dtype, peaks_file())
+    peak = matmul_peak(device_type, dtype, PEAKS.path())
     if peak.busy:
         BUSY[(device_type, dtype)] = peak.busy
     return peak.flops

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lmpt.study import rates
-from lmpt.study.rates import Rate, rate_from_records, read_rates, shape_of
+from lmpt.study.rates import RATES, Rate, rate_from_records, shape_of
 
 
 def _records(steps: int, every: int, step_s: float, flops_per_step: float) -> list[dict]:
@@ -76,14 +76,14 @@ def test_the_cache_keeps_the_faster_rate_and_survives_a_damaged_file(tmp_path, m
     assert rates.measured_rate(keys, env) == Rate(1e10, 5.0)
     assert rates.measured_rate([*keys[:2], "trainer.seed=1"], env) == Rate(1e10, 5.0)  # another seed: the same model
     assert probes == [["objective=clm", "model=tiny"]]
-    path = tmp_path / rates.RATES_FILE
-    key = next(iter(read_rates(path)))
-    rates._remember(path, key, Rate(5e9, 1.0), ["objective=clm", "model=tiny"], "m")  # slower: not kept
-    assert read_rates(path)[key]["flops_per_s"] == 1e10
-    rates._remember(path, key, Rate(2e10, 4.0), ["objective=clm", "model=tiny"], "m")
-    assert read_rates(path)[key]["flops_per_s"] == 2e10
+    path = tmp_path / RATES.name
+    key = next(iter(RATES.read(path)))
+    RATES.keep(path, key, {"flops_per_s": 5e9, "overhead_s": 1.0})  # slower: not kept
+    assert RATES.read(path)[key]["flops_per_s"] == 1e10
+    RATES.keep(path, key, {"flops_per_s": 2e10, "overhead_s": 4.0})
+    assert RATES.read(path)[key]["flops_per_s"] == 2e10
     path.write_text("{not json")
-    assert read_rates(path) == {}
+    assert RATES.read(path) == {}
     assert rates.measured_rate(keys, env) == Rate(1e10, 5.0) and len(probes) == 2  # measured again, rewritten
     assert json.loads(path.read_text())["rates"]
 
@@ -94,7 +94,7 @@ def test_a_rate_measured_while_other_work_runs_is_said_and_not_cached(tmp_path, 
     monkeypatch.setattr(rates, "probe", lambda shape, env, cores=None: Rate(1e9, 5.0))
     assert rates.measured_rate(["model=tiny"], {"LMPT_THREADS": "1"}) == Rate(1e9, 5.0)
     assert "reads low and is not cached" in capsys.readouterr().out
-    assert not Path(tmp_path / rates.RATES_FILE).exists()
+    assert not Path(tmp_path / RATES.name).exists()
 
 
 def test_a_probe_that_fails_leaves_the_plan_without_a_measured_rate(tmp_path, monkeypatch, capsys) -> None:

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import lmpt.train.metrics as efficiency
-from lmpt.train.matmul_peak import machine_key, matmul_peak, read_peaks
+from lmpt.train.matmul_peak import PEAKS, machine_key, matmul_peak
 
 
 def key() -> str:
@@ -28,13 +28,13 @@ def _peak(cache: Path | None, measured: float, load: float = 0.5, cores: int = 2
 def test_a_lower_measurement_never_lowers_the_cached_peak_and_a_higher_one_replaces_it(tmp_path: Path) -> None:
     cache = tmp_path / "cache" / "matmul_peaks.json"  # its folder made on first use
     first = _peak(cache, 100e9)
-    assert (first.flops, first.busy) == (100e9, None) and read_peaks(cache) == {key(): 100e9}
+    assert (first.flops, first.busy) == (100e9, None) and PEAKS.read(cache) == {key(): 100e9}
     loaded = _peak(cache, 40e9)
     assert (loaded.flops, loaded.measured) == (100e9, 40e9)  # MFU against what the machine does unloaded
-    assert read_peaks(cache) == {key(): 100e9}
+    assert PEAKS.read(cache) == {key(): 100e9}
     assert "matmul at 40% of this machine's best (100 GFLOP/s)" in loaded.busy
     assert _peak(cache, 90e9).busy is None  # within the spread of repeat timings
-    assert _peak(cache, 120e9).flops == 120e9 and read_peaks(cache) == {key(): 120e9}
+    assert _peak(cache, 120e9).flops == 120e9 and PEAKS.read(cache) == {key(): 120e9}
 
 
 def test_peaks_are_kept_per_dtype_and_thread_count() -> None:
@@ -49,7 +49,7 @@ def test_a_load_above_the_usable_cores_says_busy(tmp_path: Path) -> None:
 def test_the_busy_machine_is_said_on_the_console(tmp_path: Path, monkeypatch, capsys) -> None:
     busy = functools.partial(matmul_peak, measure=lambda *_: 50e9, load=lambda: 3.9, cores=lambda: 2)
     monkeypatch.setattr(efficiency, "matmul_peak", busy)
-    monkeypatch.setattr(efficiency, "peaks_file", lambda: tmp_path / "matmul_peaks.json")
+    monkeypatch.setenv("LMPT_CACHE_DIR", str(tmp_path))
     efficiency.measured_matmul_peak.cache_clear()
     try:
         assert efficiency.peak_flops(torch.device("cpu"), torch.float32)[0] == 50e9
