@@ -32,6 +32,7 @@ from lmpt.console import info
 from lmpt.errors import LmptError
 from lmpt.objectives.registry import register_objective_schemas
 from lmpt.private_api import BASIC_SWEEPER, basic_sweep_jobs, hydra_args_parser
+from lmpt.stopping import EXIT_INTERRUPTED, EXIT_PREEMPTED
 from lmpt.train.slurm import sbatch_refusal, without_sbatch_echo
 
 register_resolvers()  # also in launcher worker processes, which import this module to run the task
@@ -210,7 +211,7 @@ def run_hydra_app(task, config_name: str = "config", continue_runs: bool = False
         report(LmptError(refusal))
     except KeyboardInterrupt as exc:  # the second Ctrl-C: no traceback, the conventional exit status
         print(f"lmpt: aborted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     _exit_for_unfinished_jobs()
 
 
@@ -219,7 +220,6 @@ def _exit_for_unfinished_jobs() -> None:
     exit 2 when every unfinished job failed on bad input, 75 when every one was stopped and not requeued (the same
     command resumes them), else 1."""
     from lmpt.report.sweep import unfinished_jobs  # filled by the sweep-summary callback; empty otherwise
-    from lmpt.train.preemption import EXIT_PREEMPTED
 
     stopped = unfinished_jobs.count("stopped")
     failed = len(unfinished_jobs) - stopped

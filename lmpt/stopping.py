@@ -15,6 +15,12 @@ from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
+EXIT_PREEMPTED = 75
+"""Exit code after a graceful stop (EX_TEMPFAIL: "try again later"); requeue the job and it resumes."""
+
+EXIT_INTERRUPTED = 130
+"""Exit code after an interrupt from the terminal (128 + SIGINT, the shell's convention)."""
+
 
 class Stopped(BaseException):
     """A stop signal ended the work (a BaseException, as KeyboardInterrupt is: no `except Exception` swallows it)."""
@@ -47,3 +53,9 @@ def stop_on(signals: Iterable[signal.Signals] = STOP_SIGNALS) -> None:
 def stopped_by() -> signal.Signals | None:
     """The stop signal received since `stop_on`, whatever exception it became on the way out; None: no stop."""
     return _received
+
+
+def exit_code(sig: signal.Signals) -> int:
+    """The exit code for work a stop signal ended: EXIT_PREEMPTED for a scheduler's SIGTERM (requeue the job and
+    it resumes), EXIT_INTERRUPTED for anything else (a Ctrl-C)."""
+    return EXIT_PREEMPTED if sig == signal.SIGTERM else EXIT_INTERRUPTED

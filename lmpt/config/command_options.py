@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TypeVar, cast
 
 from lmpt.console import console
 from lmpt.errors import LmptError
+from lmpt.stopping import EXIT_INTERRUPTED
 
 T = TypeVar("T")
 _NONE_WORDS = ("none", "null")
@@ -160,7 +161,7 @@ def run_command(body: Callable[[list[str]], None], prog: str = "lmpt", argv: lis
         sys.exit(2)
     except KeyboardInterrupt:
         print(f"{prog}: aborted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     finally:
         console.stderr = False
     sys.exit(0)

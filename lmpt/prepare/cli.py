@@ -18,7 +18,7 @@ from lmpt.app import run_hydra_app
 from lmpt.config.schema import DataConfig, TokenizerConfig, settings
 from lmpt.console import console
 from lmpt.errors import LmptError, SmallTextError
-from lmpt.stopping import stop_on, stopped_by
+from lmpt.stopping import exit_code, stop_on, stopped_by
 
 SHARD_KEY = "prepare.shard"
 _part: tuple[int, int] | str = (0, 1)  # prepare.shard=i/N from the command line (the text when malformed)
@@ -78,13 +78,13 @@ def main() -> None:
     try:
         run_hydra_app(prepare)
     except BaseException:
-        if stopped_by() is None:  # whatever exception the stop became on the way out (lmpt.stopping)
+        if (stop := stopped_by()) is None:  # whatever exception the stop became on the way out (lmpt.stopping)
             raise
         print(
-            "lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)",
+            f"lmpt-prepare: stopped by {stop.name}; run the same command to resume (what it finished is kept)",
             file=sys.stderr,
         )
-        sys.exit(128 + signal.SIGTERM)  # 143: the conventional status of a process ended by SIGTERM
+        sys.exit(exit_code(stop))  # 75, as every lmpt command a scheduler may requeue
 
 
 if __name__ == "__main__":

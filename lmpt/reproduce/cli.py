@@ -5,7 +5,6 @@ command resumes a killed grid; `dry_run=true` shows the plan, its FLOPs and its 
 
 from __future__ import annotations
 
-import signal
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -17,8 +16,7 @@ from lmpt.errors import LmptError
 from lmpt.reproduce.document import readme_text, update_readme, write_document
 from lmpt.reproduce.grid import grid_time, plan_grid, print_plan, run_grid
 from lmpt.reproduce.reproduction import Scale, read_finished, reproduction_class
-from lmpt.stopping import stop_on, stopped_by
-from lmpt.train.preemption import EXIT_PREEMPTED
+from lmpt.stopping import exit_code, stop_on, stopped_by
 
 PROG = "lmpt-reproduce"
 SUMMARY = (
@@ -127,7 +125,7 @@ def reproduce(argv: list[str]) -> None:
                 "stopped ones continue from their checkpoints)",
                 file=sys.stderr,
             )
-            sys.exit(EXIT_PREEMPTED if stop == signal.SIGTERM else 130)
+            sys.exit(exit_code(stop))
     finished = read_finished(folder, plan.runs)
     findings = reproduction.analyse(finished)
     # each run's training and its downstream scoring, one core each (wall_s leaves the scoring out)

@@ -10,7 +10,6 @@ in flight with a checkpoint, then the study, in one line."""
 
 from __future__ import annotations
 
-import signal
 import sys
 
 from hydra.core.hydra_config import HydraConfig
@@ -19,12 +18,10 @@ from omegaconf import DictConfig
 from lmpt.app import exit_process, run_hydra_app
 from lmpt.console import console
 from lmpt.errors import LmptError
-from lmpt.stopping import stop_on, stopped_by
-from lmpt.train.preemption import EXIT_PREEMPTED
+from lmpt.stopping import exit_code, stop_on, stopped_by
 
 # as lmpt-prepare: the study app itself claims no run directory (its runs get their own, under study.dir)
 NO_RUN_DIRECTORY = ["hydra.run.dir=.", "hydra.output_subdir=null"]
-EXIT_INTERRUPTED = 130
 
 
 def refuse_hydra_keys(argv: list[str]) -> str | None:
@@ -69,7 +66,7 @@ def study(cfg: DictConfig) -> int:
         if (stop := stopped_by()) is None:  # whatever exception the stop became on the way out (lmpt.stopping)
             raise
         print(f"lmpt-study: stopped by {stop.name} while planning; nothing was written", file=sys.stderr)
-        return EXIT_PREEMPTED if stop == signal.SIGTERM else EXIT_INTERRUPTED
+        return exit_code(stop)
     if cfg.trainer.dry_run:  # the plan alone: nothing run, nothing written
         from lmpt.study.dry_run import print_study_plan
 
@@ -104,7 +101,7 @@ def study(cfg: DictConfig) -> int:
             "are kept, the stopped ones continue from their checkpoints)",
             file=sys.stderr,
         )
-        return EXIT_PREEMPTED if stop == signal.SIGTERM else EXIT_INTERRUPTED
+        return exit_code(stop)
     finals = runs.finals()
     path = write_study(plan, runs.searches, finals)
     unfinished = [

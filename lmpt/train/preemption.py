@@ -21,13 +21,10 @@ from lmpt.config.resume import resume_command
 from lmpt.console import console
 from lmpt.errors import LmptError
 from lmpt.rundir.directory import write_status
-from lmpt.stopping import Stopped
+from lmpt.stopping import EXIT_PREEMPTED, Stopped
 
 Handler = Callable[[int, FrameType | None], Any] | int | None
 """A signal's handler as `signal.signal` takes and returns it (a function, SIG_DFL or SIG_IGN, or None)."""
-
-EXIT_PREEMPTED = 75
-"""Exit code after a graceful stop (EX_TEMPFAIL: "try again later"); requeue the job and it resumes."""
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2)
 

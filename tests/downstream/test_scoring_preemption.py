@@ -19,7 +19,7 @@ from lmpt.downstream import run_tasks
 from lmpt.downstream.bundled import tasks_dir
 from lmpt.downstream.records import LEDGER, SCORING, ScoringProgress, recorded_before, stoppable_scoring
 from lmpt.report.runs import find_runs
-from lmpt.train.preemption import EXIT_PREEMPTED
+from lmpt.stopping import EXIT_PREEMPTED
 from lmpt.train.run import TrainResult
 
 TINY = [

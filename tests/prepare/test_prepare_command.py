@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from runner import lmpt_env, run_lmpt
 
+from lmpt.stopping import EXIT_PREEMPTED
+
 
 def _prepare(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = lmpt_env(LMPT_CACHE_DIR=str(cwd / "cache"))
@@ -32,7 +34,8 @@ def test_prepare_builds_once_then_reuses_and_writes_no_run_directory(tmp_path: P
 
 def test_a_sigterm_a_library_turns_into_another_error_still_ends_as_stopped(monkeypatch, capsys) -> None:
     """SIGTERM can land while OmegaConf builds a config, whose cleanup then raises an AttributeError of its own in
-    place of the handler's exception (seen once in the suite): the command still ends in its one line, status 143."""
+    place of the handler's exception (seen once in the suite): the command still ends in its one line, status 75
+    (EXIT_PREEMPTED, as every lmpt command a scheduler may requeue)."""
     from lmpt.prepare import cli
 
     def interrupted_in_a_library(task) -> None:
@@ -49,7 +52,7 @@ def test_a_sigterm_a_library_turns_into_another_error_still_ends_as_stopped(monk
             cli.main()
     finally:
         signal.signal(signal.SIGTERM, before)
-    assert ended.value.code == 143
+    assert ended.value.code == EXIT_PREEMPTED
     assert capsys.readouterr().err.strip().splitlines() == [
         "lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)"
     ]

@@ -20,6 +20,7 @@ from test_study import STUDY, run_study
 
 from lmpt.downstream.significance import encode_outcomes
 from lmpt.errors import LmptError
+from lmpt.stopping import EXIT_PREEMPTED
 from lmpt.study.gains import gain_verdicts, study_gains
 from lmpt.study.plan import DEFAULT_SPACES, NO_SCORING, StudyPlan, no_scoring, record_recipes, recorded_recipes
 from lmpt.study.pool import lock_holder
@@ -244,7 +245,7 @@ def test_lmpt_prepare_stopped_by_sigterm_says_so_in_one_line(tmp_path: Path) -> 
     _wait_for(lambda: _catches_sigterm(process.pid), timeout=120)
     os.kill(process.pid, signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 143, stderr
+    assert process.returncode == EXIT_PREEMPTED, stderr
     assert stderr.strip().splitlines() == [
         "lmpt-prepare: stopped by SIGTERM; run the same command to resume (what it finished is kept)"
     ]
