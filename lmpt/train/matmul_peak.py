@@ -50,10 +50,11 @@ def device_name(device_type: str) -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_key(device_type: str, dtype: torch.dtype) -> str:
-    """What a peak depends on: the device's model, torch, the dtype and the threads a CPU matmul uses."""
-    threads = f" x {torch.get_num_threads()} threads" if device_type == "cpu" else ""
-    return f"{device_name(device_type)}{threads} | {dtype} | torch {torch.__version__}"
+def machine_key(device_type: str, dtype: torch.dtype, threads: int | None = None) -> str:
+    """What a peak depends on: the device's model, torch, the dtype and the threads a CPU matmul uses (`threads`;
+    None: this process's)."""
+    on = f" x {threads or torch.get_num_threads()} threads" if device_type == "cpu" else ""
+    return f"{device_name(device_type)}{on} | {dtype} | torch {torch.__version__}"
 
 
 def measure_matmul(device_type: str, dtype: torch.dtype) -> float:

@@ -12,7 +12,7 @@ import torch
 from runner import TINY_MODEL, lmpt_env, run_lmpt
 
 from lmpt.cores import usable_cores
-from lmpt.train.matmul_peak import PEAKS, device_name, machine_key
+from lmpt.train.matmul_peak import PEAKS, machine_key
 
 TINY = [
     *TINY_MODEL,
@@ -115,9 +115,8 @@ def test_a_cpu_plan_times_each_model_at_its_rate_measured_by_a_probe_run(tmp_pat
     a loaded CI read so low that the assumed plan came to 54m47s, against 3m06s measured by the probe."""
     cache = tmp_path / "cache"
     for threads in range(1, (os.cpu_count() or 1) + 1):  # whatever threads the dry run's matmul uses
-        key = f"{device_name('cpu')} x {threads} threads | {torch.float32} | torch {torch.__version__}"
-        PEAKS.keep(cache / PEAKS.name, key, 100e9)
-    assert machine_key("cpu", torch.float32) in PEAKS.read(cache / PEAKS.name)  # the key as lmpt spells it
+        PEAKS.keep(cache / PEAKS.name, machine_key("cpu", torch.float32, threads), 100e9)
+    assert machine_key("cpu", torch.float32) in PEAKS.read(cache / PEAKS.name)  # this process's threads among them
     args = [*TINY[:-1], "study.objectives=[clm]", "study.seeds=[0]", "study.trials=2", "trainer.budget=2e12flops"]
     args += ["trainer.dry_run=true", "study.slots=1"]
     measured = run_study(*args, cwd=tmp_path, LMPT_CACHE_DIR=str(cache))
